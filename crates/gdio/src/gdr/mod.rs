@@ -1,0 +1,1 @@
+//! GPU memory mapped into the CPU (GDRCopy).
