@@ -1,0 +1,134 @@
+//! The configuration: one typed struct with a measured default for every knob.
+
+use std::collections::BTreeMap;
+
+/// When the engine reads with `O_DIRECT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DirectIoPolicy {
+    /// `O_DIRECT` for a range that is mostly not in the page cache (asked with `cachestat`),
+    /// buffered reads for a cached one. Writes are buffered.
+    Auto,
+    /// `O_DIRECT` for the aligned middle of every request where the file allows it.
+    On,
+    /// Never `O_DIRECT`.
+    Off,
+}
+
+impl std::str::FromStr for DirectIoPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(DirectIoPolicy::Auto),
+            "on" | "true" | "1" | "yes" => Ok(DirectIoPolicy::On),
+            "off" | "false" | "0" | "no" => Ok(DirectIoPolicy::Off),
+            _ => Err(format!("direct I/O policy must be auto, on or off, not {s:?}")),
+        }
+    }
+}
+
+/// Settings that apply to one filesystem type (cufile.json's `fs` section).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FsConfig {
+    /// I/O smaller than this many KiB goes through POSIX (compat) even when compat is not
+    /// allowed (cuFile `posix_gds_min_kb`).
+    pub posix_gds_min_kb: u64,
+    /// Whether direct (RDMA) writes are allowed on this filesystem (cuFile `rdma_write_support`).
+    pub rdma_write_support: bool,
+}
+
+/// Every setting of gdio.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Config {
+    /// The compat (POSIX through host memory) path may serve I/O the fastpath cannot.
+    pub allow_compat_mode: bool,
+    /// Every I/O goes through compat; the fastpath is never used.
+    pub force_compat_mode: bool,
+    /// The fastpath may serve files on filesystems it does not know to be safe.
+    pub unsupported_file_systems: bool,
+    /// Unaligned writes go through compat instead of the fastpath.
+    pub posix_unaligned_writes: bool,
+    /// Direct (GPU→storage DMA) writes are allowed.
+    pub gds_rdma_write_support: bool,
+    /// Per-filesystem settings, keyed by filesystem name (`ext4`, `xfs`, `wekafs`, `nfs`, ...).
+    pub fs: BTreeMap<String, FsConfig>,
+    /// Route distributed-filesystem I/O by `rdma_dynamic_routing_order`.
+    pub rdma_dynamic_routing: bool,
+    /// Order of routing choices (`GPU_MEM_NVLINKS`, `GPU_MEM`, `SYS_MEM`, `P2P`).
+    pub rdma_dynamic_routing_order: Vec<String>,
+
+    /// Worker threads of the engine.
+    pub threads: usize,
+    /// A request is split into tasks of this many bytes (rounded to the DIO alignment).
+    pub task_size: usize,
+    /// Size of each pinned bounce buffer in bytes.
+    pub bounce_buffer_size: usize,
+    /// Pinned bounce buffers per worker (at least 2, so reads overlap copies).
+    pub bounce_buffers_per_thread: usize,
+    /// When to use `O_DIRECT`.
+    pub direct_io: DirectIoPolicy,
+    /// A range at least this cached (0.0–1.0) counts as hot under `DirectIoPolicy::Auto`.
+    pub hot_cache_fraction: f64,
+}
+
+/// Default worker count: the machine's cores, at least 4, at most 64.
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(8).clamp(4, 64)
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let mut fs = BTreeMap::new();
+        for name in ["ext4", "xfs", "lustre", "nfs", "gpfs", "beegfs", "wekafs"] {
+            fs.insert(
+                name.to_owned(),
+                FsConfig { posix_gds_min_kb: 0, rdma_write_support: name != "wekafs" },
+            );
+        }
+        Config {
+            allow_compat_mode: true,
+            force_compat_mode: false,
+            unsupported_file_systems: false,
+            posix_unaligned_writes: false,
+            gds_rdma_write_support: true,
+            fs,
+            rdma_dynamic_routing: false,
+            rdma_dynamic_routing_order: vec!["GPU_MEM_NVLINKS".into(), "GPU_MEM".into(), "SYS_MEM".into(), "P2P".into()],
+            threads: default_threads(),
+            task_size: 8 << 20,
+            bounce_buffer_size: 8 << 20,
+            bounce_buffers_per_thread: 2,
+            direct_io: DirectIoPolicy::Auto,
+            hot_cache_fraction: 0.5,
+        }
+    }
+}
+
+impl Config {
+    /// Checks values that would make the engine misbehave.
+    pub fn validate(&self) -> crate::Result<()> {
+        use crate::{Error, ErrorKind};
+        let bad = |key: &str, why: &str| Err(Error::new(ErrorKind::Config, format!("config key {key}: {why}")));
+        if self.threads == 0 || self.threads > 1024 {
+            return bad("threads", "must be between 1 and 1024");
+        }
+        if self.task_size < 4096 {
+            return bad("task_size", "must be at least 4096 bytes");
+        }
+        if self.bounce_buffer_size < 4096 || self.bounce_buffer_size % 4096 != 0 {
+            return bad("bounce_buffer_size", "must be a multiple of 4096, at least 4096");
+        }
+        if self.bounce_buffers_per_thread < 2 {
+            return bad("bounce_buffers_per_thread", "must be at least 2 (reads overlap copies)");
+        }
+        if !(0.0..=1.0).contains(&self.hot_cache_fraction) {
+            return bad("hot_cache_fraction", "must be between 0 and 1");
+        }
+        Ok(())
+    }
+
+    /// The settings of filesystem `name`, or the defaults for one not listed.
+    pub fn fs_config(&self, name: &str) -> FsConfig {
+        self.fs.get(name).cloned().unwrap_or(FsConfig { posix_gds_min_kb: 0, rdma_write_support: true })
+    }
+}

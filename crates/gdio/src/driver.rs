@@ -1,0 +1,259 @@
+//! [`Driver`]: the context every I/O goes through. It owns the configuration, the GPU runtime,
+//! the engine and the backends, and routes each request to the backend that scores highest.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
+
+use crate::backend::{compat::CompatBackend, host::HostBackend, Backend, Op, Request, Score};
+use crate::config::Config;
+use crate::engine::{Engine, EngineConfig};
+use crate::error::{Error, ErrorKind, Result};
+use crate::file::{FileHandle, OpenOptions};
+use crate::gpu::{self, DeviceBuffer, GpuRuntime};
+use crate::memory::{BufferRef, IoBuf, IoBufMut, MemoryKind};
+
+/// The gdio context: configuration, GPU runtime, engine and backends.
+#[derive(Debug)]
+pub struct Driver {
+    config: Config,
+    runtime: Arc<dyn GpuRuntime>,
+    why_no_gpu: Option<String>,
+    engine: Arc<Engine>,
+    backends: Vec<Arc<dyn Backend>>,
+}
+
+/// What the driver decided for one request: the backend that serves it and every score.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Decision {
+    /// The backend that serves the request, `None` when every backend rejected it.
+    pub backend: Option<&'static str>,
+    /// Every backend's score and reason, in the driver's order.
+    pub scores: Vec<(&'static str, Score)>,
+}
+
+impl Driver {
+    /// A driver on the best GPU runtime of this machine (CUDA, else host memory only).
+    pub fn new(config: Config) -> Result<Driver> {
+        let (runtime, why) = gpu::detect();
+        Self::build(config, runtime, why)
+    }
+
+    /// A driver on a given runtime (for tests: [`gpu::sim::SimRuntime`]).
+    pub fn with_runtime(config: Config, runtime: Arc<dyn GpuRuntime>) -> Result<Driver> {
+        Self::build(config, runtime, None)
+    }
+
+    fn build(config: Config, runtime: Arc<dyn GpuRuntime>, why_no_gpu: Option<String>) -> Result<Driver> {
+        config.validate()?;
+        let engine = Arc::new(Engine::new(runtime.clone(), EngineConfig::from(&config)));
+        let backends: Vec<Arc<dyn Backend>> =
+            vec![Arc::new(CompatBackend::new(engine.clone())), Arc::new(HostBackend::new(engine.clone()))];
+        Ok(Driver { config, runtime, why_no_gpu, engine, backends })
+    }
+
+    /// The configuration in effect.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The GPU runtime.
+    pub fn runtime(&self) -> &Arc<dyn GpuRuntime> {
+        &self.runtime
+    }
+
+    /// Why there is no GPU runtime, when there is none.
+    pub fn why_no_gpu(&self) -> Option<&str> {
+        self.why_no_gpu.as_deref()
+    }
+
+    /// The engine (for callers that want its knobs).
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// Opens `path` for reading.
+    pub fn open(&self, path: impl AsRef<std::path::Path>) -> Result<FileHandle> {
+        FileHandle::open(path)
+    }
+
+    /// Opens `path` with `options`.
+    pub fn open_with(&self, path: impl AsRef<std::path::Path>, options: OpenOptions) -> Result<FileHandle> {
+        FileHandle::open_with(path, options)
+    }
+
+    /// Allocates `len` bytes on GPU `ordinal`.
+    pub fn alloc_device(&self, ordinal: usize, len: usize) -> Result<DeviceBuffer> {
+        self.check_gpu(ordinal)?;
+        DeviceBuffer::new(&self.runtime, ordinal, len)
+    }
+
+    fn check_gpu(&self, ordinal: usize) -> Result<()> {
+        let n = self.runtime.device_count();
+        if ordinal >= n {
+            let why = match (&self.why_no_gpu, n) {
+                (Some(w), _) => w.clone(),
+                (None, n) => format!("this machine has {n} GPU(s), numbered from 0"),
+            };
+            return Err(Error::new(ErrorKind::NoGpu, format!("GPU {ordinal} does not exist: {why}")));
+        }
+        Ok(())
+    }
+
+    /// Scores a request with every backend and names the one that would serve it.
+    pub fn decide(&self, req: &Request<'_>) -> Decision {
+        let scores: Vec<(&'static str, Score)> =
+            self.backends.iter().map(|b| (b.name(), b.score(req, &self.config))).collect();
+        let best = scores.iter().filter(|(_, s)| s.accepts()).max_by_key(|(_, s)| s.score).map(|(n, _)| *n);
+        Decision { backend: best, scores }
+    }
+
+    fn route(&self, op: Op, file: &FileHandle, buf: BufferRef, offset: u64) -> Result<usize> {
+        if let MemoryKind::Device { ordinal } = buf.kind {
+            self.check_gpu(ordinal)?;
+        }
+        let req = Request { op, file: file.info(), memory: buf.kind, file_offset: offset, buf_addr: buf.addr, len: buf.len as u64 };
+        let decision = self.decide(&req);
+        let Some(name) = decision.backend else {
+            let reasons: Vec<String> = decision.scores.iter().map(|(n, s)| format!("{n}: {}", s.reason)).collect();
+            return Err(Error::new(ErrorKind::NoBackend, format!("no backend can {op} {}: {}", buf.kind, reasons.join("; ")))
+                .with_path(file.path())
+                .with_range(offset, buf.len as u64));
+        };
+        let backend = self.backends.iter().find(|b| b.name() == name).expect("decided backend exists");
+        match op {
+            Op::Read => backend.read(file, buf, offset),
+            Op::Write => backend.write(file, buf, offset),
+        }
+    }
+
+    fn sub(buf: BufferRef, buf_offset: usize, len: usize, file: &FileHandle, file_offset: u64) -> Result<BufferRef> {
+        match buf_offset.checked_add(len) {
+            Some(end) if end <= buf.len => Ok(BufferRef { addr: buf.addr + buf_offset as u64, len, kind: buf.kind }),
+            _ => Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("buffer of {} bytes is too short for {len} bytes at buffer offset {buf_offset}", buf.len),
+            )
+            .with_errno(libc::EINVAL)
+            .with_path(file.path())
+            .with_range(file_offset, len as u64)),
+        }
+    }
+
+    /// Reads `len` bytes at `file_offset` of `file` into `dst` starting at `buf_offset`
+    /// (cuFileRead's argument order). Returns the bytes read: fewer than `len` only when the
+    /// file ends first. Device memory goes through the best GPU backend, host memory is read in
+    /// place.
+    pub fn read<B: IoBufMut + ?Sized>(&self, file: &FileHandle, file_offset: u64, dst: &mut B, buf_offset: usize, len: usize) -> Result<usize> {
+        let rt = self.runtime.clone();
+        let whole = dst.io_ref_mut(&|a| rt.classify(a));
+        let buf = Self::sub(whole, buf_offset, len, file, file_offset)?;
+        self.route(Op::Read, file, buf, file_offset)
+    }
+
+    /// Writes `len` bytes of `src` from `buf_offset` to `file` at `file_offset`. Returns `len`.
+    pub fn write<B: IoBuf + ?Sized>(&self, file: &FileHandle, file_offset: u64, src: &B, buf_offset: usize, len: usize) -> Result<usize> {
+        let rt = self.runtime.clone();
+        let whole = src.io_ref(&|a| rt.classify(a));
+        let buf = Self::sub(whole, buf_offset, len, file, file_offset)?;
+        self.route(Op::Write, file, buf, file_offset)
+    }
+
+    /// Reads into a cudarc `CudaSlice<u8>` (after its stream has finished earlier work).
+    pub fn read_cuda_slice(&self, file: &FileHandle, file_offset: u64, dst: &mut CudaSlice<u8>, buf_offset: usize, len: usize) -> Result<usize> {
+        let stream = dst.stream().clone();
+        stream.synchronize().map_err(|e| Error::gpu(e.0 as i64, &format!("{e:?}"), "synchronizing the slice's stream"))?;
+        let ordinal = dst.ordinal();
+        let total = dst.len();
+        let (ptr, _sync) = dst.device_ptr_mut(&stream);
+        let whole = BufferRef { addr: ptr, len: total, kind: MemoryKind::Device { ordinal } };
+        let buf = Self::sub(whole, buf_offset, len, file, file_offset)?;
+        self.route(Op::Read, file, buf, file_offset)
+    }
+
+    /// Writes from a cudarc `CudaSlice<u8>` (after its stream has finished earlier work).
+    pub fn write_cuda_slice(&self, file: &FileHandle, file_offset: u64, src: &CudaSlice<u8>, buf_offset: usize, len: usize) -> Result<usize> {
+        let stream = src.stream().clone();
+        stream.synchronize().map_err(|e| Error::gpu(e.0 as i64, &format!("{e:?}"), "synchronizing the slice's stream"))?;
+        let ordinal = src.ordinal();
+        let total = src.len();
+        let (ptr, _sync) = src.device_ptr(&stream);
+        let whole = BufferRef { addr: ptr, len: total, kind: MemoryKind::Device { ordinal } };
+        let buf = Self::sub(whole, buf_offset, len, file, file_offset)?;
+        self.route(Op::Write, file, buf, file_offset)
+    }
+
+    fn raw(&self, addr: u64, len: usize, need: Option<bool>, file: &FileHandle, file_offset: u64) -> Result<BufferRef> {
+        if addr == 0 {
+            return Err(Error::new(ErrorKind::InvalidInput, "null buffer address").with_path(file.path()).with_range(file_offset, len as u64));
+        }
+        let kind = self.runtime.classify(addr);
+        let wrong = match (need, kind) {
+            (Some(true), MemoryKind::Device { .. }) | (Some(false), MemoryKind::Host | MemoryKind::PinnedHost) | (None, _) => None,
+            (Some(true), k) => Some(format!("address 0x{addr:x} is {k} memory, but this call needs device memory (allocate it with cuMemAlloc, or call the host variant)")),
+            (Some(false), k) => Some(format!("address 0x{addr:x} is {k} memory, but this call needs host memory (call the device variant)")),
+        };
+        if let Some(w) = wrong {
+            return Err(Error::new(ErrorKind::InvalidInput, w).with_errno(libc::EINVAL).with_path(file.path()).with_range(file_offset, len as u64));
+        }
+        Ok(BufferRef { addr, len, kind })
+    }
+
+    /// Reads into GPU memory at device address `dptr`.
+    ///
+    /// # Safety
+    /// `dptr..dptr+len` must be device memory allocated in this process, not freed or used by
+    /// anything else until the call returns.
+    pub unsafe fn read_device_ptr(&self, file: &FileHandle, file_offset: u64, dptr: u64, len: usize) -> Result<usize> {
+        let buf = self.raw(dptr, len, Some(true), file, file_offset)?;
+        self.route(Op::Read, file, buf, file_offset)
+    }
+
+    /// Writes from GPU memory at device address `dptr`.
+    ///
+    /// # Safety
+    /// `dptr..dptr+len` must be device memory allocated in this process and stay valid until
+    /// the call returns.
+    pub unsafe fn write_device_ptr(&self, file: &FileHandle, file_offset: u64, dptr: u64, len: usize) -> Result<usize> {
+        let buf = self.raw(dptr, len, Some(true), file, file_offset)?;
+        self.route(Op::Write, file, buf, file_offset)
+    }
+
+    /// Reads into host memory at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr..ptr+len` must be writable host memory not accessed by anything else until the
+    /// call returns.
+    pub unsafe fn read_host_ptr(&self, file: &FileHandle, file_offset: u64, ptr: *mut u8, len: usize) -> Result<usize> {
+        let buf = self.raw(ptr as u64, len, Some(false), file, file_offset)?;
+        self.route(Op::Read, file, buf, file_offset)
+    }
+
+    /// Writes from host memory at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr..ptr+len` must be readable host memory that stays valid until the call returns.
+    pub unsafe fn write_host_ptr(&self, file: &FileHandle, file_offset: u64, ptr: *const u8, len: usize) -> Result<usize> {
+        let buf = self.raw(ptr as u64, len, Some(false), file, file_offset)?;
+        self.route(Op::Write, file, buf, file_offset)
+    }
+
+    /// Reads into memory of any kind at `addr`, classified by the GPU driver.
+    ///
+    /// # Safety
+    /// `addr..addr+len` must be memory of this process, valid for writes and not accessed by
+    /// anything else until the call returns.
+    pub unsafe fn read_raw(&self, file: &FileHandle, file_offset: u64, addr: u64, len: usize) -> Result<usize> {
+        let buf = self.raw(addr, len, None, file, file_offset)?;
+        self.route(Op::Read, file, buf, file_offset)
+    }
+
+    /// Writes from memory of any kind at `addr`, classified by the GPU driver.
+    ///
+    /// # Safety
+    /// `addr..addr+len` must be memory of this process, valid for reads until the call returns.
+    pub unsafe fn write_raw(&self, file: &FileHandle, file_offset: u64, addr: u64, len: usize) -> Result<usize> {
+        let buf = self.raw(addr, len, None, file, file_offset)?;
+        self.route(Op::Write, file, buf, file_offset)
+    }
+}

@@ -1,0 +1,163 @@
+//! The compat engine: a request becomes tasks, tasks run on a pool of workers, and each worker
+//! moves GPU data through its own ring of pinned bounce buffers and its own stream, so reading
+//! chunk N+1 overlaps the copy of chunk N. Host memory is read and written in place.
+//!
+//! - [`plan`]: splitting requests into aligned tasks and tasks into buffered/direct pieces.
+//! - `job`: one request in flight and the state its caller waits on.
+//! - `pool`: the worker threads.
+//! - `lane`: a worker's stream and bounce ring for one GPU.
+//! - `transfer`: what a worker does with a task.
+
+mod job;
+mod lane;
+pub mod plan;
+mod pool;
+mod transfer;
+
+use std::sync::Arc;
+
+pub use job::DirectChoice;
+
+use crate::backend::Op;
+use crate::config::{Config, DirectIoPolicy};
+use crate::error::{Error, ErrorKind, Result};
+use crate::file::FileHandle;
+use crate::gpu::GpuRuntime;
+use crate::memory::BufferRef;
+use job::Job;
+use pool::{LaneShape, Pool};
+
+/// What one request moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Transfer {
+    /// Bytes moved (for reads, fewer than asked only at end of file).
+    pub bytes: u64,
+    /// Of which through `O_DIRECT`.
+    pub direct_bytes: u64,
+}
+
+/// The engine's knobs, taken from [`Config`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EngineConfig {
+    /// Worker threads.
+    pub threads: usize,
+    /// Task size in bytes.
+    pub task_size: usize,
+    /// Bounce buffer size in bytes.
+    pub bounce_buffer_size: usize,
+    /// Bounce buffers per worker and GPU.
+    pub bounce_buffers_per_thread: usize,
+    /// Direct I/O policy.
+    pub direct_io: DirectIoPolicy,
+    /// Cached fraction at or above which a range counts as hot.
+    pub hot_cache_fraction: f64,
+}
+
+impl From<&Config> for EngineConfig {
+    fn from(c: &Config) -> Self {
+        EngineConfig {
+            threads: c.threads,
+            task_size: c.task_size,
+            bounce_buffer_size: c.bounce_buffer_size,
+            bounce_buffers_per_thread: c.bounce_buffers_per_thread,
+            direct_io: c.direct_io,
+            hot_cache_fraction: c.hot_cache_fraction,
+        }
+    }
+}
+
+/// The engine: a worker pool over one GPU runtime.
+pub struct Engine {
+    runtime: Arc<dyn GpuRuntime>,
+    pool: Pool,
+    config: EngineConfig,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("runtime", &self.runtime.name()).field("config", &self.config).finish()
+    }
+}
+
+impl Engine {
+    /// An engine over `runtime`. Threads start at the first request.
+    pub fn new(runtime: Arc<dyn GpuRuntime>, config: EngineConfig) -> Engine {
+        let shape = LaneShape { size: config.bounce_buffer_size, count: config.bounce_buffers_per_thread.max(2) };
+        Engine { pool: Pool::new(runtime.clone(), config.threads.max(1), shape), runtime, config }
+    }
+
+    /// The runtime.
+    pub fn runtime(&self) -> &Arc<dyn GpuRuntime> {
+        &self.runtime
+    }
+
+    /// The knobs.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    fn direct_choice(&self, op: Op) -> DirectChoice {
+        match (self.config.direct_io, op) {
+            (DirectIoPolicy::Off, _) => DirectChoice::Never,
+            (DirectIoPolicy::On, _) => DirectChoice::Always,
+            (DirectIoPolicy::Auto, Op::Read) => DirectChoice::WhenCold(self.config.hot_cache_fraction),
+            (DirectIoPolicy::Auto, Op::Write) => DirectChoice::Never,
+        }
+    }
+
+    fn run(&self, op: Op, file: &FileHandle, buf: BufferRef, offset: u64, len: u64) -> Result<Transfer> {
+        let align = transfer::direct_align(file);
+        let tasks = plan::split(offset, len, self.config.task_size as u64, align);
+        if tasks.is_empty() {
+            return Ok(Transfer::default());
+        }
+        let workers = tasks.len().min(self.pool.threads());
+        let job = Arc::new(Job::new(op, file, buf, offset, tasks, self.direct_choice(op)));
+        if let Err(e) = self.pool.submit(&job, workers) {
+            return Err(e.with_path(file.path()).with_range(offset, len));
+        }
+        let (bytes, direct_bytes) = job.wait()?;
+        Ok(Transfer { bytes, direct_bytes })
+    }
+
+    /// Reads up to `dst.len` bytes at `offset` into `dst`. Fewer bytes come back only when the
+    /// file ends first. An offset past the end of the file is an error.
+    pub fn read(&self, file: &FileHandle, dst: BufferRef, offset: u64) -> Result<Transfer> {
+        let len = dst.len as u64;
+        if !file.is_readable() {
+            return Err(Error::new(ErrorKind::PermissionDenied, "handle was opened write-only").with_path(file.path()).with_range(offset, len));
+        }
+        if len == 0 {
+            return Ok(Transfer::default());
+        }
+        let mut size = file.size();
+        if offset + len > size {
+            size = file.refresh_size()?;
+        }
+        if offset > size {
+            return Err(Error::new(ErrorKind::InvalidInput, format!("offset {offset} is beyond the end of the file ({size} bytes)"))
+                .with_errno(libc::EINVAL)
+                .with_path(file.path())
+                .with_range(offset, len));
+        }
+        let len = len.min(size - offset);
+        self.run(Op::Read, file, dst, offset, len)
+    }
+
+    /// Writes all `src.len` bytes of `src` at `offset`.
+    pub fn write(&self, file: &FileHandle, src: BufferRef, offset: u64) -> Result<Transfer> {
+        let len = src.len as u64;
+        if !file.is_writable() {
+            return Err(Error::new(ErrorKind::PermissionDenied, "handle was opened read-only; open it for writing")
+                .with_errno(libc::EBADF)
+                .with_path(file.path())
+                .with_range(offset, len));
+        }
+        if len == 0 {
+            return Ok(Transfer::default());
+        }
+        let t = self.run(Op::Write, file, src, offset, len)?;
+        file.note_written_end(offset + len);
+        Ok(t)
+    }
+}

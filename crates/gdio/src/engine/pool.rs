@@ -1,0 +1,142 @@
+//! The worker pool: threads that take jobs from a queue and run their tasks, each worker with
+//! its own lanes (stream and bounce ring) per GPU.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+use super::job::Job;
+use super::lane::Lane;
+use super::transfer;
+use crate::backend::Op;
+use crate::error::{Error, ErrorKind, Result};
+use crate::gpu::GpuRuntime;
+use crate::memory::MemoryKind;
+
+/// Sizes the workers' bounce rings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LaneShape {
+    pub size: usize,
+    pub count: usize,
+}
+
+struct Queue {
+    jobs: VecDeque<Arc<Job>>,
+    shutdown: bool,
+}
+
+struct Shared {
+    queue: Mutex<Queue>,
+    cv: Condvar,
+    runtime: Arc<dyn GpuRuntime>,
+    shape: LaneShape,
+}
+
+/// A fixed set of worker threads, started on first use.
+pub(crate) struct Pool {
+    shared: Arc<Shared>,
+    threads: usize,
+    handles: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Pool {
+    pub(crate) fn new(runtime: Arc<dyn GpuRuntime>, threads: usize, shape: LaneShape) -> Pool {
+        Pool {
+            shared: Arc::new(Shared {
+                queue: Mutex::new(Queue { jobs: VecDeque::new(), shutdown: false }),
+                cv: Condvar::new(),
+                runtime,
+                shape,
+            }),
+            threads,
+            handles: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn threads(&self) -> usize {
+        self.threads
+    }
+
+    fn start(&self) -> Result<()> {
+        let mut h = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        while h.len() < self.threads {
+            let shared = self.shared.clone();
+            let id = h.len();
+            let handle = std::thread::Builder::new()
+                .name(format!("gdio-worker-{id}"))
+                .spawn(move || worker_main(shared))
+                .map_err(|e| Error::from_io(&e, "cannot start an engine worker thread"))?;
+            h.push(handle);
+        }
+        Ok(())
+    }
+
+    /// Queues `job` for up to `workers` workers.
+    pub(crate) fn submit(&self, job: &Arc<Job>, workers: usize) -> Result<()> {
+        self.start()?;
+        let mut q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        for _ in 0..workers.clamp(1, self.threads) {
+            q.jobs.push_back(job.clone());
+        }
+        drop(q);
+        self.shared.cv.notify_all();
+        Ok(())
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.shared.queue.lock().unwrap_or_else(|p| p.into_inner()).shutdown = true;
+        self.shared.cv.notify_all();
+        for h in self.handles.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+fn lane<'a>(lanes: &'a mut HashMap<usize, Lane>, shared: &Shared, ordinal: usize) -> Result<&'a mut Lane> {
+    if !lanes.contains_key(&ordinal) {
+        let l = Lane::new(&shared.runtime, ordinal, shared.shape.size, shared.shape.count)?;
+        lanes.insert(ordinal, l);
+    }
+    lanes.get_mut(&ordinal).ok_or_else(|| Error::new(ErrorKind::Gpu, "lane vanished"))
+}
+
+fn worker_main(shared: Arc<Shared>) {
+    let mut lanes: HashMap<usize, Lane> = HashMap::new();
+    loop {
+        let job = {
+            let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+            loop {
+                if let Some(j) = q.jobs.pop_front() {
+                    break j;
+                }
+                if q.shutdown {
+                    return;
+                }
+                q = shared.cv.wait(q).unwrap_or_else(|p| p.into_inner());
+            }
+        };
+        job.enter();
+        let mut used: Option<usize> = None;
+        while let Some((_, task)) = job.claim() {
+            let result = match (job.op, job.buf.kind) {
+                (op, MemoryKind::Device { ordinal }) => match lane(&mut lanes, &shared, ordinal) {
+                    Ok(l) => {
+                        used = Some(ordinal);
+                        match op {
+                            Op::Read => transfer::read_to_device(&job, task, l),
+                            Op::Write => transfer::write_from_device(&job, task, l),
+                        }
+                    }
+                    Err(e) => Err(e),
+                },
+                (Op::Read, _) => transfer::read_to_host(&job, task),
+                (Op::Write, _) => transfer::write_from_host(&job, task),
+            };
+            job.finish(task, result);
+        }
+        let sync_err = used.and_then(|o| lanes.get_mut(&o)).and_then(|l| l.stream.synchronize().err());
+        job.leave(sync_err);
+    }
+}

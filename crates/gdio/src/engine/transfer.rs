@@ -1,0 +1,214 @@
+//! What a worker does with one task: read a file range into host memory or, through its bounce
+//! ring, into GPU memory; write host or GPU memory to a file range.
+
+use super::job::{DirectChoice, Job, TaskResult};
+use super::lane::Lane;
+use super::plan::{pieces, Task};
+use crate::error::{Error, Result};
+use crate::file::{posix, residency, FileHandle};
+
+/// The alignment a job's direct pieces use: the larger of the DIO offset and memory alignment.
+pub(crate) fn direct_align(file: &FileHandle) -> u64 {
+    let i = file.info();
+    u64::from(i.dio_offset_align.max(i.dio_mem_align).max(1))
+}
+
+/// Whether this task's aligned middle goes through `O_DIRECT`.
+fn use_direct(job: &Job, task: &Task) -> bool {
+    let file = job.file();
+    if file.direct_fd().is_none() {
+        return false;
+    }
+    match job.direct {
+        DirectChoice::Never => false,
+        DirectChoice::Always => true,
+        DirectChoice::WhenCold(hot) => match residency::residency(file.buffered_fd(), task.offset, task.len) {
+            Some(r) => r.fraction() < hot,
+            None => false,
+        },
+    }
+}
+
+fn io_error(file: &FileHandle, what: &str, errno: i32, offset: u64, len: u64) -> Error {
+    Error::from_errno(errno, what.to_owned()).with_path(file.path()).with_range(offset, len)
+}
+
+/// Reads `[off, off+len)` into `dst`, the aligned middle with `O_DIRECT` when `direct` and
+/// `dst` lines up. Returns (bytes read, of which direct); fewer bytes only at end of file.
+///
+/// # Safety
+/// `dst` must be valid for writes of `len` bytes.
+unsafe fn read_range(file: &FileHandle, dst: *mut u8, off: u64, len: u64, direct: bool, align: u64) -> Result<(u64, u64)> {
+    let buffered = |dst: *mut u8, off: u64, len: u64| -> Result<u64> {
+        // SAFETY: the caller's range covers these bytes.
+        unsafe { posix::pread_full_raw(file.buffered_fd(), dst, len as usize, off) }
+            .map(|n| n as u64)
+            .map_err(|e| io_error(file, "buffered read failed", e, off, len))
+    };
+    let p = pieces(off, len, align);
+    let direct_fd = file.direct_fd().filter(|_| direct && p.middle > 0 && (dst as u64 + p.head) % align == 0);
+    let Some(dfd) = direct_fd else {
+        return Ok((buffered(dst, off, len)?, 0));
+    };
+    // SAFETY: head, middle and tail are consecutive sub-ranges of the caller's range.
+    unsafe {
+        let got = buffered(dst, off, p.head)?;
+        if got < p.head {
+            return Ok((got, 0));
+        }
+        let mid_dst = dst.add(p.head as usize);
+        let mid_off = off + p.head;
+        let got_mid = match posix::pread_full_raw(dfd, mid_dst, p.middle as usize, mid_off) {
+            Ok(n) => n as u64,
+            // The filesystem refused this alignment after all: read the piece buffered.
+            Err(libc::EINVAL) => {
+                tracing::debug!(path = %file.path().display(), mid_off, "O_DIRECT read refused (EINVAL); reading buffered");
+                return Ok((p.head + buffered(mid_dst, mid_off, p.middle + p.tail)?, 0));
+            }
+            Err(e) => return Err(io_error(file, "O_DIRECT read failed", e, mid_off, p.middle)),
+        };
+        if got_mid < p.middle {
+            return Ok((p.head + got_mid, got_mid));
+        }
+        let got_tail = buffered(mid_dst.add(p.middle as usize), mid_off + p.middle, p.tail)?;
+        Ok((p.head + p.middle + got_tail, p.middle))
+    }
+}
+
+/// Writes `[off, off+len)` from `src`, the aligned middle with `O_DIRECT` when `direct` and
+/// `src` lines up. Returns the direct bytes. On error nothing more is written.
+///
+/// # Safety
+/// `src` must be valid for reads of `len` bytes.
+unsafe fn write_range(file: &FileHandle, src: *const u8, off: u64, len: u64, direct: bool, align: u64) -> Result<u64> {
+    let buffered = |src: *const u8, off: u64, len: u64| -> Result<()> {
+        // SAFETY: the caller's range covers these bytes.
+        unsafe { posix::pwrite_all_raw(file.buffered_fd(), src, len as usize, off) }.map_err(|(done, e)| {
+            io_error(file, &format!("write failed after {done} of {len} bytes reached the file"), e, off, len)
+        })
+    };
+    let p = pieces(off, len, align);
+    let direct_fd = file.direct_fd().filter(|_| direct && p.middle > 0 && (src as u64 + p.head) % align == 0);
+    let Some(dfd) = direct_fd else {
+        buffered(src, off, len)?;
+        return Ok(0);
+    };
+    // SAFETY: head, middle and tail are consecutive sub-ranges of the caller's range.
+    unsafe {
+        buffered(src, off, p.head)?;
+        let mid_src = src.add(p.head as usize);
+        let mid_off = off + p.head;
+        if let Err((done, e)) = posix::pwrite_all_raw(dfd, mid_src, p.middle as usize, mid_off) {
+            if e == libc::EINVAL && done == 0 {
+                buffered(mid_src, mid_off, p.middle + p.tail)?;
+                return Ok(0);
+            }
+            return Err(io_error(file, &format!("O_DIRECT write failed after {done} of {} bytes", p.middle), e, mid_off, p.middle));
+        }
+        buffered(mid_src.add(p.middle as usize), mid_off + p.middle, p.tail)?;
+    }
+    Ok(p.middle)
+}
+
+/// Reads a task straight into host memory.
+pub(crate) fn read_to_host(job: &Job, task: Task) -> Result<TaskResult> {
+    let file = job.file();
+    let dst = (job.buf.addr + task.rel) as *mut u8;
+    let direct = use_direct(job, &task);
+    // SAFETY: the task lies inside the job's buffer, which the submitter keeps valid and
+    // exclusive until the job is done.
+    let (bytes, direct_bytes) = unsafe { read_range(file, dst, task.offset, task.len, direct, direct_align(file))? };
+    Ok(TaskResult { bytes, direct_bytes })
+}
+
+/// Writes a task straight from host memory.
+pub(crate) fn write_from_host(job: &Job, task: Task) -> Result<TaskResult> {
+    let file = job.file();
+    let src = (job.buf.addr + task.rel) as *const u8;
+    let direct = matches!(job.direct, DirectChoice::Always);
+    // SAFETY: the task lies inside the job's buffer, valid until the job is done.
+    let direct_bytes = unsafe { write_range(file, src, task.offset, task.len, direct, direct_align(file))? };
+    Ok(TaskResult { bytes: task.len, direct_bytes })
+}
+
+/// Usable bytes of a bounce buffer and the in-buffer shift for a chunk at `off`.
+fn chunk_geometry(lane: &Lane, direct: bool, align: u64, off: u64) -> (u64, u64) {
+    let size = lane.buffer_size() as u64;
+    if direct && align < size / 2 {
+        (size - align, off % align)
+    } else {
+        (size, 0)
+    }
+}
+
+/// Reads a task into GPU memory through the lane's bounce ring: read chunk into a pinned buffer,
+/// queue its copy, move on to the next buffer while the copy runs.
+pub(crate) fn read_to_device(job: &Job, task: Task, lane: &mut Lane) -> Result<TaskResult> {
+    let file = job.file();
+    let align = direct_align(file);
+    let direct = use_direct(job, &task);
+    let mut res = TaskResult::default();
+    while res.bytes < task.len {
+        let off = task.offset + res.bytes;
+        let (cap, _) = chunk_geometry(lane, direct, align, off);
+        let n = cap.min(task.len - res.bytes);
+        let shift = chunk_geometry(lane, direct, align, off).1;
+        let slot = lane.take_slot()?;
+        // SAFETY: `shift + n <= buffer size` by `chunk_geometry`; the slot's previous copy is done.
+        let buf = unsafe { lane.buffers[slot].as_mut_ptr().add(shift as usize) };
+        // SAFETY: `buf` has room for `n` bytes (above).
+        let (got, d) = unsafe { read_range(file, buf, off, n, direct, align)? };
+        if got > 0 {
+            let dst = job.buf.addr + task.rel + res.bytes;
+            // SAFETY: the device range lies inside the job's buffer; the pinned source stays
+            // untouched until the slot's marker is waited for.
+            unsafe { lane.stream.copy_to_device(dst, buf, got as usize)? };
+            lane.stream.record(slot)?;
+        }
+        res.bytes += got;
+        res.direct_bytes += d;
+        if got < n {
+            break;
+        }
+    }
+    Ok(res)
+}
+
+/// Writes a task from GPU memory: copy chunk N+1 to a pinned buffer while chunk N is written.
+pub(crate) fn write_from_device(job: &Job, task: Task, lane: &mut Lane) -> Result<TaskResult> {
+    let file = job.file();
+    let align = direct_align(file);
+    let direct = matches!(job.direct, DirectChoice::Always) && file.direct_fd().is_some();
+    let mut res = TaskResult::default();
+    let mut pending: Option<(usize, *const u8, u64, u64)> = None;
+    let mut queued = 0u64;
+    let flush = |lane: &mut Lane, p: (usize, *const u8, u64, u64), res: &mut TaskResult| -> Result<()> {
+        lane.stream.wait(p.0)?;
+        // SAFETY: the pinned range holds `p.3` bytes copied from the device (waited for above).
+        res.direct_bytes += unsafe { write_range(file, p.1, p.2, p.3, direct, align)? };
+        res.bytes += p.3;
+        Ok(())
+    };
+    while queued < task.len {
+        let off = task.offset + queued;
+        let (cap, shift) = chunk_geometry(lane, direct, align, off);
+        let n = cap.min(task.len - queued);
+        let slot = lane.take_slot()?;
+        // SAFETY: `shift + n <= buffer size` by `chunk_geometry`; the slot is free.
+        let buf = unsafe { lane.buffers[slot].as_mut_ptr().add(shift as usize) };
+        let src = job.buf.addr + task.rel + queued;
+        // SAFETY: the device range lies inside the job's buffer; `buf` has room for `n` bytes
+        // and is not read before the slot's marker is waited for.
+        unsafe { lane.stream.copy_to_host(buf, src, n as usize)? };
+        lane.stream.record(slot)?;
+        if let Some(p) = pending.take() {
+            flush(lane, p, &mut res)?;
+        }
+        pending = Some((slot, buf as *const u8, off, n));
+        queued += n;
+    }
+    if let Some(p) = pending.take() {
+        flush(lane, p, &mut res)?;
+    }
+    Ok(res)
+}

@@ -1,0 +1,325 @@
+//! NVIDIA GPUs through the CUDA driver API, loaded at run time by cudarc.
+//!
+//! `libcuda.so.1` is looked for when [`CudaRuntime::new`] runs, never at build time, so one
+//! binary runs on machines with and without a GPU. cudarc panics when the library is absent,
+//! so presence is checked first and its absence becomes an error.
+
+use std::ffi::{c_void, CStr};
+use std::sync::{Arc, OnceLock};
+
+use cudarc::driver::sys;
+use cudarc::driver::CudaContext;
+
+use super::{DeviceInfo, GpuRuntime, GpuStream};
+use crate::error::{Error, ErrorKind, Result};
+use crate::memory::MemoryKind;
+
+/// Turns a `CUresult` into gdio's error, naming the call.
+fn check(r: sys::CUresult, what: &str) -> Result<()> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        return Ok(());
+    }
+    let mut name: *const std::ffi::c_char = std::ptr::null();
+    // SAFETY: cuGetErrorName writes a pointer to a static string (or leaves it null).
+    let rc = unsafe { sys::cuGetErrorName(r, &mut name) };
+    let name = if rc == sys::CUresult::CUDA_SUCCESS && !name.is_null() {
+        // SAFETY: the driver returns a NUL-terminated static string.
+        unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned()
+    } else {
+        format!("{r:?}")
+    };
+    Err(Error::gpu(r as i64, &name, format!("CUDA {what} failed")))
+}
+
+/// The CUDA runtime: one retained primary context per GPU, made on first use.
+#[derive(Debug)]
+pub struct CudaRuntime {
+    contexts: Vec<OnceLock<Arc<CudaContext>>>,
+    driver_version: i32,
+}
+
+impl CudaRuntime {
+    /// Loads libcuda, initialises the driver and counts GPUs. Fails (never panics) when the
+    /// library is missing, the driver does not initialise, or there is no GPU.
+    pub fn new() -> Result<CudaRuntime> {
+        // SAFETY: only tries to dlopen the library under its known names.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(Error::new(
+                ErrorKind::NoGpu,
+                "no CUDA driver: libcuda.so.1 was not found (install the NVIDIA driver, or in a container pass the GPU through with --gpus)",
+            ));
+        }
+        // SAFETY: the library is present (checked above); cuInit takes flags 0.
+        check(unsafe { sys::cuInit(0) }, "cuInit").map_err(|e| {
+            Error::new(ErrorKind::NoGpu, format!("the CUDA driver did not initialise: {e}"))
+        })?;
+        let mut count = 0;
+        // SAFETY: writes one int.
+        check(unsafe { sys::cuDeviceGetCount(&mut count) }, "cuDeviceGetCount")?;
+        if count <= 0 {
+            return Err(Error::new(ErrorKind::NoGpu, "the CUDA driver loaded but reports no GPU"));
+        }
+        let mut driver_version = 0;
+        // SAFETY: writes one int.
+        check(unsafe { sys::cuDriverGetVersion(&mut driver_version) }, "cuDriverGetVersion")?;
+        Ok(CudaRuntime { contexts: (0..count).map(|_| OnceLock::new()).collect(), driver_version })
+    }
+
+    fn check_ordinal(&self, ordinal: usize) -> Result<()> {
+        if ordinal >= self.contexts.len() {
+            return Err(Error::new(
+                ErrorKind::NoGpu,
+                format!("GPU {ordinal} does not exist: this machine has {} GPU(s), numbered from 0", self.contexts.len()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The (retained primary) context of GPU `ordinal`, the one cudarc's `CudaContext::new`
+    /// gives, so gdio and cudarc users share memory and streams.
+    pub fn context(&self, ordinal: usize) -> Result<Arc<CudaContext>> {
+        self.check_ordinal(ordinal)?;
+        if let Some(c) = self.contexts[ordinal].get() {
+            return Ok(c.clone());
+        }
+        let ctx = CudaContext::new(ordinal).map_err(|e| Error::gpu(e.0 as i64, &format!("{e:?}"), format!("creating the context of GPU {ordinal}")))?;
+        Ok(self.contexts[ordinal].get_or_init(|| ctx).clone())
+    }
+
+    fn bind(&self, ordinal: usize) -> Result<Arc<CudaContext>> {
+        let ctx = self.context(ordinal)?;
+        ctx.bind_to_thread().map_err(|e| Error::gpu(e.0 as i64, &format!("{e:?}"), "cuCtxSetCurrent"))?;
+        Ok(ctx)
+    }
+
+    /// Registers host memory for DMA (`cuMemHostRegister`), read-only when `read_only`.
+    ///
+    /// # Safety
+    /// `ptr..ptr+len` must be mapped for the lifetime of the registration and unregistered with
+    /// [`CudaRuntime::host_unregister`] before it is unmapped.
+    pub unsafe fn host_register(&self, ordinal: usize, ptr: *mut u8, len: usize, read_only: bool) -> Result<()> {
+        self.bind(ordinal)?;
+        let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | if read_only { sys::CU_MEMHOSTREGISTER_READ_ONLY } else { 0 };
+        // SAFETY: forwarded contract.
+        check(unsafe { sys::cuMemHostRegister_v2(ptr.cast(), len, flags) }, "cuMemHostRegister")
+    }
+
+    /// Undoes [`CudaRuntime::host_register`].
+    ///
+    /// # Safety
+    /// `ptr` was registered with `host_register` and no copy from it is in flight.
+    pub unsafe fn host_unregister(&self, ordinal: usize, ptr: *mut u8) -> Result<()> {
+        self.bind(ordinal)?;
+        // SAFETY: forwarded contract.
+        check(unsafe { sys::cuMemHostUnregister(ptr.cast()) }, "cuMemHostUnregister")
+    }
+}
+
+fn read_sysfs(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_owned())
+}
+
+/// BAR1's size from the PCI `resource` table (line 1: start, end, flags).
+fn bar1_size(bus: &str) -> Option<u64> {
+    let text = read_sysfs(&format!("/sys/bus/pci/devices/{bus}/resource"))?;
+    let line = text.lines().nth(1)?;
+    let mut it = line.split_whitespace().map(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok());
+    let (start, end) = (it.next()??, it.next()??);
+    (end > start).then(|| end - start + 1)
+}
+
+impl GpuRuntime for CudaRuntime {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn device_count(&self) -> usize {
+        self.contexts.len()
+    }
+
+    fn device_info(&self, ordinal: usize) -> Result<DeviceInfo> {
+        self.check_ordinal(ordinal)?;
+        let mut dev = 0;
+        // SAFETY: writes one CUdevice; ordinal is in range.
+        check(unsafe { sys::cuDeviceGet(&mut dev, ordinal as i32) }, "cuDeviceGet")?;
+        let mut name = [0 as std::ffi::c_char; 256];
+        // SAFETY: the buffer holds 256 chars; the driver NUL-terminates within it.
+        check(unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), 256, dev) }, "cuDeviceGetName")?;
+        // SAFETY: NUL-terminated by the driver.
+        let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
+        let mut total = 0usize;
+        // SAFETY: writes one size_t.
+        check(unsafe { sys::cuDeviceTotalMem_v2(&mut total, dev) }, "cuDeviceTotalMem")?;
+        let mut bus = [0 as std::ffi::c_char; 64];
+        // SAFETY: the buffer holds 64 chars.
+        let pci_bus_id = (unsafe { sys::cuDeviceGetPCIBusId(bus.as_mut_ptr(), 64, dev) } == sys::CUresult::CUDA_SUCCESS)
+            // SAFETY: NUL-terminated by the driver on success.
+            .then(|| unsafe { CStr::from_ptr(bus.as_ptr()) }.to_string_lossy().to_lowercase());
+        let sys_path = |f: &str| pci_bus_id.as_ref().and_then(|b| read_sysfs(&format!("/sys/bus/pci/devices/{b}/{f}")));
+        Ok(DeviceInfo {
+            ordinal,
+            name,
+            total_memory: total as u64,
+            pcie_link_speed: sys_path("current_link_speed"),
+            pcie_link_width: sys_path("current_link_width").and_then(|w| w.parse().ok()),
+            bar1_size: pci_bus_id.as_deref().and_then(bar1_size),
+            pci_bus_id,
+        })
+    }
+
+    fn driver_version(&self) -> Option<i32> {
+        Some(self.driver_version)
+    }
+
+    fn classify(&self, addr: u64) -> MemoryKind {
+        if addr == 0 || self.bind(0).is_err() {
+            return MemoryKind::Host;
+        }
+        let mut mem_type: u32 = 0;
+        let mut managed: u32 = 0;
+        let mut ordinal: i32 = -1;
+        let mut attrs = [
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED,
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        ];
+        let mut data: [*mut c_void; 3] =
+            [(&mut mem_type as *mut u32).cast(), (&mut managed as *mut u32).cast(), (&mut ordinal as *mut i32).cast()];
+        // SAFETY: three attributes, each with a pointer to a live, large-enough local.
+        let r = unsafe { sys::cuPointerGetAttributes(3, attrs.as_mut_ptr(), data.as_mut_ptr(), addr) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return MemoryKind::Host;
+        }
+        if managed != 0 {
+            return MemoryKind::Managed;
+        }
+        match mem_type {
+            x if x == sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32 => MemoryKind::Device { ordinal: ordinal.max(0) as usize },
+            x if x == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32 => MemoryKind::PinnedHost,
+            _ => MemoryKind::Host,
+        }
+    }
+
+    fn alloc_device(&self, ordinal: usize, len: usize) -> Result<u64> {
+        self.bind(ordinal)?;
+        let mut p: sys::CUdeviceptr = 0;
+        // SAFETY: writes one device pointer.
+        check(unsafe { sys::cuMemAlloc_v2(&mut p, len.max(1)) }, &format!("cuMemAlloc of {len} bytes on GPU {ordinal}"))?;
+        Ok(p)
+    }
+
+    unsafe fn free_device(&self, ordinal: usize, addr: u64) {
+        if self.bind(ordinal).is_ok() {
+            // SAFETY: the caller promises `addr` came from cuMemAlloc and is freed once.
+            let _ = unsafe { sys::cuMemFree_v2(addr) };
+        }
+    }
+
+    fn alloc_pinned(&self, ordinal: usize, len: usize) -> Result<*mut u8> {
+        self.bind(ordinal)?;
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // SAFETY: writes one pointer; PORTABLE makes it pinned for every context.
+        check(
+            unsafe { sys::cuMemHostAlloc(&mut p, len.max(1), sys::CU_MEMHOSTALLOC_PORTABLE) },
+            &format!("cuMemHostAlloc of {len} bytes"),
+        )?;
+        Ok(p.cast())
+    }
+
+    unsafe fn free_pinned(&self, ptr: *mut u8, _len: usize) {
+        // SAFETY: the caller promises `ptr` came from cuMemHostAlloc and is freed once.
+        let _ = unsafe { sys::cuMemFreeHost(ptr.cast()) };
+    }
+
+    fn new_stream(&self, ordinal: usize, slots: usize) -> Result<Box<dyn GpuStream>> {
+        let ctx = self.bind(ordinal)?;
+        let mut stream: sys::CUstream = std::ptr::null_mut();
+        // SAFETY: writes one stream handle; the context is current.
+        check(unsafe { sys::cuStreamCreate(&mut stream, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32) }, "cuStreamCreate")?;
+        let mut s = CudaStream { ctx, stream, events: Vec::new(), recorded: Vec::new() };
+        for _ in 0..=slots.max(1) {
+            let mut ev: sys::CUevent = std::ptr::null_mut();
+            let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32 | sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32;
+            // SAFETY: writes one event handle; the context is current.
+            check(unsafe { sys::cuEventCreate(&mut ev, flags) }, "cuEventCreate")?;
+            s.events.push(ev);
+            s.recorded.push(false);
+        }
+        Ok(Box::new(s))
+    }
+
+    fn bind_thread(&self, ordinal: usize) -> Result<()> {
+        self.bind(ordinal).map(|_| ())
+    }
+}
+
+/// A CUDA stream with one event per marker slot (plus one for `synchronize`).
+struct CudaStream {
+    ctx: Arc<CudaContext>,
+    stream: sys::CUstream,
+    events: Vec<sys::CUevent>,
+    recorded: Vec<bool>,
+}
+
+// SAFETY: CUDA streams and events may be used from any thread once the owning context is made
+// current, which every method does first.
+unsafe impl Send for CudaStream {}
+
+impl CudaStream {
+    fn bind(&self) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(|e| Error::gpu(e.0 as i64, &format!("{e:?}"), "cuCtxSetCurrent"))
+    }
+}
+
+impl GpuStream for CudaStream {
+    unsafe fn copy_to_device(&mut self, dst: u64, src: *const u8, len: usize) -> Result<()> {
+        self.bind()?;
+        // SAFETY: forwarded contract.
+        check(unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), len, self.stream) }, "cuMemcpyHtoDAsync")
+    }
+    unsafe fn copy_to_host(&mut self, dst: *mut u8, src: u64, len: usize) -> Result<()> {
+        self.bind()?;
+        // SAFETY: forwarded contract.
+        check(unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, len, self.stream) }, "cuMemcpyDtoHAsync")
+    }
+    fn record(&mut self, slot: usize) -> Result<()> {
+        self.bind()?;
+        // SAFETY: the event and stream belong to the current context.
+        check(unsafe { sys::cuEventRecord(self.events[slot], self.stream) }, "cuEventRecord")?;
+        self.recorded[slot] = true;
+        Ok(())
+    }
+    fn wait(&mut self, slot: usize) -> Result<()> {
+        if !self.recorded[slot] {
+            return Ok(());
+        }
+        self.bind()?;
+        // SAFETY: the event was recorded on this stream.
+        check(unsafe { sys::cuEventSynchronize(self.events[slot]) }, "cuEventSynchronize")
+    }
+    fn synchronize(&mut self) -> Result<()> {
+        let last = self.events.len() - 1;
+        self.record(last)?;
+        self.wait(last)
+    }
+    fn slots(&self) -> usize {
+        self.events.len() - 1
+    }
+}
+
+impl Drop for CudaStream {
+    fn drop(&mut self) {
+        if self.bind().is_err() {
+            return;
+        }
+        // SAFETY: the stream and events were created by this object and are destroyed once,
+        // after the stream drained.
+        unsafe {
+            let _ = sys::cuStreamSynchronize(self.stream);
+            for ev in &self.events {
+                let _ = sys::cuEventDestroy_v2(*ev);
+            }
+            let _ = sys::cuStreamDestroy_v2(self.stream);
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! The GPU runtime layer: a vendor-neutral trait and its implementations.
+//!
+//! - [`cuda`]: NVIDIA GPUs through the CUDA driver API (cudarc, loaded at run time).
+//! - [`host`]: a machine without a GPU; every device operation is a clear error.
+//! - [`sim`]: GPUs simulated in host memory with asynchronous copies, for tests on machines
+//!   without a GPU (they drive the same bounce-buffer pipeline the CUDA path uses).
+
+pub mod buffer;
+pub mod cuda;
+pub mod host;
+pub mod sim;
+
+use std::sync::Arc;
+
+pub use buffer::{DeviceBuffer, PinnedBuffer};
+
+use crate::error::Result;
+use crate::memory::MemoryKind;
+
+/// What gdio knows about one GPU.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DeviceInfo {
+    /// Ordinal, as the driver counts.
+    pub ordinal: usize,
+    /// Marketing name (`NVIDIA H200`).
+    pub name: String,
+    /// Memory in bytes.
+    pub total_memory: u64,
+    /// PCI bus id (`0000:3b:00.0`), when known.
+    pub pci_bus_id: Option<String>,
+    /// Current PCIe link speed as sysfs prints it (`32.0 GT/s PCIe`).
+    pub pcie_link_speed: Option<String>,
+    /// Current PCIe link width (lanes).
+    pub pcie_link_width: Option<u32>,
+    /// Size of BAR1 (the window GPUDirect maps memory through), in bytes.
+    pub bar1_size: Option<u64>,
+}
+
+/// An in-order queue of copies on one GPU with completion markers.
+///
+/// Copies are asynchronous: the memory on both sides must stay valid and untouched until a
+/// later [`GpuStream::wait`] or [`GpuStream::synchronize`] returns.
+pub trait GpuStream: Send {
+    /// Queues a host→device copy.
+    ///
+    /// # Safety
+    /// `src` must be valid for reads of `len` bytes and `dst` a device range of `len` bytes,
+    /// both until the copy is known complete.
+    unsafe fn copy_to_device(&mut self, dst: u64, src: *const u8, len: usize) -> Result<()>;
+    /// Queues a device→host copy.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `len` bytes and `src` a device range of `len` bytes,
+    /// both until the copy is known complete.
+    unsafe fn copy_to_host(&mut self, dst: *mut u8, src: u64, len: usize) -> Result<()>;
+    /// Records marker `slot` (0..[`GpuStream::slots`]) after the copies queued so far.
+    fn record(&mut self, slot: usize) -> Result<()>;
+    /// Blocks until marker `slot` has been reached (returns at once if it was never recorded).
+    fn wait(&mut self, slot: usize) -> Result<()>;
+    /// Blocks until every queued copy is done.
+    fn synchronize(&mut self) -> Result<()>;
+    /// Number of marker slots.
+    fn slots(&self) -> usize;
+}
+
+/// A GPU runtime: devices, memory, pointer classification and copy streams.
+pub trait GpuRuntime: Send + Sync + std::fmt::Debug {
+    /// Short name (`cuda`, `host`, `sim`).
+    fn name(&self) -> &'static str;
+    /// Number of GPUs.
+    fn device_count(&self) -> usize;
+    /// Facts about GPU `ordinal`.
+    fn device_info(&self, ordinal: usize) -> Result<DeviceInfo>;
+    /// Driver version as the vendor numbers it (CUDA: 1000*major + 10*minor), if any.
+    fn driver_version(&self) -> Option<i32>;
+    /// What kind of memory `addr` points into.
+    fn classify(&self, addr: u64) -> MemoryKind;
+    /// Allocates `len` bytes on GPU `ordinal`; returns the device address.
+    fn alloc_device(&self, ordinal: usize, len: usize) -> Result<u64>;
+    /// Frees what [`GpuRuntime::alloc_device`] returned.
+    ///
+    /// # Safety
+    /// `addr` came from `alloc_device(ordinal, ..)` of this runtime and is not used again.
+    unsafe fn free_device(&self, ordinal: usize, addr: u64);
+    /// Allocates `len` bytes of page-locked host memory usable for DMA with GPU `ordinal`,
+    /// aligned to at least 4096.
+    fn alloc_pinned(&self, ordinal: usize, len: usize) -> Result<*mut u8>;
+    /// Frees what [`GpuRuntime::alloc_pinned`] returned.
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc_pinned(.., len)` of this runtime and is not used again.
+    unsafe fn free_pinned(&self, ptr: *mut u8, len: usize);
+    /// A new stream on GPU `ordinal` with `slots` completion markers.
+    fn new_stream(&self, ordinal: usize, slots: usize) -> Result<Box<dyn GpuStream>>;
+    /// Makes GPU `ordinal` current on the calling thread (a no-op where that means nothing).
+    fn bind_thread(&self, ordinal: usize) -> Result<()>;
+}
+
+/// The best runtime this machine has: CUDA when libcuda loads and reports a GPU, else host.
+/// The second value says why CUDA was not picked, when it was not.
+pub fn detect() -> (Arc<dyn GpuRuntime>, Option<String>) {
+    match cuda::CudaRuntime::new() {
+        Ok(rt) => (Arc::new(rt), None),
+        Err(e) => (Arc::new(host::HostRuntime::new(e.message().to_owned())), Some(e.message().to_owned())),
+    }
+}

@@ -1,0 +1,242 @@
+//! GPUs simulated in host memory. Device allocations are host allocations the runtime
+//! remembers; streams run their copies on a thread of their own, later than they are queued,
+//! so code that reuses a buffer before waiting for its copy reads wrong bytes in tests.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+
+use super::host::{alloc_aligned, free_aligned};
+use super::{DeviceInfo, GpuRuntime, GpuStream};
+use crate::error::{Error, ErrorKind, Result};
+use crate::memory::MemoryKind;
+
+#[derive(Debug, Default)]
+struct Allocations {
+    device: BTreeMap<u64, (usize, usize)>,
+    pinned: BTreeMap<u64, usize>,
+}
+
+/// A runtime with `devices` simulated GPUs.
+#[derive(Debug, Clone)]
+pub struct SimRuntime {
+    devices: usize,
+    allocs: Arc<Mutex<Allocations>>,
+    copy_delay: std::time::Duration,
+}
+
+impl SimRuntime {
+    /// `devices` simulated GPUs whose copies start `copy_delay` after they are dequeued.
+    pub fn new(devices: usize, copy_delay: std::time::Duration) -> Self {
+        SimRuntime { devices, allocs: Arc::default(), copy_delay }
+    }
+
+    fn check_ordinal(&self, ordinal: usize) -> Result<()> {
+        if ordinal >= self.devices {
+            return Err(Error::new(
+                ErrorKind::NoGpu,
+                format!("GPU {ordinal} does not exist: this machine has {} simulated GPUs", self.devices),
+            ));
+        }
+        Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Allocations> {
+        self.allocs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl GpuRuntime for SimRuntime {
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+    fn device_count(&self) -> usize {
+        self.devices
+    }
+    fn device_info(&self, ordinal: usize) -> Result<DeviceInfo> {
+        self.check_ordinal(ordinal)?;
+        Ok(DeviceInfo {
+            ordinal,
+            name: "simulated GPU".into(),
+            total_memory: 0,
+            pci_bus_id: None,
+            pcie_link_speed: None,
+            pcie_link_width: None,
+            bar1_size: None,
+        })
+    }
+    fn driver_version(&self) -> Option<i32> {
+        None
+    }
+    fn classify(&self, addr: u64) -> MemoryKind {
+        let a = self.lock();
+        if let Some((&start, &(ordinal, len))) = a.device.range(..=addr).next_back() {
+            if addr < start + len as u64 {
+                return MemoryKind::Device { ordinal };
+            }
+        }
+        if let Some((&start, &len)) = a.pinned.range(..=addr).next_back() {
+            if addr < start + len as u64 {
+                return MemoryKind::PinnedHost;
+            }
+        }
+        MemoryKind::Host
+    }
+    fn alloc_device(&self, ordinal: usize, len: usize) -> Result<u64> {
+        self.check_ordinal(ordinal)?;
+        let p = alloc_aligned(len)? as u64;
+        self.lock().device.insert(p, (ordinal, len.max(1)));
+        Ok(p)
+    }
+    unsafe fn free_device(&self, _ordinal: usize, addr: u64) {
+        if let Some((_, len)) = self.lock().device.remove(&addr) {
+            // SAFETY: `addr` was returned by `alloc_aligned(len)` in `alloc_device`.
+            unsafe { free_aligned(addr as *mut u8, len) };
+        }
+    }
+    fn alloc_pinned(&self, ordinal: usize, len: usize) -> Result<*mut u8> {
+        self.check_ordinal(ordinal)?;
+        let p = alloc_aligned(len)?;
+        self.lock().pinned.insert(p as u64, len.max(1));
+        Ok(p)
+    }
+    unsafe fn free_pinned(&self, ptr: *mut u8, len: usize) {
+        if self.lock().pinned.remove(&(ptr as u64)).is_some() {
+            // SAFETY: `ptr` was returned by `alloc_aligned(len)` in `alloc_pinned`.
+            unsafe { free_aligned(ptr, len) };
+        }
+    }
+    fn new_stream(&self, ordinal: usize, slots: usize) -> Result<Box<dyn GpuStream>> {
+        self.check_ordinal(ordinal)?;
+        Ok(Box::new(SimStream::new(slots.max(1), self.copy_delay)))
+    }
+    fn bind_thread(&self, ordinal: usize) -> Result<()> {
+        self.check_ordinal(ordinal)
+    }
+}
+
+enum Op {
+    Copy { dst: usize, src: usize, len: usize },
+    Mark { slot: usize, seq: u64 },
+}
+
+struct Marks {
+    done: Mutex<(Vec<u64>, u64)>,
+    cv: Condvar,
+}
+
+struct SimStream {
+    tx: Option<mpsc::Sender<Op>>,
+    worker: Option<std::thread::JoinHandle<()>>,
+    marks: Arc<Marks>,
+    recorded: Vec<u64>,
+    seq: u64,
+}
+
+impl SimStream {
+    fn new(slots: usize, delay: std::time::Duration) -> Self {
+        let (tx, rx) = mpsc::channel::<Op>();
+        let marks = Arc::new(Marks { done: Mutex::new((vec![0; slots + 1], 0)), cv: Condvar::new() });
+        let m = marks.clone();
+        let worker = std::thread::spawn(move || {
+            for op in rx {
+                match op {
+                    Op::Copy { dst, src, len } => {
+                        if !delay.is_zero() {
+                            std::thread::sleep(delay);
+                        }
+                        // SAFETY: the queuing caller promised both ranges stay valid until the
+                        // copy is known complete, which is after this runs.
+                        unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, len) };
+                    }
+                    Op::Mark { slot, seq } => {
+                        let mut g = m.done.lock().unwrap_or_else(|p| p.into_inner());
+                        g.0[slot] = seq;
+                        g.1 = seq;
+                        m.cv.notify_all();
+                    }
+                }
+            }
+        });
+        SimStream { tx: Some(tx), worker: Some(worker), marks, recorded: vec![0; slots + 1], seq: 0 }
+    }
+
+    fn send(&self, op: Op) -> Result<()> {
+        self.tx
+            .as_ref()
+            .and_then(|t| t.send(op).ok())
+            .ok_or_else(|| Error::new(ErrorKind::Gpu, "simulated stream worker is gone"))
+    }
+
+    fn wait_slot(&mut self, slot: usize) -> Result<()> {
+        let want = self.recorded[slot];
+        let mut g = self.marks.done.lock().unwrap_or_else(|p| p.into_inner());
+        while g.0[slot] < want {
+            g = self.marks.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+        Ok(())
+    }
+}
+
+impl GpuStream for SimStream {
+    unsafe fn copy_to_device(&mut self, dst: u64, src: *const u8, len: usize) -> Result<()> {
+        self.send(Op::Copy { dst: dst as usize, src: src as usize, len })
+    }
+    unsafe fn copy_to_host(&mut self, dst: *mut u8, src: u64, len: usize) -> Result<()> {
+        self.send(Op::Copy { dst: dst as usize, src: src as usize, len })
+    }
+    fn record(&mut self, slot: usize) -> Result<()> {
+        self.seq += 1;
+        self.recorded[slot] = self.seq;
+        self.send(Op::Mark { slot, seq: self.seq })
+    }
+    fn wait(&mut self, slot: usize) -> Result<()> {
+        self.wait_slot(slot)
+    }
+    fn synchronize(&mut self) -> Result<()> {
+        let last = self.recorded.len() - 1;
+        self.record(last)?;
+        self.wait_slot(last)
+    }
+    fn slots(&self) -> usize {
+        self.recorded.len() - 1
+    }
+}
+
+impl Drop for SimStream {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_arrive_after_wait_and_pointers_classify() {
+        let rt = SimRuntime::new(2, std::time::Duration::from_millis(1));
+        let d = rt.alloc_device(1, 4096).unwrap();
+        assert_eq!(rt.classify(d + 100), MemoryKind::Device { ordinal: 1 });
+        let p = rt.alloc_pinned(0, 4096).unwrap();
+        assert_eq!(rt.classify(p as u64 + 4095), MemoryKind::PinnedHost);
+        let src: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
+        let mut s = rt.new_stream(1, 2).unwrap();
+        unsafe { s.copy_to_device(d, src.as_ptr(), 4096).unwrap() };
+        s.record(0).unwrap();
+        s.wait(0).unwrap();
+        let mut back = vec![0u8; 4096];
+        unsafe { s.copy_to_host(back.as_mut_ptr(), d, 4096).unwrap() };
+        s.synchronize().unwrap();
+        assert_eq!(back, src);
+        assert!(rt.alloc_device(2, 1).is_err());
+        unsafe {
+            rt.free_device(1, d);
+            rt.free_pinned(p, 4096);
+        }
+        assert_eq!(rt.classify(d), MemoryKind::Host);
+    }
+}

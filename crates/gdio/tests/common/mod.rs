@@ -1,0 +1,64 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use gdio::gpu::sim::SimRuntime;
+use gdio::{Config, DirectIoPolicy, Driver};
+use rand::{Rng, RngCore, SeedableRng};
+
+/// Random bytes from a seeded generator.
+pub fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut v = vec![0u8; len];
+    rng.fill_bytes(&mut v);
+    v
+}
+
+/// A random number in `range` from a seeded generator.
+pub fn rng(seed: u64) -> rand::rngs::StdRng {
+    rand::rngs::StdRng::seed_from_u64(seed)
+}
+
+/// Where tests put files: the temp dir (ext4 here) and tmpfs.
+pub fn dirs() -> Vec<(&'static str, tempfile::TempDir)> {
+    let mut v = vec![("tmp", tempfile::tempdir_in(std::env::temp_dir()).unwrap())];
+    match tempfile::tempdir_in("/dev/shm") {
+        Ok(d) => v.push(("shm", d)),
+        Err(e) => eprintln!("skipping tmpfs: /dev/shm unusable ({e})"),
+    }
+    v
+}
+
+/// Writes `data` to `dir/name`.
+pub fn write_file(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, data).unwrap();
+    p
+}
+
+/// A small-knob config that hits every loop edge.
+pub fn tiny_config(direct: DirectIoPolicy, threads: usize) -> Config {
+    Config {
+        threads,
+        task_size: 4096 * 3,
+        bounce_buffer_size: 8192,
+        bounce_buffers_per_thread: 2,
+        direct_io: direct,
+        ..Config::default()
+    }
+}
+
+/// A driver on `gpus` simulated GPUs whose copies lag a little.
+pub fn sim_driver(config: Config, gpus: usize) -> Driver {
+    let rt = Arc::new(SimRuntime::new(gpus, std::time::Duration::from_micros(20)));
+    Driver::with_runtime(config, rt).unwrap()
+}
+
+/// A random (offset, len) inside `size` bytes, sometimes running past the end.
+pub fn random_range(r: &mut impl Rng, size: usize) -> (u64, usize) {
+    let off = r.random_range(0..size.max(1));
+    let len = r.random_range(0..(size - off + 5000));
+    (off as u64, len)
+}
