@@ -10,6 +10,7 @@ pub mod file;
 pub mod gdr;
 pub mod gpu;
 pub mod memory;
+pub mod platform;
 
 pub use config::{Config, DirectIoPolicy};
 pub use driver::{Decision, Driver};

@@ -1,0 +1,99 @@
+//! The bench's results: one row per operation, the limits, and how they print.
+
+use serde::Serialize;
+
+use crate::units::format_size;
+
+/// One measured operation.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpResult {
+    /// `read` or `write`.
+    pub op: String,
+    /// `gpu:N` or `host`.
+    pub target: String,
+    /// Bytes moved per iteration.
+    pub bytes: u64,
+    /// Median seconds per iteration.
+    pub seconds: f64,
+    /// GB/s (10^9 bytes/s) of the median iteration.
+    pub gbps: f64,
+    /// GB/s of the best iteration.
+    pub best_gbps: f64,
+    /// Every byte matched.
+    pub verified: bool,
+    /// Iterations timed.
+    pub iterations: usize,
+    /// Bytes per I/O request.
+    pub io_size: u64,
+    /// Requests in flight.
+    pub queue_depth: usize,
+    /// Median per-I/O latency, milliseconds.
+    pub latency_p50_ms: f64,
+    /// 99th-percentile per-I/O latency, milliseconds.
+    pub latency_p99_ms: f64,
+    /// CPU seconds (user + system) per iteration, median.
+    pub cpu_seconds: f64,
+    /// Bytes that went through O_DIRECT in the last iteration.
+    pub direct_bytes: u64,
+    /// Page cache dropped before each iteration.
+    pub cold: bool,
+    /// For writes: seconds of the fsync after the last iteration (not in `seconds`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fsync_seconds: Option<f64>,
+    /// Backend that served the I/O.
+    pub backend: String,
+    /// Ratio of `gbps` to the matching limit, when one was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_to_limit: Option<f64>,
+}
+
+/// Everything one bench run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    /// The operations.
+    pub results: Vec<OpResult>,
+    /// Limits measured in the same run.
+    pub limits: serde_json::Map<String, serde_json::Value>,
+    /// The file read, its filesystem, and the engine settings.
+    pub setup: serde_json::Map<String, serde_json::Value>,
+    /// The library's counters after the run.
+    pub stats: serde_json::Value,
+}
+
+impl BenchReport {
+    /// Prints the human table.
+    pub fn print(&self) {
+        for (k, v) in &self.setup {
+            println!("{k:>16}: {}", v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string()));
+        }
+        println!();
+        println!(
+            "{:<6} {:<7} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8}  {}",
+            "op", "target", "bytes", "GB/s", "best", "limit×", "p50 ms", "p99 ms", "cpu s", "verified", "backend"
+        );
+        for r in &self.results {
+            println!(
+                "{:<6} {:<7} {:>10} {:>9.2} {:>9.2} {:>9} {:>10.2} {:>10.2} {:>8.2} {:>8}  {}",
+                r.op,
+                r.target,
+                format_size(r.bytes),
+                r.gbps,
+                r.best_gbps,
+                r.ratio_to_limit.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into()),
+                r.latency_p50_ms,
+                r.latency_p99_ms,
+                r.cpu_seconds,
+                if r.verified { "yes" } else { "NO" },
+                r.backend,
+            );
+            if let Some(f) = r.fsync_seconds {
+                println!("{:<6} fsync after the last write: {f:.3} s (not in the GB/s)", "");
+            }
+        }
+        println!();
+        println!("limits measured in this run:");
+        for (k, v) in &self.limits {
+            println!("  {k:<28} {v}");
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! `gdio check`: what this machine offers and, for each path, what gdio found out about it.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use gdio::{gpu, platform};
+use serde_json::{json, Value};
+
+/// Arguments of `gdio check`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CheckArgs {
+    /// Files or block devices to probe.
+    pub paths: Vec<PathBuf>,
+    /// Print one JSON object instead of the report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn platform_report() -> Value {
+    let (rt, why) = gpu::detect();
+    let gpus: Vec<Value> = (0..rt.device_count())
+        .map(|i| match rt.device_info(i) {
+            Ok(d) => serde_json::to_value(d).unwrap_or(Value::Null),
+            Err(e) => json!({ "ordinal": i, "error": e.to_string() }),
+        })
+        .collect();
+    let cuda = rt.driver_version().map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10));
+    json!({
+        "gpu_runtime": rt.name(),
+        "no_gpu_reason": why,
+        "gpus": gpus,
+        "cuda_driver_version": cuda,
+        "nvidia_driver_version": platform::nvidia_driver_version(),
+        "kernel": platform::kernel_release(),
+        "nvidia_fs": platform::nvidia_fs(),
+        "pci_p2pdma": platform::pci_p2pdma(),
+        "libcufile": platform::libcufile(),
+        "io_uring": platform::io_uring(),
+    })
+}
+
+/// A directory is probed through a small temporary file made inside it, so the report tells what
+/// files there would get.
+fn path_report(p: &std::path::Path) -> Value {
+    if p.is_dir() {
+        let tmp = match tempfile::Builder::new().prefix(".gdio-check-").tempfile_in(p) {
+            Ok(t) => t,
+            Err(e) => return json!({ "path": p.display().to_string(), "error": format!("directory {}: cannot create a probe file in it: {e}", p.display()) }),
+        };
+        let _ = tmp.as_file().set_len(1 << 20);
+        let mut v = file_report(tmp.path());
+        v["path"] = json!(p.display().to_string());
+        v["file_type"] = json!("directory");
+        v["probed_via"] = json!("a temporary file in the directory");
+        return v;
+    }
+    file_report(p)
+}
+
+fn file_report(p: &std::path::Path) -> Value {
+    match gdio::file::probe_path(p) {
+        Ok(info) => {
+            let mut v = serde_json::to_value(&info).unwrap_or(Value::Null);
+            if let Some(m) = info.fs.ext4_data_mode() {
+                v["fs"]["ext4_data_mode"] = json!(m);
+            }
+            v
+        }
+        Err(e) => json!({ "path": p.display().to_string(), "error": e.to_string() }),
+    }
+}
+
+fn yes_no(v: &Value) -> String {
+    let a = if v["available"].as_bool() == Some(true) { "yes" } else { "no" };
+    let ver = v["version"].as_str().map(|s| format!(" {s}")).unwrap_or_default();
+    format!("{a}{ver} ({})", v["detail"].as_str().unwrap_or(""))
+}
+
+fn print(report: &Value) {
+    let p = &report["platform"];
+    println!("platform");
+    println!("  gpu runtime          {}", p["gpu_runtime"].as_str().unwrap_or("?"));
+    if let Some(w) = p["no_gpu_reason"].as_str() {
+        println!("  no GPU because       {w}");
+    }
+    for g in p["gpus"].as_array().into_iter().flatten() {
+        if let Some(e) = g["error"].as_str() {
+            println!("  gpu {}                {e}", g["ordinal"]);
+            continue;
+        }
+        let mem = g["total_memory"].as_u64().unwrap_or(0);
+        let link = match (g["pcie_link_speed"].as_str(), g["pcie_link_width"].as_u64()) {
+            (Some(s), Some(w)) => format!("PCIe {s} x{w}"),
+            _ => "PCIe link unknown".into(),
+        };
+        let bar1 = g["bar1_size"].as_u64().map(crate::units::format_size).unwrap_or_else(|| "unknown".into());
+        println!(
+            "  gpu {}                {} | {} | {} | BAR1 {} | {}",
+            g["ordinal"],
+            g["name"].as_str().unwrap_or("?"),
+            crate::units::format_size(mem),
+            link,
+            bar1,
+            g["pci_bus_id"].as_str().unwrap_or("")
+        );
+    }
+    println!("  cuda driver          {}", p["cuda_driver_version"].as_str().unwrap_or("none"));
+    println!("  nvidia driver        {}", p["nvidia_driver_version"].as_str().unwrap_or("none"));
+    println!("  kernel               {}", p["kernel"].as_str().unwrap_or("?"));
+    println!("  nvidia-fs            {}", yes_no(&p["nvidia_fs"]));
+    println!("  pci p2pdma           {}", yes_no(&p["pci_p2pdma"]));
+    println!("  libcufile            {}", yes_no(&p["libcufile"]));
+    println!("  io_uring             {}", yes_no(&p["io_uring"]));
+    for f in report["paths"].as_array().into_iter().flatten() {
+        println!();
+        println!("{}", f["path"].as_str().unwrap_or("?"));
+        if let Some(e) = f["error"].as_str() {
+            println!("  error                {e}");
+            continue;
+        }
+        let fs = &f["fs"];
+        let opts: Vec<String> = fs["mount_options"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .chain(fs["super_options"].as_array().into_iter().flatten())
+            .filter_map(|o| o.as_str().map(str::to_owned))
+            .collect();
+        println!("  type                 {}", f["file_type"].as_str().unwrap_or("?"));
+        if f["file_type"] != "directory" {
+            println!("  size                 {} bytes", f["size"]);
+        }
+        println!(
+            "  filesystem           {} (magic 0x{:x}) on {} from {}",
+            fs["name"].as_str().unwrap_or("?"),
+            fs["magic"].as_u64().unwrap_or(0),
+            fs["mount_point"].as_str().unwrap_or("?"),
+            fs["source"].as_str().unwrap_or("?")
+        );
+        println!("  mount options        {}", opts.join(","));
+        if let Some(m) = fs["ext4_data_mode"].as_str() {
+            println!("  ext4 data mode       {m}");
+        }
+        let d = &f["direct_io"];
+        println!(
+            "  O_DIRECT             {}",
+            if d["supported"].as_bool() == Some(true) { "yes".to_owned() } else { format!("no: {}", d["reason"].as_str().unwrap_or("")) }
+        );
+        println!(
+            "  DIO alignment        memory {} / offset {} (from {})",
+            f["dio_mem_align"], f["dio_offset_align"], f["align_source"].as_str().unwrap_or("?")
+        );
+    }
+}
+
+/// Runs `gdio check`.
+pub fn main(args: CheckArgs) -> ExitCode {
+    let paths: Vec<Value> = args.paths.iter().map(|p| path_report(p)).collect();
+    let failed = paths.iter().any(|p| p.get("error").is_some());
+    let report = json!({ "platform": platform_report(), "paths": paths });
+    if args.json {
+        println!("{report}");
+    } else {
+        print(&report);
+    }
+    if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}

@@ -1,0 +1,138 @@
+//! What this machine offers for moving data to GPUs: the nvidia-fs kernel module, kernel PCI
+//! P2PDMA, libcufile, io_uring. Read from `/proc`, `/sys` and the dynamic loader; cheap, no GPU
+//! needed.
+
+use std::path::Path;
+
+/// A fact about the platform with the evidence for it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Probe {
+    /// Present or not.
+    pub available: bool,
+    /// Version, when one was found.
+    pub version: Option<String>,
+    /// What was looked at, or why it is missing.
+    pub detail: String,
+}
+
+impl Probe {
+    fn yes(version: Option<String>, detail: impl Into<String>) -> Probe {
+        Probe { available: true, version, detail: detail.into() }
+    }
+    fn no(detail: impl Into<String>) -> Probe {
+        Probe { available: false, version: None, detail: detail.into() }
+    }
+}
+
+/// Whether the nvidia-fs kernel module (GPUDirect Storage) is loaded.
+pub fn nvidia_fs() -> Probe {
+    if let Ok(text) = std::fs::read_to_string("/proc/driver/nvidia-fs/version") {
+        let version = text.lines().find_map(|l| l.strip_prefix("version:").map(|v| v.trim().to_owned()));
+        return Probe::yes(version, "/proc/driver/nvidia-fs/version");
+    }
+    if Path::new("/sys/module/nvidia_fs").exists() {
+        return Probe::yes(None, "/sys/module/nvidia_fs");
+    }
+    Probe::no("nvidia-fs is not loaded (no /proc/driver/nvidia-fs, no /sys/module/nvidia_fs)")
+}
+
+fn kernel_config_has(key: &str) -> Option<bool> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    let path = format!("/boot/config-{}", release.trim());
+    let text = std::fs::read_to_string(path).ok()?;
+    let on = text.lines().any(|l| l == format!("{key}=y"));
+    Some(on)
+}
+
+/// Whether the kernel supports PCI peer-to-peer DMA (`CONFIG_PCI_P2PDMA`), which cuFile's
+/// P2PDMA mode (CUDA 12.8+, no nvidia-fs) needs.
+pub fn pci_p2pdma() -> Probe {
+    if Path::new("/sys/kernel/btf/p2pdma").exists() {
+        return Probe::yes(None, "/sys/kernel/btf/p2pdma");
+    }
+    match kernel_config_has("CONFIG_PCI_P2PDMA") {
+        Some(true) => Probe::yes(None, "CONFIG_PCI_P2PDMA=y in /boot/config"),
+        Some(false) => Probe::no("CONFIG_PCI_P2PDMA is not set in the kernel config"),
+        None => {
+            let any_p2pmem = std::fs::read_dir("/sys/bus/pci/devices")
+                .map(|d| d.flatten().any(|e| e.path().join("p2pmem").exists()))
+                .unwrap_or(false);
+            if any_p2pmem {
+                Probe::yes(None, "a PCI device exposes p2pmem")
+            } else {
+                Probe::no("no kernel config to read and no PCI device exposes p2pmem")
+            }
+        }
+    }
+}
+
+/// Whether io_uring can be set up (kernel support and not disabled by sysctl or seccomp).
+pub fn io_uring() -> Probe {
+    #[repr(C)]
+    struct Params([u32; 30]);
+    let mut params = Params([0; 30]);
+    // SAFETY: io_uring_setup reads and writes one `io_uring_params` (120 bytes, zeroed here).
+    let fd = unsafe { libc::syscall(libc::SYS_io_uring_setup, 1u32, &mut params as *mut Params) };
+    if fd >= 0 {
+        // SAFETY: closing the descriptor we just got.
+        unsafe { libc::close(fd as i32) };
+        return Probe::yes(None, "io_uring_setup succeeded");
+    }
+    let e = std::io::Error::last_os_error();
+    let disabled = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled").ok();
+    Probe::no(match disabled {
+        Some(v) if v.trim() != "0" => format!("io_uring is disabled (kernel.io_uring_disabled={})", v.trim()),
+        _ => format!("io_uring_setup failed: {e}"),
+    })
+}
+
+/// The NVIDIA kernel driver version from `/proc/driver/nvidia/version`.
+pub fn nvidia_driver_version() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/driver/nvidia/version").ok()?;
+    let line = text.lines().next()?;
+    line.split_whitespace().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.')).map(str::to_owned)
+}
+
+/// The running kernel's release.
+pub fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_owned()).unwrap_or_default()
+}
+
+/// Whether libcufile (NVIDIA GPUDirect Storage) can be loaded, and its version
+/// (`cuFileGetVersion`: 1000*major + 10*minor), without opening the cuFile driver.
+pub fn libcufile() -> Probe {
+    for name in [c"libcufile.so.0", c"libcufile.so"] {
+        // SAFETY: dlopen with a NUL-terminated name; RTLD_LAZY resolves nothing up front.
+        let h = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
+        if h.is_null() {
+            continue;
+        }
+        // SAFETY: looking up a symbol in the handle just opened.
+        let sym = unsafe { libc::dlsym(h, c"cuFileGetVersion".as_ptr()) };
+        let version = (!sym.is_null()).then(|| {
+            let mut v: libc::c_int = 0;
+            // SAFETY: cuFileGetVersion(int*) per cufile.h; it writes one int and needs no open
+            // driver. The returned struct (err, cu_err) is two ints, read as a u64 and ignored.
+            let f: extern "C" fn(*mut libc::c_int) -> u64 = unsafe { std::mem::transmute(sym) };
+            let _ = f(&mut v);
+            format!("{}.{}", v / 1000, (v % 1000) / 10)
+        });
+        return Probe::yes(version, format!("loaded {}", name.to_string_lossy()));
+    }
+    Probe::no("libcufile.so.0 not found by the dynamic loader (GPUDirect Storage is not installed)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probes_answer_without_panicking() {
+        let u = io_uring();
+        assert!(!u.detail.is_empty());
+        let n = nvidia_fs();
+        assert!(!n.detail.is_empty());
+        assert!(!pci_p2pdma().detail.is_empty());
+        assert!(!kernel_release().is_empty());
+    }
+}
