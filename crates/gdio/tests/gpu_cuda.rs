@@ -1,0 +1,109 @@
+//! Tests on a real NVIDIA GPU. Each skips with a printed reason where there is none (CI);
+//! run them on the GPU machine: `cargo test -p gdio --test gpu_cuda` (or the carried test
+//! binary) there.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use gdio::gpu::cuda::CudaRuntime;
+use gdio::gpu::GpuRuntime;
+use gdio::{Config, DirectIoPolicy, Driver, FileHandle, MemoryKind, OpenOptions};
+use rand::Rng;
+
+fn cuda() -> Option<Arc<CudaRuntime>> {
+    match CudaRuntime::new() {
+        Ok(rt) => Some(Arc::new(rt)),
+        Err(e) => {
+            eprintln!("SKIPPED: no CUDA GPU here: {e}");
+            None
+        }
+    }
+}
+
+fn driver(rt: &Arc<CudaRuntime>, config: Config) -> Driver {
+    Driver::with_runtime(config, rt.clone() as Arc<dyn GpuRuntime>).unwrap()
+}
+
+#[test]
+fn gpu_reads_random_ranges_and_verifies() {
+    let Some(rt) = cuda() else { return };
+    for (where_, d) in dirs() {
+        let data = random_bytes(21, 64 << 20);
+        let p = write_file(d.path(), "g", &data);
+        for (policy, threads, task, bounce) in
+            [(DirectIoPolicy::Off, 8, 1 << 20, 1 << 20), (DirectIoPolicy::On, 4, 3 << 20, 1 << 20), (DirectIoPolicy::Auto, 16, 8 << 20, 8 << 20)]
+        {
+            let drv = driver(&rt, Config { threads, task_size: task, bounce_buffer_size: bounce, direct_io: policy, ..Config::default() });
+            let f = FileHandle::open(&p).unwrap();
+            let mut dev = drv.alloc_device(0, data.len()).unwrap();
+            assert_eq!(drv.read(&f, 0, &mut dev, 0, data.len()).unwrap(), data.len());
+            assert!(dev.to_vec().unwrap() == data, "{where_} {policy:?}: whole-file read differs");
+            let mut r = rng(5);
+            for _ in 0..10 {
+                let (off, len) = random_range(&mut r, data.len());
+                let len = len.min(data.len() - 64);
+                let boff = r.random_range(0..64usize);
+                let n = drv.read(&f, off, &mut dev, boff, len).unwrap();
+                let want = &data[off as usize..(off as usize + len).min(data.len())];
+                assert_eq!(n, want.len());
+                let mut back = vec![0u8; n];
+                dev.copy_to_host(boff, &mut back).unwrap();
+                assert!(back == want, "{where_} {policy:?} off {off} len {len}");
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_writes_read_back() {
+    let Some(rt) = cuda() else { return };
+    let d = tempfile::tempdir().unwrap();
+    for policy in [DirectIoPolicy::Off, DirectIoPolicy::On] {
+        let drv = driver(&rt, Config { threads: 8, task_size: 2 << 20, bounce_buffer_size: 1 << 20, direct_io: policy, ..Config::default() });
+        let data = random_bytes(22, (32 << 20) + 12345);
+        let mut dev = drv.alloc_device(0, data.len()).unwrap();
+        dev.copy_from_host(0, &data).unwrap();
+        let p = d.path().join(format!("w{policy:?}"));
+        let f = FileHandle::open_with(&p, OpenOptions::new().read(true).write(true).create(true)).unwrap();
+        assert_eq!(drv.write(&f, 777, &dev, 0, data.len()).unwrap(), data.len());
+        let back = std::fs::read(&p).unwrap();
+        assert_eq!(back.len(), 777 + data.len());
+        assert!(back[777..] == data[..], "{policy:?}");
+    }
+}
+
+#[test]
+fn gpu_pointer_classification_and_cudarc_slices() {
+    let Some(rt) = cuda() else { return };
+    let drv = driver(&rt, Config::default());
+    let dev = drv.alloc_device(0, 4096).unwrap();
+    assert_eq!(rt.classify(dev.addr()), MemoryKind::Device { ordinal: 0 });
+    let host = vec![0u8; 4096];
+    assert_eq!(rt.classify(host.as_ptr() as u64), MemoryKind::Host);
+    let pinned = gdio::PinnedBuffer::new(drv.runtime(), 0, 4096).unwrap();
+    assert_eq!(rt.classify(pinned.as_ptr() as u64), MemoryKind::PinnedHost);
+
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(23, 1 << 20);
+    let p = write_file(d.path(), "c", &data);
+    let f = FileHandle::open(&p).unwrap();
+    let ctx = rt.context(0).unwrap();
+    let stream = ctx.default_stream();
+    let mut slice = stream.alloc_zeros::<u8>(1 << 20).unwrap();
+    assert_eq!(drv.read_cuda_slice(&f, 0, &mut slice, 0, 1 << 20).unwrap(), 1 << 20);
+    let back = stream.clone_dtoh(&slice).unwrap();
+    assert!(back == data);
+    // A host pointer given where device memory is needed is refused, and the reverse.
+    let mut h = vec![0u8; 4096];
+    // SAFETY: live buffers of 4096 bytes.
+    let e = unsafe { drv.read_device_ptr(&f, 0, h.as_mut_ptr() as u64, 4096) }.unwrap_err();
+    assert!(e.to_string().contains("needs device memory"), "{e}");
+    // SAFETY: as above.
+    let e = unsafe { drv.read_host_ptr(&f, 0, dev.addr() as *mut u8, 4096) }.unwrap_err();
+    assert!(e.to_string().contains("needs host memory"), "{e}");
+    // A GPU that does not exist.
+    let e = drv.alloc_device(rt.device_count() + 1, 10).unwrap_err();
+    assert_eq!(e.kind(), gdio::ErrorKind::NoGpu);
+}
