@@ -69,6 +69,9 @@ pub struct Config {
     pub direct_io: DirectIoPolicy,
     /// A range at least this cached (0.0–1.0) counts as hot under `DirectIoPolicy::Auto`.
     pub hot_cache_fraction: f64,
+    /// Read hot ranges into GPU memory by DMA straight from the page cache (the file range is
+    /// mapped and registered with the GPU) instead of copying them through bounce buffers.
+    pub page_cache_dma: bool,
 }
 
 /// Default worker count: the machine's cores, at least 4, at most 64.
@@ -100,6 +103,7 @@ impl Default for Config {
             bounce_buffers_per_thread: 2,
             direct_io: DirectIoPolicy::Auto,
             hot_cache_fraction: 0.5,
+            page_cache_dma: false,
         }
     }
 }

@@ -232,3 +232,26 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn page_cache_dma_path_reads_hot_ranges_exactly() {
+    for (where_, d) in dirs() {
+        let data = random_bytes(18, (3 << 20) + 999);
+        let p = write_file(d.path(), "pc", &data);
+        let config = gdio::Config { page_cache_dma: true, ..tiny_config(DirectIoPolicy::Auto, 4) };
+        let drv = sim_driver(config, 1);
+        let f = FileHandle::open(&p).unwrap();
+        let mut dev = drv.alloc_device(0, data.len()).unwrap();
+        let mut r = rng(19);
+        for _ in 0..30 {
+            let (off, len) = random_range(&mut r, data.len());
+            let len = len.min(data.len());
+            let n = drv.read(&f, off, &mut dev, 0, len).unwrap();
+            let want = expected(&data, off, len);
+            assert_eq!(n, want.len());
+            let mut back = vec![0u8; n];
+            dev.copy_to_host(0, &mut back).unwrap();
+            assert!(back == want, "{where_} off {off} len {len}");
+        }
+    }
+}

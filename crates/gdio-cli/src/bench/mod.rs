@@ -23,6 +23,15 @@ pub enum Mode {
     Both,
 }
 
+/// A switch on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    /// Enabled.
+    On,
+    /// Disabled.
+    Off,
+}
+
 /// Arguments of `gdio bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
@@ -31,6 +40,10 @@ pub struct BenchArgs {
     /// bytes in --dir, removed afterwards.
     #[arg(long)]
     pub file: Option<PathBuf>,
+    /// Write to this file (created, and emptied before each timed write) instead of --file or
+    /// the generated output file.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Bytes to move (default 1G; with --file, the whole file).
     #[arg(long, value_parser = parse_size_arg)]
     pub size: Option<u64>,
@@ -58,6 +71,10 @@ pub struct BenchArgs {
     /// O_DIRECT policy: auto (cold ranges direct, cached ones buffered), on, off.
     #[arg(long)]
     pub direct: Option<gdio::DirectIoPolicy>,
+    /// Read hot ranges into the GPU by DMA straight from the page cache: on or off (default:
+    /// the config's `page_cache_dma`).
+    #[arg(long)]
+    pub page_cache_dma: Option<OnOff>,
     /// Timed repetitions of each operation.
     #[arg(long, default_value_t = 3)]
     pub iterations: usize,

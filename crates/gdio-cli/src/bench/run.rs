@@ -237,6 +237,9 @@ fn config_for(args: &BenchArgs) -> Result<Config, String> {
     if let Some(d) = args.direct {
         c.direct_io = d;
     }
+    if let Some(p) = args.page_cache_dma {
+        c.page_cache_dma = p == super::OnOff::On;
+    }
     Ok(c)
 }
 
@@ -342,12 +345,13 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
     setup.insert(
         "engine".into(),
         json!(format!(
-            "{} threads, {} tasks, {} x {} bounce buffers, direct={:?}",
+            "{} threads, {} tasks, {} x {} bounce buffers, direct={:?}, page_cache_dma={}",
             config.threads,
             crate::units::format_size(config.task_size as u64),
             config.bounce_buffers_per_thread,
             crate::units::format_size(config.bounce_buffer_size as u64),
-            config.direct_io
+            config.direct_io,
+            config.page_cache_dma
         )),
     );
     setup.insert("requests".into(), json!(format!("{} x {} in flight", crate::units::format_size(args.io_size), args.queue_depth)));
@@ -400,18 +404,23 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
                 Memory::Host(h) => h.as_mut_slice()[..size as usize].copy_from_slice(reference),
             }
         }
-        let out = match &args.file {
-            Some(p) => p.clone(),
-            None => {
+        let (out, fresh) = match (&args.out, &args.file) {
+            (Some(o), _) => (o.clone(), true),
+            (None, Some(p)) => (p.clone(), false),
+            (None, None) => {
                 let o = dir.join(format!("gdio-bench-{}-out.bin", std::process::id()));
                 cleanup.0.push(o.clone());
-                o
+                (o, true)
             }
         };
         let wfile = FileHandle::open_with(&out, OpenOptions::new().read(true).write(true).create(true)).map_err(|e| e.to_string())?;
         let mut m = Measured::new();
         let progress = Progress::new("write".into(), size * args.iterations as u64, args.json);
         for _ in 0..args.iterations {
+            if fresh {
+                // Each timed write goes to an empty file, as a checkpoint write does.
+                wfile.set_len(0).map_err(|e| e.to_string())?;
+            }
             m.push(run_pass(&driver, &wfile, &mem, size, args, true, &progress)?);
         }
         drop(progress);

@@ -49,6 +49,8 @@ pub struct Job {
     pub(crate) offset: u64,
     pub(crate) tasks: Vec<Task>,
     pub(crate) direct: DirectChoice,
+    /// Hot ranges go to the GPU by DMA from the page cache.
+    pub(crate) page_cache_dma: bool,
     next: AtomicUsize,
     failed: AtomicBool,
     state: Mutex<State>,
@@ -71,6 +73,7 @@ impl Job {
             offset,
             tasks,
             direct,
+            page_cache_dma: false,
             next: AtomicUsize::new(0),
             failed: AtomicBool::new(false),
             state: Mutex::new(State::default()),

@@ -10,6 +10,7 @@
 
 mod job;
 mod lane;
+mod mapped;
 pub mod plan;
 mod pool;
 mod transfer;
@@ -51,6 +52,8 @@ pub struct EngineConfig {
     pub direct_io: DirectIoPolicy,
     /// Cached fraction at or above which a range counts as hot.
     pub hot_cache_fraction: f64,
+    /// Hot ranges read into GPU memory by DMA straight from the page cache.
+    pub page_cache_dma: bool,
 }
 
 impl From<&Config> for EngineConfig {
@@ -62,6 +65,7 @@ impl From<&Config> for EngineConfig {
             bounce_buffers_per_thread: c.bounce_buffers_per_thread,
             direct_io: c.direct_io,
             hot_cache_fraction: c.hot_cache_fraction,
+            page_cache_dma: c.page_cache_dma,
         }
     }
 }
@@ -112,7 +116,9 @@ impl Engine {
             return Ok(Transfer::default());
         }
         let workers = tasks.len().min(self.pool.threads());
-        let job = Arc::new(Job::new(op, file, buf, offset, tasks, self.direct_choice(op)));
+        let mut job = Job::new(op, file, buf, offset, tasks, self.direct_choice(op));
+        job.page_cache_dma = self.config.page_cache_dma && op == Op::Read;
+        let job = Arc::new(job);
         if let Err(e) = self.pool.submit(&job, workers) {
             return Err(e.with_path(file.path()).with_range(offset, len));
         }

@@ -7,7 +7,7 @@ use std::thread::JoinHandle;
 
 use super::job::Job;
 use super::lane::Lane;
-use super::transfer;
+use super::{mapped, transfer};
 use crate::backend::Op;
 use crate::error::{Error, ErrorKind, Result};
 use crate::gpu::GpuRuntime;
@@ -125,6 +125,9 @@ fn worker_main(shared: Arc<Shared>) {
                     Ok(l) => {
                         used = Some(ordinal);
                         match op {
+                            Op::Read if job.page_cache_dma && transfer::is_hot(&job, &task) => {
+                                mapped::read_to_device(&job, task, l, &*shared.runtime, ordinal)
+                            }
                             Op::Read => transfer::read_to_device(&job, task, l),
                             Op::Write => transfer::write_from_device(&job, task, l),
                         }

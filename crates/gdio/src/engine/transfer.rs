@@ -13,6 +13,15 @@ pub(crate) fn direct_align(file: &FileHandle) -> u64 {
     u64::from(i.dio_offset_align.max(i.dio_mem_align).max(1))
 }
 
+/// Whether the task's range is (mostly) in the page cache.
+pub(crate) fn is_hot(job: &Job, task: &Task) -> bool {
+    let hot = match job.direct {
+        DirectChoice::WhenCold(h) => h,
+        _ => 0.5,
+    };
+    residency::residency(job.file().buffered_fd(), task.offset, task.len).is_some_and(|r| r.fraction() >= hot)
+}
+
 /// Whether this task's aligned middle goes through `O_DIRECT`.
 fn use_direct(job: &Job, task: &Task) -> bool {
     let file = job.file();

@@ -91,28 +91,6 @@ impl CudaRuntime {
         ctx.bind_to_thread().map_err(|e| Error::gpu(e.0 as i64, &format!("{e:?}"), "cuCtxSetCurrent"))?;
         Ok(ctx)
     }
-
-    /// Registers host memory for DMA (`cuMemHostRegister`), read-only when `read_only`.
-    ///
-    /// # Safety
-    /// `ptr..ptr+len` must be mapped for the lifetime of the registration and unregistered with
-    /// [`CudaRuntime::host_unregister`] before it is unmapped.
-    pub unsafe fn host_register(&self, ordinal: usize, ptr: *mut u8, len: usize, read_only: bool) -> Result<()> {
-        self.bind(ordinal)?;
-        let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | if read_only { sys::CU_MEMHOSTREGISTER_READ_ONLY } else { 0 };
-        // SAFETY: forwarded contract.
-        check(unsafe { sys::cuMemHostRegister_v2(ptr.cast(), len, flags) }, "cuMemHostRegister")
-    }
-
-    /// Undoes [`CudaRuntime::host_register`].
-    ///
-    /// # Safety
-    /// `ptr` was registered with `host_register` and no copy from it is in flight.
-    pub unsafe fn host_unregister(&self, ordinal: usize, ptr: *mut u8) -> Result<()> {
-        self.bind(ordinal)?;
-        // SAFETY: forwarded contract.
-        check(unsafe { sys::cuMemHostUnregister(ptr.cast()) }, "cuMemHostUnregister")
-    }
 }
 
 fn read_sysfs(path: &str) -> Option<String> {
@@ -250,6 +228,19 @@ impl GpuRuntime for CudaRuntime {
 
     fn bind_thread(&self, ordinal: usize) -> Result<()> {
         self.bind(ordinal).map(|_| ())
+    }
+
+    unsafe fn register_host(&self, ordinal: usize, ptr: *mut u8, len: usize, read_only: bool) -> Result<()> {
+        self.bind(ordinal)?;
+        let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | if read_only { sys::CU_MEMHOSTREGISTER_READ_ONLY } else { 0 };
+        // SAFETY: forwarded contract: the range stays mapped until unregistered.
+        check(unsafe { sys::cuMemHostRegister_v2(ptr.cast(), len, flags) }, &format!("cuMemHostRegister of {len} bytes"))
+    }
+
+    unsafe fn unregister_host(&self, ordinal: usize, ptr: *mut u8) -> Result<()> {
+        self.bind(ordinal)?;
+        // SAFETY: forwarded contract: registered, no copy in flight.
+        check(unsafe { sys::cuMemHostUnregister(ptr.cast()) }, "cuMemHostUnregister")
     }
 }
 

@@ -84,6 +84,12 @@ impl GpuRuntime for HostRuntime {
     fn bind_thread(&self, _ordinal: usize) -> Result<()> {
         Ok(())
     }
+    unsafe fn register_host(&self, ordinal: usize, _ptr: *mut u8, _len: usize, _read_only: bool) -> Result<()> {
+        Err(self.no_gpu(ordinal))
+    }
+    unsafe fn unregister_host(&self, ordinal: usize, _ptr: *mut u8) -> Result<()> {
+        Err(self.no_gpu(ordinal))
+    }
 }
 
 #[cfg(test)]

@@ -94,6 +94,17 @@ pub trait GpuRuntime: Send + Sync + std::fmt::Debug {
     fn new_stream(&self, ordinal: usize, slots: usize) -> Result<Box<dyn GpuStream>>;
     /// Makes GPU `ordinal` current on the calling thread (a no-op where that means nothing).
     fn bind_thread(&self, ordinal: usize) -> Result<()>;
+    /// Registers page-aligned host memory (for example a file mapping) so GPU `ordinal` can DMA
+    /// from it directly; `read_only` for memory mapped without write permission.
+    ///
+    /// # Safety
+    /// `ptr..ptr+len` must stay mapped until [`GpuRuntime::unregister_host`] returns.
+    unsafe fn register_host(&self, ordinal: usize, ptr: *mut u8, len: usize, read_only: bool) -> Result<()>;
+    /// Undoes [`GpuRuntime::register_host`].
+    ///
+    /// # Safety
+    /// `ptr` was registered and no copy from it is in flight.
+    unsafe fn unregister_host(&self, ordinal: usize, ptr: *mut u8) -> Result<()>;
 }
 
 /// The best runtime this machine has: CUDA when libcuda loads and reports a GPU, else host.

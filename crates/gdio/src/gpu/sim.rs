@@ -113,6 +113,16 @@ impl GpuRuntime for SimRuntime {
     fn bind_thread(&self, ordinal: usize) -> Result<()> {
         self.check_ordinal(ordinal)
     }
+    unsafe fn register_host(&self, ordinal: usize, ptr: *mut u8, len: usize, _read_only: bool) -> Result<()> {
+        self.check_ordinal(ordinal)?;
+        if ptr as usize % 4096 != 0 || len == 0 {
+            return Err(Error::new(ErrorKind::InvalidInput, "host registration needs a page-aligned, non-empty range"));
+        }
+        Ok(())
+    }
+    unsafe fn unregister_host(&self, ordinal: usize, _ptr: *mut u8) -> Result<()> {
+        self.check_ordinal(ordinal)
+    }
 }
 
 enum Op {

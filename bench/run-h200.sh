@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The benchmark of record on the GPU machine: gdio beside KvikIO in ONE run, on an 8 GiB file of
+# random bytes in the page cache of ext4 (/tmp) and tmpfs (/dev/shm), cold reads, and writes.
+#
+# usage: bench/run-h200.sh [quick|sweep|full]   (from the repository root)
+# needs: a gdio release binary at $GDIO (default .dev/bin/gdio or target/release/gdio), and for
+# the peers the wheels from ../shared/tools/fetch-peer-wheels in .whl/ (installed to /tmp/site).
+# Writes every JSON line to ${OUT:-/tmp/gdio-bench}/results.jsonl and prints a summary table.
+set -uo pipefail
+mode=${1:-full}
+OUT=${OUT:-/tmp/gdio-bench}
+mkdir -p "$OUT"
+GDIO=${GDIO:-$( [ -x .dev/bin/gdio ] && echo .dev/bin/gdio || echo target/release/gdio )}
+SIZE=${SIZE:-8G}
+log=$OUT/results.jsonl
+: > "$log"
+if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>&1 | tail -2
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+
+gd() { # label, args...
+  local label=$1; shift
+  echo ">> gdio $label: $*" >&2
+  "$GDIO" bench --json "$@" 2>>"$OUT/gdio-stderr.log" | python3 -c "import json,sys; d=json.load(sys.stdin); d['label']='$label'; print(json.dumps(d))" >> "$log"
+}
+kv() { # op path threads iters
+  echo ">> kvikio $*" >&2
+  python3 bench/kvikio_peer.py "$@" >> "$log" 2>>"$OUT/kvikio-stderr.log"
+}
+
+"$GDIO" check /tmp /dev/shm > "$OUT/check.txt" 2>&1
+for dir in /tmp /dev/shm; do
+  f=$dir/gdio-bench-8g.bin
+  [ -f "$f" ] || "$GDIO" make-file "$f" --size "$SIZE"
+done
+
+case $mode in
+sweep)
+  for t in 8 16 32; do for ts in 4M 16M; do for bs in 4M 8M; do
+    gd "ext4 t$t task$ts bounce$bs" --file /tmp/gdio-bench-8g.bin --mode read --iterations 2 --threads $t --task-size $ts --bounce-size $bs --io-size 1G --queue-depth 2
+  done; done; done
+  for p in on; do for t in 8 16 32; do
+    gd "ext4 pcdma t$t" --file /tmp/gdio-bench-8g.bin --mode read --iterations 2 --threads $t --task-size 16M --page-cache-dma $p --io-size 1G --queue-depth 2
+    gd "tmpfs pcdma t$t" --file /dev/shm/gdio-bench-8g.bin --mode read --iterations 2 --threads $t --task-size 16M --page-cache-dma $p --io-size 1G --queue-depth 2
+  done; done
+  kv read /tmp/gdio-bench-8g.bin 16 2
+  ;;
+quick)
+  gd "ext4 hot" --file /tmp/gdio-bench-8g.bin --mode read --iterations 2
+  kv read /tmp/gdio-bench-8g.bin 16 2
+  ;;
+full)
+  for dir in /tmp /dev/shm; do
+    f=$dir/gdio-bench-8g.bin
+    name=$( [ $dir = /tmp ] && echo ext4 || echo tmpfs )
+    gd "$name hot" --file "$f" --mode read --iterations 3
+    kv read "$f" 8,16,32 3
+  done
+  gd "ext4 write" --file /tmp/gdio-bench-8g.bin --out /tmp/gdio-bench-out.bin --mode write --iterations 3
+  kv write /tmp/gdio-bench-8g.bin 8,16,32 3
+  gd "ext4 cold" --file /tmp/gdio-bench-8g.bin --mode read --iterations 2 --cold
+  ;;
+esac
+python3 bench/summarize.py "$log" | tee "$OUT/summary.txt"

@@ -1,0 +1,69 @@
+//! DMA straight from the page cache: map a hot file range, register the mapping with the GPU
+//! (read-only), and copy from it with no CPU copy at all. Used for ranges that are already in
+//! the page cache when `page_cache_dma` is on; cold ranges would fault page by page.
+
+use std::os::fd::AsRawFd;
+
+use super::job::{Job, TaskResult};
+use super::lane::Lane;
+use super::plan::Task;
+use crate::error::{Error, Result};
+use crate::gpu::GpuRuntime;
+
+/// A read-only shared mapping of a file range, unmapped on drop.
+struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Mapping {
+    fn new(fd: std::os::fd::BorrowedFd<'_>, offset: u64, len: usize) -> std::result::Result<Mapping, i32> {
+        // SAFETY: a fresh shared read-only mapping; nothing else refers to it; it is unmapped in
+        // Drop. MAP_POPULATE maps the (cached) pages now instead of faulting them in later.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                fd.as_raw_fd(),
+                offset as libc::off_t,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
+        }
+        Ok(Mapping { ptr: p.cast(), len })
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping made in `new`.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// Reads a task into GPU memory by DMA from the page cache.
+pub(crate) fn read_to_device(job: &Job, task: Task, lane: &mut Lane, runtime: &dyn GpuRuntime, ordinal: usize) -> Result<TaskResult> {
+    let file = job.file();
+    let page = rustix::param::page_size() as u64;
+    let start = task.offset / page * page;
+    let shift = (task.offset - start) as usize;
+    let map_len = (shift as u64 + task.len).div_ceil(page) * page;
+    let map = Mapping::new(file.buffered_fd(), start, map_len as usize).map_err(|e| {
+        Error::from_errno(e, "mmap of the file range failed").with_path(file.path()).with_range(task.offset, task.len)
+    })?;
+    // SAFETY: the mapping stays alive until after the unregister below.
+    unsafe { runtime.register_host(ordinal, map.ptr, map.len, true) }
+        .map_err(|e| e.with_path(file.path()).with_range(task.offset, task.len))?;
+    let dst = job.buf.addr + task.rel;
+    // SAFETY: the registered mapping covers `shift + task.len` bytes; the device range lies
+    // inside the job's buffer; we synchronize before unregistering and unmapping.
+    let copied = unsafe { lane.stream.copy_to_device(dst, map.ptr.add(shift), task.len as usize) }.and_then(|_| lane.stream.synchronize());
+    // SAFETY: the copy is complete (or failed); the mapping is still alive.
+    let unreg = unsafe { runtime.unregister_host(ordinal, map.ptr) };
+    copied?;
+    unreg?;
+    Ok(TaskResult { bytes: task.len, direct_bytes: 0 })
+}
