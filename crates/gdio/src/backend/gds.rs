@@ -567,3 +567,37 @@ impl Backend for GdsBackend {
         self.io(file, src, offset, true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ffi_layouts_match_cufile_h() {
+        assert_eq!(std::mem::size_of::<CUfileError_t>(), 8);
+        assert_eq!(std::mem::size_of::<CUfileDescr_t>(), 24);
+        assert_eq!(std::mem::offset_of!(CUfileDescr_t, handle), 8);
+        assert_eq!(std::mem::offset_of!(CUfileDescr_t, fs_ops), 16);
+    }
+
+    #[test]
+    fn cufile_errors_map_to_retry_errnos() {
+        assert_eq!(op_error_errno(5001), libc::ENODEV);
+        assert_eq!(op_error_errno(5008), libc::EOPNOTSUPP);
+        assert_eq!(op_error_errno(5022), libc::EINVAL);
+        assert_eq!(op_error_errno(5044), libc::EIO);
+        assert!(op_error_name(5027).contains("not registered"));
+    }
+
+    #[test]
+    fn platform_rule_order() {
+        let c = Config::default();
+        let mut p = GdsPlatform::ready();
+        assert_eq!(p.rule(&c), None);
+        p.library = Err("libcufile not found".into());
+        p.nvidia_fs = false;
+        assert!(p.rule(&c).unwrap().contains("nvidia-fs"));
+        p.nvidia_fs = true;
+        assert!(p.rule(&c).unwrap().contains("libcufile"));
+    }
+}
