@@ -14,6 +14,9 @@ pub struct CheckArgs {
     /// Print one JSON object instead of the report.
     #[arg(long)]
     pub json: bool,
+    /// Explain decisions for one memory kind only: device or host (works without a GPU).
+    #[arg(long)]
+    pub memory: Option<crate::explain::MemoryFilter>,
 }
 
 fn platform_report() -> Value {
@@ -155,13 +158,64 @@ fn print(report: &Value) {
 
 /// Runs `gdio check`.
 pub fn main(args: CheckArgs) -> ExitCode {
-    let paths: Vec<Value> = args.paths.iter().map(|p| path_report(p)).collect();
-    let failed = paths.iter().any(|p| p.get("error").is_some());
-    let report = json!({ "platform": platform_report(), "paths": paths });
+    let loaded = match crate::config::load() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("gdio check: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let driver = match gdio::Driver::from_loaded(loaded.clone()) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("gdio check: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Directories are explained through a probe file made inside them.
+    let mut keep = Vec::new();
+    let targets: Vec<PathBuf> = args
+        .paths
+        .iter()
+        .map(|p| {
+            if p.is_dir() {
+                if let Ok(t) = tempfile::Builder::new().prefix(".gdio-check-").tempfile_in(p) {
+                    let _ = t.as_file().set_len(1 << 20);
+                    let path = t.path().to_path_buf();
+                    keep.push(t);
+                    return path;
+                }
+            }
+            p.clone()
+        })
+        .collect();
+    let mut explained = crate::explain::explain_paths(&driver, &loaded, &targets, args.memory);
+    let probes: Vec<Value> = args.paths.iter().map(|p| path_report(p)).collect();
+    let failed = probes.iter().any(|p| p.get("error").is_some());
+    if let Some(paths) = explained["paths"].as_array_mut() {
+        for (i, p) in paths.iter_mut().enumerate() {
+            p["path"] = json!(args.paths[i].display().to_string());
+            p["probe"] = probes[i].clone();
+        }
+    }
+    let report = json!({
+        "platform": platform_report(),
+        "gdr": gdr_report(),
+        "config": explained["config"],
+        "paths": explained["paths"],
+    });
     if args.json {
         println!("{report}");
     } else {
-        print(&report);
+        print(&json!({ "platform": report["platform"], "gdr": report["gdr"], "paths": probes }));
+        println!();
+        crate::explain::print_explain(&explained);
     }
+    drop(keep);
     if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+/// The GPU-mapping (GDRCopy) backends and why each is or is not usable.
+fn gdr_report() -> Value {
+    Value::Null
 }

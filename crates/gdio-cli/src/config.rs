@@ -1,6 +1,6 @@
-//! The configuration the CLI runs with.
+//! The configuration the CLI runs with: defaults < `GDIO_CONFIG` file < environment.
 
-/// The configuration in effect for this process.
-pub fn load() -> gdio::Result<gdio::Config> {
-    Ok(gdio::Config::default())
+/// The layered configuration in effect for this process.
+pub fn load() -> gdio::Result<gdio::LoadedConfig> {
+    gdio::Config::load()
 }

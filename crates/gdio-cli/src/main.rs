@@ -4,6 +4,7 @@
 mod bench;
 mod check;
 mod config;
+mod explain;
 mod units;
 
 use std::path::PathBuf;

@@ -5,56 +5,111 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
-use crate::backend::{compat::CompatBackend, host::HostBackend, Backend, Op, Request, Score};
-use crate::config::Config;
+use crate::backend::gds::GdsBackend;
+use crate::backend::{compat::CompatBackend, host::HostBackend, select, Backend, Op, Request};
+use crate::config::{Config, LoadedConfig};
 use crate::engine::{Engine, EngineConfig};
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::{FileHandle, OpenOptions};
+use crate::file::{FileHandle, FileInfo, OpenOptions};
 use crate::gpu::{self, DeviceBuffer, GpuRuntime};
 use crate::memory::{BufferRef, IoBuf, IoBufMut, MemoryKind};
+use crate::stats::{Stats, StatsSnapshot};
+
+pub use crate::backend::select::Decision;
+
+/// Bytes of the example request [`Driver::explain`] scores.
+pub const EXPLAIN_LEN: u64 = 1 << 20;
 
 /// The gdio context: configuration, GPU runtime, engine and backends.
 #[derive(Debug)]
 pub struct Driver {
     config: Config,
+    loaded: LoadedConfig,
+    stats: Stats,
     runtime: Arc<dyn GpuRuntime>,
     why_no_gpu: Option<String>,
     engine: Arc<Engine>,
     backends: Vec<Arc<dyn Backend>>,
 }
 
-/// What the driver decided for one request: the backend that serves it and every score.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Decision {
-    /// The backend that serves the request, `None` when every backend rejected it.
-    pub backend: Option<&'static str>,
-    /// Every backend's score and reason, in the driver's order.
-    pub scores: Vec<(&'static str, Score)>,
-}
-
 impl Driver {
     /// A driver on the best GPU runtime of this machine (CUDA, else host memory only).
     pub fn new(config: Config) -> Result<Driver> {
+        Self::from_loaded(LoadedConfig::from(config))
+    }
+
+    /// A driver on the best GPU runtime, with a configuration that knows where each value came
+    /// from ([`Config::load`]).
+    pub fn from_loaded(loaded: LoadedConfig) -> Result<Driver> {
         let (runtime, why) = gpu::detect();
-        Self::build(config, runtime, why)
+        Self::build(loaded, runtime, why, None)
     }
 
     /// A driver on a given runtime (for tests: [`gpu::sim::SimRuntime`]).
     pub fn with_runtime(config: Config, runtime: Arc<dyn GpuRuntime>) -> Result<Driver> {
-        Self::build(config, runtime, None)
+        Self::build(LoadedConfig::from(config), runtime, None, None)
     }
 
-    fn build(config: Config, runtime: Arc<dyn GpuRuntime>, why_no_gpu: Option<String>) -> Result<Driver> {
+    /// A driver on a given runtime with the backends `make` builds on the driver's engine, in
+    /// scoring order (tests put a fault-injecting fastpath before compat and host).
+    pub fn with_backends(
+        config: impl Into<LoadedConfig>,
+        runtime: Arc<dyn GpuRuntime>,
+        make: impl FnOnce(&Arc<Engine>) -> Vec<Arc<dyn Backend>>,
+    ) -> Result<Driver> {
+        Self::build(config.into(), runtime, None, Some(Box::new(make)))
+    }
+
+    /// The standard backends, in scoring order: gds, compat, host.
+    pub fn standard_backends(engine: &Arc<Engine>, config: &Config) -> Vec<Arc<dyn Backend>> {
+        vec![
+            Arc::new(GdsBackend::new(engine.runtime().clone(), config)),
+            Arc::new(CompatBackend::new(engine.clone())),
+            Arc::new(HostBackend::new(engine.clone())),
+        ]
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn build(
+        loaded: LoadedConfig,
+        runtime: Arc<dyn GpuRuntime>,
+        why_no_gpu: Option<String>,
+        make: Option<Box<dyn FnOnce(&Arc<Engine>) -> Vec<Arc<dyn Backend>> + '_>>,
+    ) -> Result<Driver> {
+        let config = loaded.config().clone();
         config.validate()?;
         let engine = Arc::new(Engine::new(runtime.clone(), EngineConfig::from(&config)));
-        let backends: Vec<Arc<dyn Backend>> =
-            vec![Arc::new(CompatBackend::new(engine.clone())), Arc::new(HostBackend::new(engine.clone()))];
-        Ok(Driver { config, runtime, why_no_gpu, engine, backends })
+        let backends = match make {
+            Some(make) => make(&engine),
+            None => Self::standard_backends(&engine, &config),
+        };
+        Ok(Driver { config, loaded, stats: Stats::default(), runtime, why_no_gpu, engine, backends })
     }
 
     /// The configuration in effect.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The configuration with the source of every value.
+    pub fn loaded_config(&self) -> &LoadedConfig {
+        &self.loaded
+    }
+
+    /// The backends, in scoring order.
+    pub fn backends(&self) -> &[Arc<dyn Backend>] {
+        &self.backends
+    }
+
+    /// Per-backend counters now: ops, bytes, errors, retries with causes, fallbacks with
+    /// reasons.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.stats.snapshot()
+    }
+
+    /// Sets every counter back to zero.
+    pub fn reset_stats(&self) {
+        self.stats.reset();
     }
 
     /// The GPU runtime.
@@ -102,29 +157,49 @@ impl Driver {
 
     /// Scores a request with every backend and names the one that would serve it.
     pub fn decide(&self, req: &Request<'_>) -> Decision {
-        let scores: Vec<(&'static str, Score)> =
-            self.backends.iter().map(|b| (b.name(), b.score(req, &self.config))).collect();
-        let best = scores.iter().filter(|(_, s)| s.accepts()).max_by_key(|(_, s)| s.score).map(|(n, _)| *n);
-        Decision { backend: best, scores }
+        select::decide(&self.backends, req, &self.config)
+    }
+
+    /// What would serve a request on `info` (a probed path, see
+    /// [`file::probe_path`](crate::file::probe::probe_path)): a [`EXPLAIN_LEN`]-byte `op` into
+    /// `memory`, at an offset, size and buffer address that meet the file's DIO alignment
+    /// (`aligned`) or miss it by one byte (not `aligned`). A fastpath may try to register the
+    /// file first, so a registration failure shows as its reason. Needs no GPU.
+    pub fn explain(&self, info: &FileInfo, op: Op, memory: MemoryKind, aligned: bool) -> Decision {
+        for b in &self.backends {
+            b.prepare_path(info);
+        }
+        let base: u64 = 1 << 40;
+        let oa = u64::from(info.dio_offset_align.max(1));
+        let req = if aligned {
+            let len = EXPLAIN_LEN.div_ceil(oa) * oa;
+            Request { op, file: info, memory, file_offset: 0, buf_addr: base, len }
+        } else {
+            Request { op, file: info, memory, file_offset: 1, buf_addr: base, len: EXPLAIN_LEN + 1 }
+        };
+        self.decide(&req)
+    }
+
+    /// Like [`Driver::explain`] on an open file (its registration is the one I/O would use).
+    pub fn explain_handle(&self, file: &FileHandle, op: Op, memory: MemoryKind, aligned: bool) -> Decision {
+        for b in &self.backends {
+            b.prepare(file);
+        }
+        self.explain(file.info(), op, memory, aligned)
     }
 
     fn route(&self, op: Op, file: &FileHandle, buf: BufferRef, offset: u64) -> Result<usize> {
         if let MemoryKind::Device { ordinal } = buf.kind {
             self.check_gpu(ordinal)?;
         }
-        let req = Request { op, file: file.info(), memory: buf.kind, file_offset: offset, buf_addr: buf.addr, len: buf.len as u64 };
-        let decision = self.decide(&req);
-        let Some(name) = decision.backend else {
-            let reasons: Vec<String> = decision.scores.iter().map(|(n, s)| format!("{n}: {}", s.reason)).collect();
-            return Err(Error::new(ErrorKind::NoBackend, format!("no backend can {op} {}: {}", buf.kind, reasons.join("; ")))
-                .with_path(file.path())
-                .with_range(offset, buf.len as u64));
-        };
-        let backend = self.backends.iter().find(|b| b.name() == name).expect("decided backend exists");
-        match op {
-            Op::Read => backend.read(file, buf, offset),
-            Op::Write => backend.write(file, buf, offset),
+        for b in &self.backends {
+            b.prepare(file);
         }
+        let req = Request { op, file: file.info(), memory: buf.kind, file_offset: offset, buf_addr: buf.addr, len: buf.len as u64 };
+        select::run(&self.backends, &req, &self.config, &self.stats, |b| match op {
+            Op::Read => b.read(file, buf, offset),
+            Op::Write => b.write(file, buf, offset),
+        })
     }
 
     fn sub(buf: BufferRef, buf_offset: usize, len: usize, file: &FileHandle, file_offset: u64) -> Result<BufferRef> {

@@ -95,5 +95,19 @@ impl BenchReport {
         for (k, v) in &self.limits {
             println!("  {k:<28} {v}");
         }
+        if let Some(b) = self.stats["backends"].as_object() {
+            println!();
+            println!("backends (library counters for the whole run):");
+            for (name, c) in b {
+                println!(
+                    "  {name:<8} ops {:>6}  bytes {:>10}  errors {}  retries {}  fallbacks {}",
+                    c["ops"],
+                    format_size(c["bytes"].as_u64().unwrap_or(0)),
+                    c["errors"],
+                    c["retries"],
+                    c["fallbacks"]
+                );
+            }
+        }
     }
 }

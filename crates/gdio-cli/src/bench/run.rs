@@ -223,22 +223,24 @@ impl Drop for Cleanup {
     }
 }
 
-fn config_for(args: &BenchArgs) -> Result<Config, String> {
+/// The layered configuration with the command line's knobs set on top (source "code").
+fn config_for(args: &BenchArgs) -> Result<gdio::LoadedConfig, String> {
     let mut c = crate::config::load().map_err(|e| e.to_string())?;
+    let e = |r: gdio::Result<()>| r.map_err(|e| e.to_string());
     if let Some(t) = args.threads {
-        c.threads = t;
+        e(c.set("threads", t))?;
     }
     if let Some(t) = args.task_size {
-        c.task_size = t as usize;
+        e(c.set("task_size", t))?;
     }
     if let Some(b) = args.bounce_size {
-        c.bounce_buffer_size = b as usize;
+        e(c.set("bounce_buffer_size", b))?;
     }
     if let Some(d) = args.direct {
-        c.direct_io = d;
+        e(c.set("direct_io", serde_json::to_value(d).unwrap_or(Value::Null)))?;
     }
     if let Some(p) = args.page_cache_dma {
-        c.page_cache_dma = p == super::OnOff::On;
+        e(c.set("page_cache_dma", p == super::OnOff::On))?;
     }
     Ok(c)
 }
@@ -254,9 +256,10 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
     if args.iterations == 0 {
         return Err("--iterations must be at least 1".into());
     }
-    let config = config_for(args)?;
+    let loaded = config_for(args)?;
+    let config: Config = loaded.config().clone();
     let threads = config.threads;
-    let driver = Driver::new(config.clone()).map_err(|e| e.to_string())?;
+    let driver = Driver::from_loaded(loaded).map_err(|e| e.to_string())?;
     let target = match &args.target {
         Some(t) => parse_target(t)?,
         None if driver.runtime().device_count() > 0 => Target::Gpu(0),
@@ -446,11 +449,6 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
         results.push(r);
     }
 
-    let stats = serde_json::to_value(driver_stats(&driver)).unwrap_or(Value::Null);
+    let stats = serde_json::to_value(driver.stats()).unwrap_or(Value::Null);
     Ok(BenchReport { results, limits, setup, stats })
 }
-
-fn driver_stats(_driver: &Driver) -> Value {
-    Value::Null
-}
-

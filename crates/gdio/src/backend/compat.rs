@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Backend, Request, Score};
+use super::{rules, Backend, Request, Score};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::error::Result;
@@ -29,8 +29,8 @@ impl Backend for CompatBackend {
     }
 
     fn score(&self, req: &Request<'_>, config: &Config) -> Score {
-        if !config.allow_compat_mode && !config.force_compat_mode {
-            return Score::reject("compat mode is disallowed (allow_compat_mode=false)");
+        if let Some(why) = rules::fallback_config_rule(req, config) {
+            return Score::reject(why);
         }
         match req.memory {
             MemoryKind::Device { .. } => Score::fallback("POSIX I/O through pinned bounce buffers"),

@@ -3,7 +3,14 @@
 //! a reason), and the selection and retry policy between them.
 
 pub mod compat;
+#[doc(hidden)]
+pub mod fault;
+pub mod gds;
 pub mod host;
+pub mod rules;
+pub mod select;
+
+pub use select::{Decision, RETRY_ERRNOS};
 
 use std::fmt;
 
@@ -93,4 +100,16 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn read(&self, file: &FileHandle, dst: BufferRef, offset: u64) -> Result<usize>;
     /// Writes `src.len` bytes from `src` at `offset`; returns the bytes written.
     fn write(&self, file: &FileHandle, src: BufferRef, offset: u64) -> Result<usize>;
+    /// True for a fastpath: its runtime failures with a retryable errno may be retried on a
+    /// fallback ([`select`]).
+    fn is_fastpath(&self) -> bool {
+        false
+    }
+    /// Called with the open file before each request is scored. A fastpath registers the file
+    /// here (once) and remembers a failure, which its score then reports as the reject reason.
+    /// Never fails and never panics.
+    fn prepare(&self, _file: &FileHandle) {}
+    /// Like [`Backend::prepare`] for a file that is not open (`gdio check`): a fastpath may
+    /// open the path itself to try a registration.
+    fn prepare_path(&self, _info: &FileInfo) {}
 }

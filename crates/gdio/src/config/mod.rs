@@ -1,4 +1,26 @@
-//! The configuration: one typed struct with a measured default for every knob.
+//! The configuration: one typed struct with a measured default for every knob, loaded in
+//! layers.
+//!
+//! Precedence, lowest first: built-in defaults < a JSON config file < environment variables <
+//! values set in code ([`LoadedConfig::set`]). [`Config::load`] builds the first three layers and
+//! remembers where each value came from, so `gdio check` can print it.
+//!
+//! - The file is named by `GDIO_CONFIG`, else by `CUFILE_ENV_PATH_JSON`. It is JSON with `//`
+//!   comments: gdio's own flat keys, and cufile.json's `properties`, `fs` and `execution`
+//!   sections for the keys that mean the same ([`json`]).
+//! - Environment variables are `GDIO_` + the key in capitals (`GDIO_ALLOW_COMPAT_MODE`,
+//!   `GDIO_FS_LUSTRE_POSIX_GDS_MIN_KB`), and the vendor variables `CUFILE_ALLOW_COMPAT_MODE`,
+//!   `CUFILE_FORCE_COMPAT_MODE`, `HIPFILE_ALLOW_COMPAT_MODE`, `HIPFILE_FORCE_COMPAT_MODE`,
+//!   `HIPFILE_UNSUPPORTED_FILE_SYSTEMS`, `CUFILE_USE_PCIP2PDMA` ([`env`]). A `GDIO_` variable
+//!   beats a vendor one.
+
+pub mod env;
+pub mod json;
+pub mod keys;
+pub mod source;
+
+pub use keys::{KeyKind, KEYS};
+pub use source::{ConfigEntry, LoadedConfig, Source};
 
 use std::collections::BTreeMap;
 
@@ -50,6 +72,9 @@ pub struct Config {
     pub posix_unaligned_writes: bool,
     /// Direct (GPU→storage DMA) writes are allowed.
     pub gds_rdma_write_support: bool,
+    /// The gds fastpath may use the kernel's PCI P2PDMA mode where nvidia-fs is not loaded
+    /// (cufile.json `properties.use_pci_p2pdma`).
+    pub use_pci_p2pdma: bool,
     /// Per-filesystem settings, keyed by filesystem name (`ext4`, `xfs`, `wekafs`, `nfs`, ...).
     pub fs: BTreeMap<String, FsConfig>,
     /// Route distributed-filesystem I/O by `rdma_dynamic_routing_order`.
@@ -94,6 +119,7 @@ impl Default for Config {
             unsupported_file_systems: false,
             posix_unaligned_writes: false,
             gds_rdma_write_support: true,
+            use_pci_p2pdma: false,
             fs,
             rdma_dynamic_routing: false,
             rdma_dynamic_routing_order: vec!["GPU_MEM_NVLINKS".into(), "GPU_MEM".into(), "SYS_MEM".into(), "P2P".into()],
@@ -129,6 +155,19 @@ impl Config {
             return bad("hot_cache_fraction", "must be between 0 and 1");
         }
         Ok(())
+    }
+
+    /// Loads the configuration from the process: defaults < the file named by `GDIO_CONFIG` (or
+    /// `CUFILE_ENV_PATH_JSON`) < environment variables. Values set in code come after, with
+    /// [`LoadedConfig::set`].
+    pub fn load() -> crate::Result<LoadedConfig> {
+        LoadedConfig::from_vars(std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))))
+    }
+
+    /// Like [`Config::load`], with the environment given as `(name, value)` pairs (for tests
+    /// and for callers that keep their own environment).
+    pub fn load_from_vars(vars: impl IntoIterator<Item = (String, String)>) -> crate::Result<LoadedConfig> {
+        LoadedConfig::from_vars(vars)
     }
 
     /// The settings of filesystem `name`, or the defaults for one not listed.

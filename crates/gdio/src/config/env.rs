@@ -1,0 +1,148 @@
+//! The environment layer: `GDIO_<KEY>` for every key, and the vendor variables of cuFile and
+//! hipFile with their documented meaning.
+//!
+//! Booleans take `true/false/1/0/yes/no/on/off` in any case; anything else is an error naming
+//! the variable and the value (hipFile silently ignores `1`; gdio refuses to guess).
+
+use serde_json::Value;
+
+use super::keys::{self, KeyKind};
+use crate::error::{Error, ErrorKind, Result};
+
+/// Vendor variables and the key each sets, applied before the `GDIO_` ones (which win).
+pub const VENDOR_VARS: &[(&str, &str)] = &[
+    ("CUFILE_ALLOW_COMPAT_MODE", "allow_compat_mode"),
+    ("CUFILE_FORCE_COMPAT_MODE", "force_compat_mode"),
+    ("CUFILE_USE_PCIP2PDMA", "use_pci_p2pdma"),
+    ("HIPFILE_ALLOW_COMPAT_MODE", "allow_compat_mode"),
+    ("HIPFILE_FORCE_COMPAT_MODE", "force_compat_mode"),
+    ("HIPFILE_UNSUPPORTED_FILE_SYSTEMS", "unsupported_file_systems"),
+];
+
+/// Variables naming the config file, first found wins.
+pub const FILE_VARS: &[&str] = &["GDIO_CONFIG", "CUFILE_ENV_PATH_JSON"];
+
+/// Parses a boolean the strict way: `true/false/1/0/yes/no/on/off`, any case, surrounding
+/// blanks ignored. `var` names the variable for the error.
+pub fn parse_bool(var: &str, value: &str) -> Result<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(Error::new(
+            ErrorKind::Config,
+            format!("environment variable {var}={value:?} is not a boolean: use true/false, 1/0, yes/no or on/off"),
+        )),
+    }
+}
+
+/// The environment variable name of `key`: `GDIO_` + the key in capitals, dots as `_`.
+pub fn var_name(key: &str) -> String {
+    format!("GDIO_{}", key.replace('.', "_").to_ascii_uppercase())
+}
+
+/// Turns the text of variable `var` into the JSON value `key` takes.
+pub fn parse_value(var: &str, key: &str, kind: KeyKind, text: &str) -> Result<Value> {
+    let bad = |want: &str| Error::new(ErrorKind::Config, format!("environment variable {var}={text:?}: {key} must be {want}"));
+    let t = text.trim();
+    Ok(match kind {
+        KeyKind::Bool => Value::Bool(parse_bool(var, text)?),
+        KeyKind::Count => Value::from(t.parse::<u64>().map_err(|_| bad("a whole number of at least 0"))?),
+        KeyKind::Fraction => {
+            let f = t.parse::<f64>().map_err(|_| bad("a number between 0 and 1"))?;
+            serde_json::Number::from_f64(f).map(Value::Number).ok_or_else(|| bad("a number between 0 and 1"))?
+        }
+        KeyKind::DirectIo => Value::String(t.to_owned()),
+        KeyKind::RoutingOrder => {
+            if t.starts_with('[') {
+                serde_json::from_str(t).map_err(|_| bad("a JSON list or a comma-separated list"))?
+            } else {
+                Value::Array(t.split(',').map(|s| Value::String(s.trim().to_owned())).filter(|v| v != "").collect())
+            }
+        }
+    })
+}
+
+/// One setting found in the environment: variable, key, value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnvSetting {
+    /// The variable's name.
+    pub var: String,
+    /// The key it sets.
+    pub key: String,
+    /// The value, typed.
+    pub value: Value,
+}
+
+/// The settings the variables `vars` make, in the order to apply them: vendor variables first,
+/// then `GDIO_` ones. Variables that are not configuration are skipped; a configuration
+/// variable with a bad value is an error naming it.
+pub fn settings(vars: &[(String, String)]) -> Result<Vec<EnvSetting>> {
+    let lookup = |name: &str| vars.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let mut out = Vec::new();
+    for (var, key) in VENDOR_VARS {
+        if let Some(text) = lookup(var) {
+            let value = parse_value(var, key, KeyKind::Bool, text)?;
+            out.push(EnvSetting { var: (*var).to_owned(), key: (*key).to_owned(), value });
+        }
+    }
+    for (key, kind) in keys::KEYS {
+        let var = var_name(key);
+        if let Some(text) = lookup(&var) {
+            let value = parse_value(&var, key, *kind, text)?;
+            out.push(EnvSetting { var, key: (*key).to_owned(), value });
+        }
+    }
+    // Per-filesystem keys: GDIO_FS_<NAME>_<KEY>, for any filesystem name.
+    let mut fs_vars: Vec<&(String, String)> = vars.iter().filter(|(k, _)| k.starts_with("GDIO_FS_")).collect();
+    fs_vars.sort_by(|a, b| a.0.cmp(&b.0));
+    for (var, text) in fs_vars {
+        let rest = &var["GDIO_FS_".len()..];
+        for (fs_key, kind) in keys::FS_KEYS {
+            let suffix = format!("_{}", fs_key.to_ascii_uppercase());
+            if let Some(name) = rest.strip_suffix(&suffix).filter(|n| !n.is_empty()) {
+                let key = format!("fs.{}.{fs_key}", keys::fs_name(&name.to_ascii_lowercase()));
+                let value = parse_value(var, &key, *kind, text)?;
+                out.push(EnvSetting { var: var.clone(), key, value });
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_booleans() {
+        for t in ["true", "TRUE", "1", "yes", "On", " on "] {
+            assert!(parse_bool("X", t).unwrap(), "{t}");
+        }
+        for f in ["false", "False", "0", "NO", "off"] {
+            assert!(!parse_bool("X", f).unwrap(), "{f}");
+        }
+        let e = parse_bool("HIPFILE_ALLOW_COMPAT_MODE", "maybe").unwrap_err().to_string();
+        assert!(e.contains("HIPFILE_ALLOW_COMPAT_MODE") && e.contains("maybe"), "{e}");
+    }
+
+    #[test]
+    fn var_names() {
+        assert_eq!(var_name("allow_compat_mode"), "GDIO_ALLOW_COMPAT_MODE");
+        assert_eq!(var_name("fs.lustre.posix_gds_min_kb"), "GDIO_FS_LUSTRE_POSIX_GDS_MIN_KB");
+    }
+
+    #[test]
+    fn fs_vars_and_order() {
+        let vars = vec![
+            ("GDIO_FS_LUSTRE_POSIX_GDS_MIN_KB".to_owned(), "64".to_owned()),
+            ("GDIO_RDMA_DYNAMIC_ROUTING_ORDER".to_owned(), "SYS_MEM, P2P".to_owned()),
+            ("HIPFILE_ALLOW_COMPAT_MODE".to_owned(), "false".to_owned()),
+            ("GDIO_ALLOW_COMPAT_MODE".to_owned(), "yes".to_owned()),
+        ];
+        let s = settings(&vars).unwrap();
+        assert_eq!(s[0].var, "HIPFILE_ALLOW_COMPAT_MODE");
+        assert_eq!(s[1].var, "GDIO_ALLOW_COMPAT_MODE");
+        assert!(s.iter().any(|x| x.key == "fs.lustre.posix_gds_min_kb" && x.value == 64));
+        assert!(s.iter().any(|x| x.key == "rdma_dynamic_routing_order" && x.value == serde_json::json!(["SYS_MEM", "P2P"])));
+    }
+}

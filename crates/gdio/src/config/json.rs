@@ -1,0 +1,215 @@
+//! The file layer: a JSON config file with `//` comments, in gdio's flat form or in cufile.json's.
+//!
+//! gdio's form puts the keys at the top level (`{"allow_compat_mode": false, "threads": 8}`) and
+//! per-filesystem settings under `fs` (`{"fs": {"lustre": {"posix_gds_min_kb": 64}}}`).
+//! cufile.json's `properties`, `fs` and `execution` sections are read for the keys that mean the
+//! same (`properties.allow_compat_mode`, `fs.generic.posix_unaligned_writes`,
+//! `fs.weka.rdma_write_support`, `execution.max_io_threads` → `threads`, ...). cuFile keys that
+//! gdio has no use for (logging, profile, pool sizes, RDMA addresses, ...) are accepted and
+//! ignored; any other key is an error naming it.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::keys;
+use crate::error::{Error, ErrorKind, Result};
+
+/// cufile.json sections gdio reads nothing from; everything in them is accepted.
+const IGNORED_SECTIONS: &[&str] = &["logging", "profile", "denylist", "miscellaneous", "block", "cufile_ext", "gpu_info"];
+
+/// cufile.json `properties` keys that mean the same in gdio.
+const PROPERTIES_MAPPED: &[&str] = &[
+    "allow_compat_mode",
+    "force_compat_mode",
+    "gds_rdma_write_support",
+    "use_pci_p2pdma",
+    "rdma_dynamic_routing",
+    "rdma_dynamic_routing_order",
+];
+
+/// cufile.json `properties` keys gdio accepts and ignores.
+const PROPERTIES_IGNORED: &[&str] = &[
+    "max_direct_io_size_kb",
+    "max_device_cache_size_kb",
+    "per_buffer_cache_size_kb",
+    "max_device_pinned_mem_size_kb",
+    "posix_pool_slab_size_kb",
+    "posix_pool_slab_count",
+    "gpu_bounce_buffer_slab_config",
+    "use_poll_mode",
+    "poll_mode_max_size_kb",
+    "io_batchsize",
+    "io_priority",
+    "allow_system_memory",
+    "prefer_io_uring",
+    "prefer_iouring",
+    "force_odirect_mode",
+    "rdma_dev_addr_list",
+    "rdma_load_balancing_policy",
+    "rdma_dc_key",
+    "rdma_access_mask",
+    "rdma_peer_affinity_policy",
+    "rdma_max_direct_io_size_kb",
+    "batch_io_timeout_msecs",
+    "skip_topology_detection",
+    "stream_memops_bypass",
+];
+
+/// cufile.json `execution` keys gdio accepts and ignores (`max_io_threads` maps to `threads`).
+const EXECUTION_IGNORED: &[&str] =
+    &["max_io_queue_depth", "parallel_io", "min_io_threshold_size_kb", "max_request_parallelism"];
+
+/// cufile.json per-filesystem keys gdio accepts and ignores.
+const FS_IGNORED: &[&str] = &[
+    "gds_write_support",
+    "gds_async_support",
+    "mount_table",
+    "rdma_dev_addr_list",
+    "use_pci_p2pdma",
+    "top_level_dirs",
+    "io_batchsize",
+    "rdma_write_support_mode",
+];
+
+/// Removes `//` comments that are outside strings; keeps line breaks so error positions hold.
+pub fn strip_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            match c {
+                '\\' => {
+                    if let Some(n) = chars.next() {
+                        out.push(n);
+                    }
+                }
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if c == '/' && chars.peek() == Some(&'/') {
+            for n in chars.by_ref() {
+                if n == '\n' {
+                    out.push('\n');
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// One setting a config file makes: the gdio key and its value.
+pub type FileSetting = (String, Value);
+
+/// Reads and parses the config file at `path` into settings, in file order.
+pub fn read(path: &Path) -> Result<Vec<FileSetting>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::from_io(&e, "cannot read the config file").with_kind(ErrorKind::Config).with_path(path))?;
+    parse(&text, &path.display().to_string())
+}
+
+/// Parses config-file text; `name` names the file in errors.
+pub fn parse(text: &str, name: &str) -> Result<Vec<FileSetting>> {
+    let origin = format!("config file {name}");
+    let value: Value = serde_json::from_str(&strip_comments(text)).map_err(|e| {
+        Error::new(ErrorKind::Config, format!("{origin}: not valid JSON at line {}, column {}: {e}", e.line(), e.column()))
+    })?;
+    let Value::Object(top) = value else {
+        return Err(Error::new(ErrorKind::Config, format!("{origin}: must be a JSON object {{...}}")));
+    };
+    let mut out = Vec::new();
+    for (k, v) in &top {
+        match k.as_str() {
+            "properties" => section(&origin, k, v, &mut out, |key| {
+                if PROPERTIES_MAPPED.contains(&key) {
+                    Some(Some(key.to_owned()))
+                } else if PROPERTIES_IGNORED.contains(&key) {
+                    Some(None)
+                } else {
+                    None
+                }
+            })?,
+            "execution" => section(&origin, k, v, &mut out, |key| match key {
+                "max_io_threads" => Some(Some("threads".to_owned())),
+                _ if EXECUTION_IGNORED.contains(&key) => Some(None),
+                _ => None,
+            })?,
+            "fs" => fs_section(&origin, v, &mut out)?,
+            s if IGNORED_SECTIONS.contains(&s) => {}
+            key if keys::kind(key).is_some() => out.push((key.to_owned(), v.clone())),
+            key => return Err(Error::new(ErrorKind::Config, format!("{origin}: unknown key {key}"))),
+        }
+    }
+    Ok(out)
+}
+
+fn object<'a>(origin: &str, path: &str, v: &'a Value) -> Result<&'a Map<String, Value>> {
+    v.as_object().ok_or_else(|| Error::new(ErrorKind::Config, format!("{origin}: key {path} must be an object {{...}}, not {v}")))
+}
+
+/// Reads a cufile.json section; `map` gives `Some(Some(gdio key))` for a mapped key,
+/// `Some(None)` for an ignored one and `None` for an unknown one.
+fn section(
+    origin: &str,
+    name: &str,
+    v: &Value,
+    out: &mut Vec<FileSetting>,
+    map: impl Fn(&str) -> Option<Option<String>>,
+) -> Result<()> {
+    for (k, val) in object(origin, name, v)? {
+        match map(k) {
+            Some(Some(key)) => out.push((key, val.clone())),
+            Some(None) => {}
+            None => return Err(Error::new(ErrorKind::Config, format!("{origin}: unknown key {name}.{k}"))),
+        }
+    }
+    Ok(())
+}
+
+fn fs_section(origin: &str, v: &Value, out: &mut Vec<FileSetting>) -> Result<()> {
+    for (fs, settings) in object(origin, "fs", v)? {
+        for (k, val) in object(origin, &format!("fs.{fs}"), settings)? {
+            let full = format!("fs.{fs}.{k}");
+            if k == "posix_unaligned_writes" {
+                // cufile.json keeps it under fs.generic; gdio has one switch for all.
+                out.push(("posix_unaligned_writes".to_owned(), val.clone()));
+            } else if keys::FS_KEYS.iter().any(|(n, _)| n == k) {
+                out.push((format!("fs.{}.{k}", keys::fs_name(fs)), val.clone()));
+            } else if !FS_IGNORED.contains(&k.as_str()) {
+                return Err(Error::new(ErrorKind::Config, format!("{origin}: unknown key {full}")));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_outside_strings_only() {
+        let t = "{ // c\n \"a//b\": \"x // y\" // z\n}";
+        let s = strip_comments(t);
+        let v: Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(v["a//b"], "x // y");
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let e = parse(r#"{"properties": {"allow_compat_mod": true}}"#, "f.json").unwrap_err().to_string();
+        assert!(e.contains("properties.allow_compat_mod") && e.contains("f.json"), "{e}");
+        let e = parse(r#"{"thread": 3}"#, "f.json").unwrap_err().to_string();
+        assert!(e.contains("unknown key thread"), "{e}");
+        let e = parse(r#"{"fs": {"lustre": {"posix_gds_min": 3}}}"#, "f.json").unwrap_err().to_string();
+        assert!(e.contains("fs.lustre.posix_gds_min"), "{e}");
+    }
+}

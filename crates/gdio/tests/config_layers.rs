@@ -1,0 +1,255 @@
+//! Configuration layers: defaults < file < environment < code, strict booleans, errors that
+//! name the key or variable, and a cufile.json with comments.
+
+use std::sync::Mutex;
+
+use gdio::{Config, DirectIoPolicy, ErrorKind, LoadedConfig, Source};
+use serde_json::json;
+
+/// Serializes the one test that touches the process environment with anything else that might.
+static ENV: Mutex<()> = Mutex::new(());
+
+fn vars(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+}
+
+fn entry(l: &LoadedConfig, key: &str) -> (serde_json::Value, Source) {
+    let e = l.entries().into_iter().find(|e| e.key == key).unwrap_or_else(|| panic!("no entry {key}"));
+    (e.value, e.source)
+}
+
+#[test]
+fn defaults_alone() {
+    let l = Config::load_from_vars(vars(&[("PATH", "/bin"), ("GDIO_UNRELATED_THING", "x")])).unwrap();
+    assert_eq!(l.config(), &Config::default());
+    assert!(l.entries().iter().all(|e| e.source == Source::Default));
+    assert_eq!(entry(&l, "allow_compat_mode"), (json!(true), Source::Default));
+    assert_eq!(entry(&l, "gds_rdma_write_support"), (json!(true), Source::Default));
+    assert_eq!(entry(&l, "fs.wekafs.rdma_write_support"), (json!(false), Source::Default));
+    assert_eq!(entry(&l, "fs.lustre.posix_gds_min_kb"), (json!(0), Source::Default));
+    assert!(l.file().is_none());
+}
+
+#[test]
+fn file_then_env_then_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("gdio.json");
+    std::fs::write(
+        &p,
+        r#"{
+            // gdio's own flat form
+            "allow_compat_mode": false,
+            "threads": 3,
+            "task_size": 65536,
+            "direct_io": "on",
+            "fs": {"lustre": {"posix_gds_min_kb": 64}}
+        }"#,
+    )
+    .unwrap();
+    let path = p.to_str().unwrap();
+    let mut l = Config::load_from_vars(vars(&[("GDIO_CONFIG", path), ("GDIO_THREADS", "5"), ("GDIO_FORCE_COMPAT_MODE", "ON")])).unwrap();
+    assert_eq!(l.file(), Some(p.as_path()));
+    assert_eq!(entry(&l, "allow_compat_mode"), (json!(false), Source::File));
+    assert_eq!(entry(&l, "threads"), (json!(5), Source::Env));
+    assert_eq!(entry(&l, "task_size"), (json!(65536), Source::File));
+    assert_eq!(entry(&l, "force_compat_mode"), (json!(true), Source::Env));
+    assert_eq!(entry(&l, "fs.lustre.posix_gds_min_kb"), (json!(64), Source::File));
+    assert_eq!(l.config().direct_io, DirectIoPolicy::On);
+    let origin = l.entries().into_iter().find(|e| e.key == "threads").unwrap().origin;
+    assert_eq!(origin.as_deref(), Some("GDIO_THREADS"));
+
+    l.set("threads", 7).unwrap();
+    l.set("fs.wekafs.rdma_write_support", true).unwrap();
+    assert_eq!(entry(&l, "threads"), (json!(7), Source::Code));
+    assert_eq!(entry(&l, "fs.wekafs.rdma_write_support"), (json!(true), Source::Code));
+    assert_eq!(l.config().threads, 7);
+
+    // Bad values from code are refused and change nothing.
+    let before = l.clone();
+    let e = l.set("threads", 0).unwrap_err();
+    assert!(e.to_string().contains("threads"), "{e}");
+    let e = l.set("threads", "many").unwrap_err();
+    assert!(e.to_string().contains("threads") && e.to_string().contains("many"), "{e}");
+    let e = l.set("no_such_key", true).unwrap_err();
+    assert!(e.to_string().contains("no_such_key"), "{e}");
+    assert_eq!(l, before);
+
+    // JSON output keeps the sources.
+    let v = serde_json::to_value(l.entries()).unwrap();
+    assert!(v.as_array().unwrap().iter().any(|e| e["key"] == "threads" && e["source"] == "code"));
+}
+
+#[test]
+fn cufile_json_sample_with_comments() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("cufile.json");
+    std::fs::write(
+        &p,
+        r#"{
+    // NOTE : Application can override custom configuration via export CUFILE_ENV_PATH_JSON=<filepath>
+    // e.g : export CUFILE_ENV_PATH_JSON="/home/<xxx>/cufile.json"
+    "logging": {
+        // log directory, if not enabled will create log file under current working directory
+        //"dir": "/home/<xxxx>",
+        "level": "ERROR"
+    },
+    "profile": { "nvtx": false, "cufile_stats": 0 },
+    "execution" : {
+        "max_io_queue_depth": 128,
+        "max_io_threads": 4,
+        "parallel_io" : true,
+        "min_io_threshold_size_kb" : 8192,
+        "max_request_parallelism" : 4
+    },
+    "properties": {
+        "max_direct_io_size_kb" : 16384,
+        "max_device_cache_size_kb" : 131072,
+        "max_device_pinned_mem_size_kb" : 33554432,
+        "use_poll_mode" : false,
+        "poll_mode_max_size_kb": 4,
+        "use_pci_p2pdma": true,
+        "allow_compat_mode": true,
+        "gds_rdma_write_support": false,
+        "io_batchsize": 128,
+        "io_priority": "default",
+        "rdma_dev_addr_list": [ ],
+        "rdma_load_balancing_policy": "RoundRobin",
+        "rdma_dynamic_routing": true,
+        "rdma_dynamic_routing_order": [ "SYS_MEM" ]
+    },
+    "fs": {
+        "generic": {
+            // for unaligned writes, setting it to true will use POSIX
+            "posix_unaligned_writes" : true
+        },
+        "lustre": { "posix_gds_min_kb" : 128 },
+        "beegfs": { "posix_gds_min_kb" : 0 },
+        "gpfs": { "gds_write_support": false, "gds_async_support": true },
+        "weka": { "rdma_write_support" : true }
+    },
+    "denylist": { "drivers": [ ], "devices": [ ], "mounts": [ ], "filesystems": [ ] },
+    "miscellaneous": { "api_check_aggressive": false }
+}"#,
+    )
+    .unwrap();
+    let l = Config::load_from_vars(vars(&[("CUFILE_ENV_PATH_JSON", p.to_str().unwrap())])).unwrap();
+    let c = l.config();
+    assert!(c.use_pci_p2pdma && c.allow_compat_mode && !c.gds_rdma_write_support && c.posix_unaligned_writes);
+    assert!(c.rdma_dynamic_routing);
+    assert_eq!(c.rdma_dynamic_routing_order, vec!["SYS_MEM".to_owned()]);
+    assert_eq!(c.threads, 4);
+    assert_eq!(c.fs_config("lustre").posix_gds_min_kb, 128);
+    assert!(c.fs_config("wekafs").rdma_write_support);
+    assert_eq!(entry(&l, "fs.wekafs.rdma_write_support"), (json!(true), Source::File));
+    assert_eq!(entry(&l, "posix_unaligned_writes"), (json!(true), Source::File));
+    assert_eq!(entry(&l, "hot_cache_fraction").1, Source::Default);
+
+    // GDIO_CONFIG beats CUFILE_ENV_PATH_JSON.
+    let q = dir.path().join("gdio.json");
+    std::fs::write(&q, r#"{"threads": 9}"#).unwrap();
+    let l = Config::load_from_vars(vars(&[("CUFILE_ENV_PATH_JSON", p.to_str().unwrap()), ("GDIO_CONFIG", q.to_str().unwrap())])).unwrap();
+    assert_eq!(l.config().threads, 9);
+    assert!(!l.config().posix_unaligned_writes);
+}
+
+#[test]
+fn file_errors_name_the_key_and_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &str)] = &[
+        (r#"{"allow_compat": true}"#, "unknown key allow_compat"),
+        (r#"{"properties": {"allow_compat_mod": true}}"#, "unknown key properties.allow_compat_mod"),
+        (r#"{"fs": {"lustre": {"posix_gds_min": 1}}}"#, "unknown key fs.lustre.posix_gds_min"),
+        (r#"{"execution": {"max_threads": 1}}"#, "unknown key execution.max_threads"),
+        (r#"{"allow_compat_mode": "yes"}"#, "key allow_compat_mode must be true or false"),
+        (r#"{"threads": -1}"#, "key threads must be a whole number"),
+        (r#"{"properties": {"force_compat_mode": 1}}"#, "key force_compat_mode must be true or false"),
+        (r#"{"rdma_dynamic_routing_order": ["RAM"]}"#, "key rdma_dynamic_routing_order"),
+        (r#"{"direct_io": "sometimes"}"#, "key direct_io"),
+        (r#"{"hot_cache_fraction": 2}"#, "key hot_cache_fraction"),
+        (r#"{"threads": 1,}"#, "not valid JSON at line 1"),
+        (r#"[1]"#, "must be a JSON object"),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let p = dir.path().join(format!("c{i}.json"));
+        std::fs::write(&p, text).unwrap();
+        let e = Config::load_from_vars(vars(&[("GDIO_CONFIG", p.to_str().unwrap())])).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Config);
+        let s = e.to_string();
+        assert!(s.contains(want) && s.contains(p.to_str().unwrap()), "{text}: {s}");
+    }
+    let missing = dir.path().join("missing.json");
+    let e = Config::load_from_vars(vars(&[("GDIO_CONFIG", missing.to_str().unwrap())])).unwrap_err();
+    let s = e.to_string();
+    assert!(s.contains("missing.json") && s.contains("GDIO_CONFIG"), "{s}");
+}
+
+#[test]
+fn env_booleans_are_strict_and_vendor_variables_mean_what_they_document() {
+    for (text, want) in [("true", true), ("FALSE", false), ("1", true), ("0", false), ("Yes", true), ("no", false), ("on", true), ("OFF", false)] {
+        let l = Config::load_from_vars(vars(&[("HIPFILE_ALLOW_COMPAT_MODE", text)])).unwrap();
+        assert_eq!(l.config().allow_compat_mode, want, "{text}");
+        assert_eq!(l.source("allow_compat_mode"), Source::Env);
+    }
+    for bad in ["maybe", "2", "", "tru"] {
+        for var in ["HIPFILE_ALLOW_COMPAT_MODE", "CUFILE_FORCE_COMPAT_MODE", "GDIO_UNSUPPORTED_FILE_SYSTEMS", "GDIO_FS_WEKAFS_RDMA_WRITE_SUPPORT"] {
+            let e = Config::load_from_vars(vars(&[(var, bad)])).unwrap_err();
+            let s = e.to_string();
+            assert!(s.contains(var) && s.contains(&format!("{bad:?}")), "{var}={bad}: {s}");
+        }
+    }
+    let l = Config::load_from_vars(vars(&[
+        ("HIPFILE_FORCE_COMPAT_MODE", "true"),
+        ("HIPFILE_UNSUPPORTED_FILE_SYSTEMS", "1"),
+        ("CUFILE_ALLOW_COMPAT_MODE", "false"),
+    ]))
+    .unwrap();
+    assert!(l.config().force_compat_mode && l.config().unsupported_file_systems && !l.config().allow_compat_mode);
+    // GDIO_ beats the vendor variables; HIPFILE_ beats CUFILE_.
+    let l = Config::load_from_vars(vars(&[("CUFILE_ALLOW_COMPAT_MODE", "false"), ("HIPFILE_ALLOW_COMPAT_MODE", "true")])).unwrap();
+    assert!(l.config().allow_compat_mode);
+    let l = Config::load_from_vars(vars(&[("HIPFILE_ALLOW_COMPAT_MODE", "true"), ("GDIO_ALLOW_COMPAT_MODE", "0")])).unwrap();
+    assert!(!l.config().allow_compat_mode);
+    // Numbers and lists.
+    let l = Config::load_from_vars(vars(&[
+        ("GDIO_TASK_SIZE", "1048576"),
+        ("GDIO_HOT_CACHE_FRACTION", "0.25"),
+        ("GDIO_RDMA_DYNAMIC_ROUTING_ORDER", "SYS_MEM,GPU_MEM"),
+        ("GDIO_FS_BEEGFS_POSIX_GDS_MIN_KB", "32"),
+        ("GDIO_DIRECT_IO", "off"),
+    ]))
+    .unwrap();
+    let c = l.config();
+    assert_eq!((c.task_size, c.hot_cache_fraction, c.direct_io), (1 << 20, 0.25, DirectIoPolicy::Off));
+    assert_eq!(c.rdma_dynamic_routing_order, vec!["SYS_MEM".to_owned(), "GPU_MEM".to_owned()]);
+    assert_eq!(c.fs_config("beegfs").posix_gds_min_kb, 32);
+    let e = Config::load_from_vars(vars(&[("GDIO_THREADS", "lots")])).unwrap_err();
+    assert!(e.to_string().contains("GDIO_THREADS") && e.to_string().contains("lots"));
+    let e = Config::load_from_vars(vars(&[("GDIO_THREADS", "0")])).unwrap_err();
+    assert!(e.to_string().contains("threads"));
+}
+
+#[test]
+fn load_reads_the_process_environment() {
+    let _g = ENV.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("gdio.json");
+    std::fs::write(&p, r#"{"threads": 6, "posix_unaligned_writes": true}"#).unwrap();
+    std::env::set_var("GDIO_CONFIG", &p);
+    std::env::set_var("GDIO_THREADS", "2");
+    let l = Config::load();
+    std::env::remove_var("GDIO_CONFIG");
+    std::env::remove_var("GDIO_THREADS");
+    let l = l.unwrap();
+    assert_eq!(l.config().threads, 2);
+    assert!(l.config().posix_unaligned_writes);
+    assert_eq!(l.source("threads"), Source::Env);
+    assert_eq!(l.source("posix_unaligned_writes"), Source::File);
+}
+
+#[test]
+fn a_config_built_in_code_reports_its_changes_as_code() {
+    let l = LoadedConfig::from(Config { threads: 11, force_compat_mode: true, ..Config::default() });
+    assert_eq!(l.source("threads"), Source::Code);
+    assert_eq!(l.source("force_compat_mode"), Source::Code);
+    assert_eq!(l.source("allow_compat_mode"), Source::Default);
+}
