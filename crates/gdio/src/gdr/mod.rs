@@ -794,8 +794,9 @@ impl PinnedRange {
         Ok(())
     }
 
-    /// `gdr_unpin_buffer`: unmaps if mapped, then unpins.
-    pub fn unpin(self) -> Result<()> {
+    /// `gdr_unpin_buffer`: unmaps if mapped, then unpins. Later calls on this handle fail
+    /// with "unpinned" (dropping it afterwards is fine).
+    pub fn unpin(&self) -> Result<()> {
         self.gdr.check_process()?;
         self.gdr.unpin(&self.h)
     }
