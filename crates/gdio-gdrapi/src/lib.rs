@@ -365,7 +365,7 @@ pub extern "C" fn gdr_unmap(g: gdr_t, handle: gdr_mh_t, va: *mut c_void, _size: 
             return libc::EINVAL;
         }
         done(entry(Some(g), handle).and_then(|e| match e.range.mapping() {
-            Some((p, _)) if p as usize == va as usize => ret(e.range.unmap()),
+            Some((p, _)) if std::ptr::eq(p as *const u8, va as *const u8) => ret(e.range.unmap()),
             _ => Err(libc::EINVAL),
         }))
     })
