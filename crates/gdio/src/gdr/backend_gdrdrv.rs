@@ -26,13 +26,15 @@ impl Gdrdrv {
         let fd = match rustix::fs::open(path, rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC, rustix::fs::Mode::empty()) {
             Ok(fd) => fd,
             Err(e) => {
+                let port = path.file_name().is_some_and(|n| n != "gdrdrv");
                 let how = match e.raw_os_error() {
+                    libc::ENOENT if port => "not found: load the gdrdrv port that provides this node (e.g. Moore Threads' mtgdrdrv)",
                     libc::ENOENT => "not found: load the gdrdrv kernel module from NVIDIA/gdrcopy (insmod.sh creates the node)",
                     libc::EACCES | libc::EPERM => "permission denied: make the node readable and writable (chmod a+rw) or pass it into the container",
                     libc::ENXIO | libc::ENODEV => "has no driver behind it: the gdrdrv module is not loaded (or lost its major number)",
                     _ => "cannot be opened",
                 };
-                return Err(Error::from_errno(e.raw_os_error(), format!("{} {how}", path.display())).with_path(path));
+                return Err(Error::from_errno(e.raw_os_error(), format!("{} {how}", path.display())));
             }
         };
         let dev = Gdrdrv { fd, path: path.to_path_buf(), version: 0 };
