@@ -312,4 +312,50 @@ mod tests {
         assert!(DeviceMemory::alloc(0, 4096).is_err());
         assert!(!has_symbol("cuInit"));
     }
+
+    /// On a machine with an NVIDIA GPU: pointer attributes describe allocations correctly,
+    /// managed memory is recognised, and the dma-buf export (the first half of the dma-buf
+    /// backend) works; the mmap of the fd is attempted and its outcome printed (it fails on
+    /// drivers before R610 for discrete GPUs).
+    #[test]
+    fn gpu_pointer_attributes_and_dmabuf_export() {
+        if !lib_present() || device_count().map_or(true, |n| n == 0) {
+            eprintln!("skipped: no CUDA GPU on this machine");
+            return;
+        }
+        eprintln!("CUDA driver API version {}", driver_version().unwrap());
+        let m = DeviceMemory::alloc(0, 3 << 20).unwrap();
+        let p = pointer_info(m.ptr() + 12345).unwrap();
+        assert_eq!(p.range_start, m.ptr());
+        assert!(p.range_size >= 3 << 20);
+        assert!(!p.is_managed);
+        assert_eq!(p.memory_type, 2);
+        assert_eq!(p.device_ordinal, 0);
+        let data: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
+        m.write(100, &data).unwrap();
+        let mut back = vec![0u8; 4096];
+        m.read(100, &mut back).unwrap();
+        assert_eq!(back, data);
+        match DeviceMemory::alloc_managed(0, 1 << 20) {
+            Ok(mm) => assert!(pointer_info(mm.ptr()).unwrap().is_managed),
+            Err(e) => eprintln!("managed memory unavailable: {e}"),
+        }
+        let supported = dmabuf_supported(0).unwrap();
+        eprintln!("CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = {supported}");
+        if supported {
+            let base = m.ptr().next_multiple_of(1 << 16);
+            let fd = export_dmabuf(0, base, 1 << 16, 0).expect("dma-buf export");
+            use std::os::fd::AsRawFd;
+            // SAFETY: a fresh shared mapping of the fd; unmapped below if it succeeds.
+            let q = unsafe { libc::mmap(std::ptr::null_mut(), 1 << 16, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(), 0) };
+            if q == libc::MAP_FAILED {
+                eprintln!("mmap of the dma-buf fd failed as expected before R610: {}", std::io::Error::last_os_error());
+            } else {
+                eprintln!("mmap of the dma-buf fd succeeded");
+                // SAFETY: q/len come from the mmap above.
+                unsafe { libc::munmap(q, 1 << 16) };
+            }
+        }
+    }
 }
+
