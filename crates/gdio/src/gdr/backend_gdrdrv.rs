@@ -192,9 +192,11 @@ mod tests {
 
     #[test]
     fn missing_node_names_the_fix() {
-        let e = Gdrdrv::open(Path::new("/nonexistent/gdrdrv-test-node")).unwrap_err();
+        let e = Gdrdrv::open(Path::new("/nonexistent/gdrdrv")).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::NotFound);
         assert!(e.to_string().contains("load the gdrdrv kernel module"), "{e}");
+        let e = Gdrdrv::open(Path::new("/nonexistent/mtgdrdrv")).unwrap_err();
+        assert!(e.to_string().contains("/nonexistent/mtgdrdrv") && e.to_string().contains("port"), "{e}");
     }
 
     #[test]
