@@ -114,6 +114,10 @@ fn print(report: &Value) {
     println!("  pci p2pdma           {}", yes_no(&p["pci_p2pdma"]));
     println!("  libcufile            {}", yes_no(&p["libcufile"]));
     println!("  io_uring             {}", yes_no(&p["io_uring"]));
+    for b in report["gdr"].as_array().into_iter().flatten() {
+        let ok = if b["available"].as_bool() == Some(true) { "yes" } else { "no" };
+        println!("  gdr {:<16} {ok} ({})", b["name"].as_str().unwrap_or("?"), b["reason"].as_str().unwrap_or(""));
+    }
     for f in report["paths"].as_array().into_iter().flatten() {
         println!();
         println!("{}", f["path"].as_str().unwrap_or("?"));
@@ -217,5 +221,6 @@ pub fn main(args: CheckArgs) -> ExitCode {
 
 /// The GPU-mapping (GDRCopy) backends and why each is or is not usable.
 fn gdr_report() -> Value {
-    Value::Null
+    let opts = gdio::gdr::GdrOptions::default().with_env();
+    serde_json::to_value(gdio::gdr::probe_backends(&opts)).unwrap_or(Value::Null)
 }

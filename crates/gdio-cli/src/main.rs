@@ -5,6 +5,7 @@ mod bench;
 mod check;
 mod config;
 mod explain;
+mod gdr;
 mod units;
 
 use std::path::PathBuf;
@@ -28,6 +29,9 @@ enum Command {
     /// Report the platform (GPUs, drivers, nvidia-fs, P2PDMA, libcufile, io_uring) and, for each
     /// path, its filesystem, O_DIRECT support and alignment.
     Check(check::CheckArgs),
+    /// GPU memory mapped into the CPU (GDRCopy): sanity, copybw, copylat, apiperf.
+    #[command(subcommand)]
+    Gdr(gdr::GdrCommand),
     /// Write a file of random bytes (for benchmarks).
     MakeFile {
         /// File to create (overwritten).
@@ -68,6 +72,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Bench(a) => bench::main(a),
         Command::Check(a) => check::main(a),
+        Command::Gdr(c) => gdr::run(c),
         Command::MakeFile { path, size, seed } => match make_file(&path, size, seed) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -1,0 +1,125 @@
+//! Builds `tests/c/no_driver.c` with the system C compiler against the freshly built
+//! `libgdrapi.so`, runs it, and checks the soname and the exported symbols.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Every function of gdrapi.h 2.6 (plus the old `gdr_get_info` symbol).
+const SYMBOLS: &[&str] = &[
+    "gdr_open",
+    "gdr_close",
+    "gdr_pin_buffer",
+    "gdr_pin_buffer_v2",
+    "gdr_unpin_buffer",
+    "gdr_get_callback_flag",
+    "gdr_get_info",
+    "gdr_get_info_v2",
+    "gdr_map",
+    "gdr_map_v2",
+    "gdr_unmap",
+    "gdr_copy_to_mapping",
+    "gdr_copy_from_mapping",
+    "gdr_runtime_get_version",
+    "gdr_driver_get_version",
+    "gdr_get_attribute",
+    "gdr_get_mapping_type_string",
+];
+
+/// target/<profile>/ of this test binary (which lives in target/<profile>/deps/).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    exe.parent().and_then(Path::parent).expect("target dir").to_path_buf()
+}
+
+/// The built library, building it first if this test run did not.
+fn library() -> PathBuf {
+    let so = profile_dir().join("libgdrapi.so");
+    if !so.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-p", "gdio-gdrapi", "--lib"]);
+        if profile_dir().file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().expect("cargo build").success());
+    }
+    assert!(so.exists(), "{} missing", so.display());
+    so
+}
+
+fn tool(name: &str) -> Option<()> {
+    Command::new(name).arg("--version").output().ok().filter(|o| o.status.success()).map(|_| ())
+}
+
+#[test]
+fn c_program_runs_against_the_library_without_a_driver() {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    if tool(&cc).is_none() {
+        eprintln!("skipped: no C compiler ({cc})");
+        return;
+    }
+    let so = library();
+    let dir = tempfile_dir();
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Link through a libgdrapi.so.2 name, as a program built against upstream would.
+    let link_dir = dir.join("lib");
+    std::fs::create_dir_all(&link_dir).unwrap();
+    let _ = std::fs::remove_file(link_dir.join("libgdrapi.so.2"));
+    let _ = std::fs::remove_file(link_dir.join("libgdrapi.so"));
+    std::fs::copy(&so, link_dir.join("libgdrapi.so.2")).unwrap();
+    std::os::unix::fs::symlink("libgdrapi.so.2", link_dir.join("libgdrapi.so")).unwrap();
+    let exe = dir.join("no_driver");
+    let out = Command::new(&cc)
+        .arg("-std=c99")
+        .arg("-Wall")
+        .arg("-Werror")
+        .arg("-I")
+        .arg(manifest.join("include"))
+        .arg(manifest.join("tests/c/no_driver.c"))
+        .arg("-o")
+        .arg(&exe)
+        .arg("-L")
+        .arg(&link_dir)
+        .arg("-lgdrapi")
+        .output()
+        .expect("run cc");
+    assert!(out.status.success(), "cc failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let run = Command::new(&exe)
+        .env("LD_LIBRARY_PATH", &link_dir)
+        .env("GDIO_GDR_DEVICE", "/nonexistent/gdrdrv")
+        .output()
+        .expect("run the C test");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "C test failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("OK") || stdout.contains("SKIP"), "{stdout}");
+    // The program must have loaded the library by its soname.
+    if tool("readelf").is_some() {
+        let d = Command::new("readelf").arg("-d").arg(&exe).output().unwrap();
+        assert!(String::from_utf8_lossy(&d.stdout).contains("[libgdrapi.so.2]"), "NEEDED is not libgdrapi.so.2");
+    }
+}
+
+#[test]
+fn soname_and_symbols() {
+    let so = library();
+    if tool("readelf").is_none() || Command::new("nm").arg("--version").output().is_err() {
+        eprintln!("skipped: readelf/nm not installed");
+        return;
+    }
+    let d = Command::new("readelf").arg("-d").arg(&so).output().unwrap();
+    let d = String::from_utf8_lossy(&d.stdout);
+    assert!(d.contains("Library soname: [libgdrapi.so.2]"), "{d}");
+    let nm = Command::new("nm").args(["-D", "--defined-only"]).arg(&so).output().unwrap();
+    let nm = String::from_utf8_lossy(&nm.stdout);
+    let exported: Vec<&str> = nm.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    for s in SYMBOLS {
+        assert!(exported.contains(s), "{s} is not exported");
+    }
+}
+
+fn tempfile_dir() -> PathBuf {
+    let d = profile_dir().join("gdrapi-c-test");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
