@@ -37,14 +37,20 @@ done
 
 case $mode in
 sweep)
-  for t in 8 16 32; do for ts in 4M 16M; do for bs in 4M 8M; do
-    gd "ext4 t$t task$ts bounce$bs" --file /tmp/gdio-bench-8g.bin --mode read --iterations 2 --threads $t --task-size $ts --bounce-size $bs --io-size 1G --queue-depth 2
-  done; done; done
-  for p in on; do for t in 8 16 32; do
-    gd "ext4 pcdma t$t" --file /tmp/gdio-bench-8g.bin --mode read --iterations 2 --threads $t --task-size 16M --page-cache-dma $p --io-size 1G --queue-depth 2
-    gd "tmpfs pcdma t$t" --file /dev/shm/gdio-bench-8g.bin --mode read --iterations 2 --threads $t --task-size 16M --page-cache-dma $p --io-size 1G --queue-depth 2
+  for t in 6 8 12; do for bs in 1M 2M 4M; do
+    gd "ext4 t$t bounce$bs" --file /tmp/gdio-bench-8g.bin --mode read --iterations 3 --threads $t --task-size 4M --bounce-size $bs --io-size 1G --queue-depth 2
   done; done
-  kv read /tmp/gdio-bench-8g.bin 16 2
+  for t in 8 12; do for bs in 2M 4M; do
+    gd "tmpfs t$t bounce$bs" --file /dev/shm/gdio-bench-8g.bin --mode read --iterations 3 --threads $t --task-size 4M --bounce-size $bs --io-size 1G --queue-depth 2
+  done; done
+  for t in 4 8 16; do for bs in 2M 8M; do
+    gd "ext4 write t$t bounce$bs" --file /tmp/gdio-bench-8g.bin --out /tmp/gdio-bench-out.bin --mode write --iterations 3 --threads $t --task-size 8M --bounce-size $bs --io-size 1G --queue-depth 2
+  done; done
+  kv read /tmp/gdio-bench-8g.bin 8,16,32 3
+  kv read /dev/shm/gdio-bench-8g.bin 16 3
+  kv write /tmp/gdio-bench-8g.bin 16 3
+  "$GDIO" make-file /tmp/gdio-cold-4g.bin --size 4G
+  gd "ext4 cold 4G" --file /tmp/gdio-cold-4g.bin --mode read --iterations 2 --warmup 0 --cold
   ;;
 quick)
   gd "ext4 hot" --file /tmp/gdio-bench-8g.bin --mode read --iterations 2

@@ -137,6 +137,13 @@ impl Driver {
         FileHandle::open_with(path, options)
     }
 
+    /// Sets up GPU `ordinal` for I/O now: every engine worker allocates its stream and pinned
+    /// bounce buffers, so the first read or write does not pay for them (tens of milliseconds).
+    pub fn prepare_gpu(&self, ordinal: usize) -> Result<()> {
+        self.check_gpu(ordinal)?;
+        self.engine.prepare_gpu(ordinal)
+    }
+
     /// Allocates `len` bytes on GPU `ordinal`.
     pub fn alloc_device(&self, ordinal: usize, len: usize) -> Result<DeviceBuffer> {
         self.check_gpu(ordinal)?;

@@ -53,6 +53,8 @@ fn random_ranges_into_simulated_gpu_through_bounce_buffers() {
         let p = write_file(d.path(), "g", &data);
         for policy in POLICIES {
             let drv = sim_driver(tiny_config(policy, 4), 2);
+            drv.prepare_gpu(1).unwrap();
+            assert_eq!(drv.prepare_gpu(2).unwrap_err().kind(), gdio::ErrorKind::NoGpu);
             let f = FileHandle::open(&p).unwrap();
             let mut dev = drv.alloc_device(1, data.len() + 8192).unwrap();
             let mut r = rng(99 + policy as u64);

@@ -75,6 +75,9 @@ pub struct BenchArgs {
     /// the config's `page_cache_dma`).
     #[arg(long)]
     pub page_cache_dma: Option<OnOff>,
+    /// Untimed passes before the timed ones (page tables, caches, lazy driver state).
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
     /// Timed repetitions of each operation.
     #[arg(long, default_value_t = 3)]
     pub iterations: usize,

@@ -360,7 +360,11 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
     setup.insert("requests".into(), json!(format!("{} x {} in flight", crate::units::format_size(args.io_size), args.queue_depth)));
 
     let mut mem = match target {
-        Target::Gpu(n) => Memory::Device(driver.alloc_device(n, size as usize).map_err(|e| e.to_string())?),
+        Target::Gpu(n) => {
+            // Setup, not timed: the workers' pinned bounce buffers and streams.
+            driver.prepare_gpu(n).map_err(|e| e.to_string())?;
+            Memory::Device(driver.alloc_device(n, size as usize).map_err(|e| e.to_string())?)
+        }
         Target::Host => {
             let mut h = AlignedBuf::new(size as usize)?;
             h.as_mut_slice().fill(0xA5);
@@ -380,12 +384,15 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
     let mut loaded = false;
     if matches!(args.mode, Mode::Read | Mode::Both) {
         let mut m = Measured::new();
-        let progress = Progress::new("read".into(), size * args.iterations as u64, args.json);
-        for _ in 0..args.iterations {
+        let progress = Progress::new("read".into(), size * (args.iterations + args.warmup) as u64, args.json);
+        for i in 0..args.warmup + args.iterations {
             if args.cold {
                 data::drop_cache(&path)?;
             }
-            m.push(run_pass(&driver, &file, &mem, size, args, false, &progress)?);
+            let pass = run_pass(&driver, &file, &mem, size, args, false, &progress)?;
+            if i >= args.warmup {
+                m.push(pass);
+            }
         }
         drop(progress);
         let verified = match mem.matches(reference)? {
@@ -418,13 +425,16 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
         };
         let wfile = FileHandle::open_with(&out, OpenOptions::new().read(true).write(true).create(true)).map_err(|e| e.to_string())?;
         let mut m = Measured::new();
-        let progress = Progress::new("write".into(), size * args.iterations as u64, args.json);
-        for _ in 0..args.iterations {
+        let progress = Progress::new("write".into(), size * (args.iterations + args.warmup) as u64, args.json);
+        for i in 0..args.warmup + args.iterations {
             if fresh {
                 // Each timed write goes to an empty file, as a checkpoint write does.
                 wfile.set_len(0).map_err(|e| e.to_string())?;
             }
-            m.push(run_pass(&driver, &wfile, &mem, size, args, true, &progress)?);
+            let pass = run_pass(&driver, &wfile, &mem, size, args, true, &progress)?;
+            if i >= args.warmup {
+                m.push(pass);
+            }
         }
         drop(progress);
         let t = Instant::now();

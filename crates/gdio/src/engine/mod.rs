@@ -100,6 +100,12 @@ impl Engine {
         &self.config
     }
 
+    /// Allocates every worker's stream and pinned bounce buffers for GPU `ordinal` now, so the
+    /// first I/O to that GPU does not pay for them.
+    pub fn prepare_gpu(&self, ordinal: usize) -> Result<()> {
+        self.pool.warm(ordinal)
+    }
+
     fn direct_choice(&self, op: Op) -> DirectChoice {
         match (self.config.direct_io, op) {
             (DirectIoPolicy::Off, _) => DirectChoice::Never,

@@ -2,7 +2,7 @@
 //! its own lanes (stream and bounce ring) per GPU.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Barrier, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use super::job::Job;
@@ -20,8 +20,21 @@ pub(crate) struct LaneShape {
     pub count: usize,
 }
 
+/// A warm-up request: each worker that takes one makes its lane for `ordinal`, then waits at
+/// the barrier so that it cannot take a second one.
+struct Warm {
+    ordinal: usize,
+    barrier: Arc<Barrier>,
+    error: Arc<Mutex<Option<Error>>>,
+}
+
+enum Work {
+    Job(Arc<Job>),
+    Warm(Warm),
+}
+
 struct Queue {
-    jobs: VecDeque<Arc<Job>>,
+    jobs: VecDeque<Work>,
     shutdown: bool,
 }
 
@@ -76,11 +89,33 @@ impl Pool {
         self.start()?;
         let mut q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
         for _ in 0..workers.clamp(1, self.threads) {
-            q.jobs.push_back(job.clone());
+            q.jobs.push_back(Work::Job(job.clone()));
         }
         drop(q);
         self.shared.cv.notify_all();
         Ok(())
+    }
+}
+
+impl Pool {
+    /// Makes every worker allocate its stream and bounce ring for GPU `ordinal` now.
+    pub(crate) fn warm(&self, ordinal: usize) -> Result<()> {
+        self.start()?;
+        let barrier = Arc::new(Barrier::new(self.threads + 1));
+        let error = Arc::new(Mutex::new(None));
+        {
+            let mut q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+            for _ in 0..self.threads {
+                q.jobs.push_back(Work::Warm(Warm { ordinal, barrier: barrier.clone(), error: error.clone() }));
+            }
+        }
+        self.shared.cv.notify_all();
+        barrier.wait();
+        let e = error.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match e {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 }
 
@@ -105,7 +140,7 @@ fn lane<'a>(lanes: &'a mut HashMap<usize, Lane>, shared: &Shared, ordinal: usize
 fn worker_main(shared: Arc<Shared>) {
     let mut lanes: HashMap<usize, Lane> = HashMap::new();
     loop {
-        let job = {
+        let work = {
             let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
             loop {
                 if let Some(j) = q.jobs.pop_front() {
@@ -115,6 +150,16 @@ fn worker_main(shared: Arc<Shared>) {
                     return;
                 }
                 q = shared.cv.wait(q).unwrap_or_else(|p| p.into_inner());
+            }
+        };
+        let job = match work {
+            Work::Job(j) => j,
+            Work::Warm(w) => {
+                if let Err(e) = lane(&mut lanes, &shared, w.ordinal) {
+                    w.error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                }
+                w.barrier.wait();
+                continue;
             }
         };
         job.enter();

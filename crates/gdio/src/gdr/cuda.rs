@@ -140,18 +140,22 @@ fn ptr_attr<T: Default>(addr: u64, attr: sys::CUpointer_attribute) -> Result<T> 
 /// Queries range, managed flag, memory type, buffer id and device of `addr`.
 pub fn pointer_info(addr: u64) -> Result<PointerInfo> {
     init()?;
-    use sys::CUpointer_attribute as A;
-    let memory_type: u32 = ptr_attr(addr, A::CU_POINTER_ATTRIBUTE_MEMORY_TYPE).map_err(|e| {
-        Error::new(ErrorKind::InvalidInput, format!("0x{addr:x} is not memory the CUDA driver knows: pass a pointer from cuMemAlloc/cudaMalloc ({e})"))
-    })?;
-    let is_managed: u32 = ptr_attr(addr, A::CU_POINTER_ATTRIBUTE_IS_MANAGED)?;
-    Ok(PointerInfo {
-        range_start: ptr_attr(addr, A::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)?,
-        range_size: ptr_attr::<u64>(addr, A::CU_POINTER_ATTRIBUTE_RANGE_SIZE)?,
-        is_managed: is_managed != 0,
-        memory_type,
-        buffer_id: ptr_attr(addr, A::CU_POINTER_ATTRIBUTE_BUFFER_ID)?,
-        device_ordinal: ptr_attr(addr, A::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)?,
+    // Pointer queries need some context current on the thread; under unified addressing any
+    // GPU's primary context answers for every device's pointers.
+    with_primary_ctx(0, || {
+        use sys::CUpointer_attribute as A;
+        let memory_type: u32 = ptr_attr(addr, A::CU_POINTER_ATTRIBUTE_MEMORY_TYPE).map_err(|e| {
+            Error::new(ErrorKind::InvalidInput, format!("0x{addr:x} is not memory the CUDA driver knows: pass a pointer from cuMemAlloc/cudaMalloc ({e})"))
+        })?;
+        let is_managed: u32 = ptr_attr(addr, A::CU_POINTER_ATTRIBUTE_IS_MANAGED)?;
+        Ok(PointerInfo {
+            range_start: ptr_attr(addr, A::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)?,
+            range_size: ptr_attr::<u64>(addr, A::CU_POINTER_ATTRIBUTE_RANGE_SIZE)?,
+            is_managed: is_managed != 0,
+            memory_type,
+            buffer_id: ptr_attr(addr, A::CU_POINTER_ATTRIBUTE_BUFFER_ID)?,
+            device_ordinal: ptr_attr(addr, A::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)?,
+        })
     })
 }
 
