@@ -57,15 +57,20 @@ quick)
   kv read /tmp/gdio-bench-8g.bin 16 2
   ;;
 full)
+  R="--io-size 1G --queue-depth 2"
   for dir in /tmp /dev/shm; do
     f=$dir/gdio-bench-8g.bin
     name=$( [ $dir = /tmp ] && echo ext4 || echo tmpfs )
-    gd "$name hot" --file "$f" --mode read --iterations 3
+    gd "$name hot" --file "$f" --mode read --iterations 3 $R
     kv read "$f" 8,16,32 3
   done
-  gd "ext4 write" --file /tmp/gdio-bench-8g.bin --out /tmp/gdio-bench-out.bin --mode write --iterations 3
+  gd "ext4 write" --file /tmp/gdio-bench-8g.bin --out /tmp/gdio-bench-out.bin --mode write --iterations 3 $R
   kv write /tmp/gdio-bench-8g.bin 8,16,32 3
-  gd "ext4 cold" --file /tmp/gdio-bench-8g.bin --mode read --iterations 2 --cold
+  gd "ext4 cold" --file /tmp/gdio-bench-8g.bin --mode read --iterations 2 --warmup 0 --cold $R
+  # NVIDIA's own cuFile on this disk, through KvikIO with compat mode OFF (GDS or nothing).
+  KVIKIO_COMPAT_MODE=OFF python3 -c "import kvikio; kvikio.CuFile('/tmp/gdio-bench-8g.bin','r')" > "$OUT/cufile-direct.txt" 2>&1
+  echo "cuFile direct (KvikIO compat OFF): $(tail -c 300 "$OUT/cufile-direct.txt" | tr '\n' ' ')" >&2
+  "$GDIO" check /tmp/gdio-bench-8g.bin --memory device --json > "$OUT/check-device.json" 2>&1
   ;;
 esac
 python3 bench/summarize.py "$log" | tee "$OUT/summary.txt"

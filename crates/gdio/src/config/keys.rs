@@ -34,6 +34,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("rdma_dynamic_routing", KeyKind::Bool),
     ("rdma_dynamic_routing_order", KeyKind::RoutingOrder),
     ("threads", KeyKind::Count),
+    ("write_threads", KeyKind::Count),
     ("task_size", KeyKind::Count),
     ("bounce_buffer_size", KeyKind::Count),
     ("bounce_buffers_per_thread", KeyKind::Count),
@@ -124,6 +125,7 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
             config.rdma_dynamic_routing_order = order;
         }
         "threads" => config.threads = as_usize(origin, key, value)?,
+        "write_threads" => config.write_threads = as_usize(origin, key, value)?,
         "task_size" => config.task_size = as_usize(origin, key, value)?,
         "bounce_buffer_size" => config.bounce_buffer_size = as_usize(origin, key, value)?,
         "bounce_buffers_per_thread" => config.bounce_buffers_per_thread = as_usize(origin, key, value)?,
@@ -170,6 +172,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "rdma_dynamic_routing" => config.rdma_dynamic_routing.into(),
         "rdma_dynamic_routing_order" => config.rdma_dynamic_routing_order.clone().into(),
         "threads" => config.threads.into(),
+        "write_threads" => config.write_threads.into(),
         "task_size" => config.task_size.into(),
         "bounce_buffer_size" => config.bounce_buffer_size.into(),
         "bounce_buffers_per_thread" => config.bounce_buffers_per_thread.into(),

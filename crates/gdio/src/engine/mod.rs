@@ -42,6 +42,8 @@ pub struct Transfer {
 pub struct EngineConfig {
     /// Worker threads.
     pub threads: usize,
+    /// Workers one write request uses at most.
+    pub write_threads: usize,
     /// Task size in bytes.
     pub task_size: usize,
     /// Bounce buffer size in bytes.
@@ -60,6 +62,7 @@ impl From<&Config> for EngineConfig {
     fn from(c: &Config) -> Self {
         EngineConfig {
             threads: c.threads,
+            write_threads: c.write_threads,
             task_size: c.task_size,
             bounce_buffer_size: c.bounce_buffer_size,
             bounce_buffers_per_thread: c.bounce_buffers_per_thread,
@@ -121,7 +124,8 @@ impl Engine {
         if tasks.is_empty() {
             return Ok(Transfer::default());
         }
-        let workers = tasks.len().min(self.pool.threads());
+        let cap = if op == Op::Write { self.config.write_threads.max(1) } else { self.pool.threads() };
+        let workers = tasks.len().min(cap);
         let mut job = Job::new(op, file, buf, offset, tasks, self.direct_choice(op));
         job.page_cache_dma = self.config.page_cache_dma && op == Op::Read;
         let job = Arc::new(job);

@@ -140,11 +140,14 @@ pub(crate) fn write_from_host(job: &Job, task: Task) -> Result<TaskResult> {
     Ok(TaskResult { bytes: task.len, direct_bytes })
 }
 
-/// Usable bytes of a bounce buffer and the in-buffer shift for a chunk at `off`.
+/// Usable bytes of a bounce buffer and the in-buffer shift for a chunk at `off`. A direct chunk
+/// is placed so that aligned file offsets land on aligned buffer addresses, and it ends on an
+/// aligned offset, so the chunks after the first are whole aligned blocks of the buffer's size.
 fn chunk_geometry(lane: &Lane, direct: bool, align: u64, off: u64) -> (u64, u64) {
     let size = lane.buffer_size() as u64;
     if direct && align < size / 2 {
-        (size - align, off % align)
+        let shift = off % align;
+        (size - shift, shift)
     } else {
         (size, 0)
     }
@@ -159,9 +162,8 @@ pub(crate) fn read_to_device(job: &Job, task: Task, lane: &mut Lane) -> Result<T
     let mut res = TaskResult::default();
     while res.bytes < task.len {
         let off = task.offset + res.bytes;
-        let (cap, _) = chunk_geometry(lane, direct, align, off);
+        let (cap, shift) = chunk_geometry(lane, direct, align, off);
         let n = cap.min(task.len - res.bytes);
-        let shift = chunk_geometry(lane, direct, align, off).1;
         let slot = lane.take_slot()?;
         // SAFETY: `shift + n <= buffer size` by `chunk_geometry`; the slot's previous copy is done.
         let buf = unsafe { lane.buffers[slot].as_mut_ptr().add(shift as usize) };

@@ -228,6 +228,12 @@ impl DeviceMemory {
     }
 
     fn alloc_inner(ordinal: i32, size: usize, managed: bool) -> Result<DeviceMemory> {
+        // Keep the primary context alive as long as the memory: retain it before allocating, or
+        // the release at the end of `with_primary_ctx` would destroy it, and the memory with it.
+        let d = device(ordinal)?;
+        let mut ctx: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: balanced by the release in Drop (or below on failure).
+        check(unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, d) }, "cuDevicePrimaryCtxRetain failed")?;
         let ptr = with_primary_ctx(ordinal, || {
             let mut p: sys::CUdeviceptr = 0;
             // SAFETY: p is a valid out-pointer; a context is current.
@@ -240,12 +246,15 @@ impl DeviceMemory {
             };
             check(r, &format!("cuMemAlloc({size}) failed"))?;
             Ok(p)
-        })?;
-        // Keep the primary context alive as long as the memory.
-        let d = device(ordinal)?;
-        let mut ctx: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: balanced by the release in Drop.
-        check(unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, d) }, "cuDevicePrimaryCtxRetain failed")?;
+        });
+        let ptr = match ptr {
+            Ok(p) => p,
+            Err(e) => {
+                // SAFETY: balances the retain above.
+                unsafe { sys::cuDevicePrimaryCtxRelease_v2(d) };
+                return Err(e);
+            }
+        };
         Ok(DeviceMemory { ordinal, ptr, size })
     }
 
