@@ -62,6 +62,7 @@ full)
     f=$dir/gdio-bench-8g.bin
     name=$( [ $dir = /tmp ] && echo ext4 || echo tmpfs )
     gd "$name hot" --file "$f" --mode read --iterations 3 $R
+    gd "$name hot 8G-request" --file "$f" --mode read --iterations 3 --io-size 8G --queue-depth 1
     kv read "$f" 8,16,32 3
   done
   gd "ext4 write" --file /tmp/gdio-bench-8g.bin --out /tmp/gdio-bench-out.bin --mode write --iterations 3 $R

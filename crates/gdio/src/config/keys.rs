@@ -37,6 +37,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("write_threads", KeyKind::Count),
     ("task_size", KeyKind::Count),
     ("bounce_buffer_size", KeyKind::Count),
+    ("buffered_chunk_size", KeyKind::Count),
     ("bounce_buffers_per_thread", KeyKind::Count),
     ("direct_io", KeyKind::DirectIo),
     ("hot_cache_fraction", KeyKind::Fraction),
@@ -128,6 +129,7 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "write_threads" => config.write_threads = as_usize(origin, key, value)?,
         "task_size" => config.task_size = as_usize(origin, key, value)?,
         "bounce_buffer_size" => config.bounce_buffer_size = as_usize(origin, key, value)?,
+        "buffered_chunk_size" => config.buffered_chunk_size = as_usize(origin, key, value)?,
         "bounce_buffers_per_thread" => config.bounce_buffers_per_thread = as_usize(origin, key, value)?,
         "direct_io" => {
             let s = value.as_str().ok_or_else(|| type_error(origin, key, "\"auto\", \"on\" or \"off\"", value))?;
@@ -175,6 +177,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "write_threads" => config.write_threads.into(),
         "task_size" => config.task_size.into(),
         "bounce_buffer_size" => config.bounce_buffer_size.into(),
+        "buffered_chunk_size" => config.buffered_chunk_size.into(),
         "bounce_buffers_per_thread" => config.bounce_buffers_per_thread.into(),
         "direct_io" => serde_json::to_value(config.direct_io).unwrap_or(Value::Null),
         "hot_cache_fraction" => config.hot_cache_fraction.into(),

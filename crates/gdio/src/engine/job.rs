@@ -51,6 +51,8 @@ pub struct Job {
     pub(crate) direct: DirectChoice,
     /// Hot ranges go to the GPU by DMA from the page cache.
     pub(crate) page_cache_dma: bool,
+    /// Bytes per buffered read into a bounce buffer.
+    pub(crate) buffered_chunk: u64,
     next: AtomicUsize,
     failed: AtomicBool,
     state: Mutex<State>,
@@ -74,6 +76,7 @@ impl Job {
             tasks,
             direct,
             page_cache_dma: false,
+            buffered_chunk: u64::MAX,
             next: AtomicUsize::new(0),
             failed: AtomicBool::new(false),
             state: Mutex::new(State::default()),

@@ -48,6 +48,8 @@ pub struct EngineConfig {
     pub task_size: usize,
     /// Bounce buffer size in bytes.
     pub bounce_buffer_size: usize,
+    /// Bytes per buffered read into a bounce buffer.
+    pub buffered_chunk_size: usize,
     /// Bounce buffers per worker and GPU.
     pub bounce_buffers_per_thread: usize,
     /// Direct I/O policy.
@@ -65,6 +67,7 @@ impl From<&Config> for EngineConfig {
             write_threads: c.write_threads,
             task_size: c.task_size,
             bounce_buffer_size: c.bounce_buffer_size,
+            buffered_chunk_size: c.buffered_chunk_size,
             bounce_buffers_per_thread: c.bounce_buffers_per_thread,
             direct_io: c.direct_io,
             hot_cache_fraction: c.hot_cache_fraction,
@@ -127,6 +130,7 @@ impl Engine {
         let cap = if op == Op::Write { self.config.write_threads.max(1) } else { self.pool.threads() };
         let workers = tasks.len().min(cap);
         let mut job = Job::new(op, file, buf, offset, tasks, self.direct_choice(op));
+        job.buffered_chunk = self.config.buffered_chunk_size.max(4096) as u64;
         job.page_cache_dma = self.config.page_cache_dma && op == Op::Read;
         let job = Arc::new(job);
         if let Err(e) = self.pool.submit(&job, workers) {

@@ -143,13 +143,15 @@ pub(crate) fn write_from_host(job: &Job, task: Task) -> Result<TaskResult> {
 /// Usable bytes of a bounce buffer and the in-buffer shift for a chunk at `off`. A direct chunk
 /// is placed so that aligned file offsets land on aligned buffer addresses, and it ends on an
 /// aligned offset, so the chunks after the first are whole aligned blocks of the buffer's size.
-fn chunk_geometry(lane: &Lane, direct: bool, align: u64, off: u64) -> (u64, u64) {
+fn chunk_geometry(lane: &Lane, direct: bool, align: u64, off: u64, buffered_chunk: u64) -> (u64, u64) {
     let size = lane.buffer_size() as u64;
     if direct && align < size / 2 {
         let shift = off % align;
         (size - shift, shift)
-    } else {
+    } else if direct {
         (size, 0)
+    } else {
+        (size.min(buffered_chunk), 0)
     }
 }
 
@@ -162,7 +164,7 @@ pub(crate) fn read_to_device(job: &Job, task: Task, lane: &mut Lane) -> Result<T
     let mut res = TaskResult::default();
     while res.bytes < task.len {
         let off = task.offset + res.bytes;
-        let (cap, shift) = chunk_geometry(lane, direct, align, off);
+        let (cap, shift) = chunk_geometry(lane, direct, align, off, job.buffered_chunk);
         let n = cap.min(task.len - res.bytes);
         let slot = lane.take_slot()?;
         // SAFETY: `shift + n <= buffer size` by `chunk_geometry`; the slot's previous copy is done.
@@ -202,7 +204,7 @@ pub(crate) fn write_from_device(job: &Job, task: Task, lane: &mut Lane) -> Resul
     };
     while queued < task.len {
         let off = task.offset + queued;
-        let (cap, shift) = chunk_geometry(lane, direct, align, off);
+        let (cap, shift) = chunk_geometry(lane, direct, align, off, job.buffered_chunk);
         let n = cap.min(task.len - queued);
         let slot = lane.take_slot()?;
         // SAFETY: `shift + n <= buffer size` by `chunk_geometry`; the slot is free.

@@ -44,6 +44,7 @@ pub fn tiny_config(direct: DirectIoPolicy, threads: usize) -> Config {
         threads,
         task_size: 4096 * 3,
         bounce_buffer_size: 8192,
+        buffered_chunk_size: 4096,
         bounce_buffers_per_thread: 2,
         direct_io: direct,
         ..Config::default()
