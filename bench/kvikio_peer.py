@@ -82,7 +82,8 @@ def main():
         times.sort()
         med = times[len(times) // 2]
         print(json.dumps({
-            "peer": "kvikio", "version": kvikio.__version__, "compat_mode": compat_mode(), "op": op,
+            "peer": "kvikio", "variant": os.environ.get("PEER_VARIANT", ""), "version": kvikio.__version__,
+            "auto_direct_io_write": os.environ.get("KVIKIO_AUTO_DIRECT_IO_WRITE", "default (1)"), "compat_mode": compat_mode(), "op": op,
             "path": path, "threads": n, "bytes": size, "seconds": med, "gbps": size / med / 1e9,
             "best_gbps": size / times[0] / 1e9, "verified_sample": ok, "fsync_seconds": fsync,
         }), flush=True)

@@ -24,6 +24,11 @@ gd() { # label, args...
   echo ">> gdio $label: $*" >&2
   "$GDIO" bench --json "$@" 2>>"$OUT/gdio-stderr.log" | python3 -c "import json,sys; d=json.load(sys.stdin); d['label']='$label'; print(json.dumps(d))" >> "$log"
 }
+gdv() { # label, peer variant, args...
+  local label=$1 variant=$2; shift 2
+  echo ">> gdio $label: $*" >&2
+  "$GDIO" bench --json "$@" 2>>"$OUT/gdio-stderr.log" | python3 -c "import json,sys; d=json.load(sys.stdin); d['label']='$label'; d['peer_variant']='$variant'; print(json.dumps(d))" >> "$log"
+}
 kv() { # op path threads iters
   echo ">> kvikio $*" >&2
   python3 bench/kvikio_peer.py "$@" >> "$log" 2>>"$OUT/kvikio-stderr.log"
@@ -65,8 +70,13 @@ full)
     gd "$name hot 8G-request" --file "$f" --mode read --iterations 3 --io-size 8G --queue-depth 1
     kv read "$f" 8,16,32 3
   done
+  # Writes into the page cache (fsync timed apart) against KvikIO with its O_DIRECT writes
+  # switched off (KvikIO 26.10 writes with O_DIRECT by default: KVIKIO_AUTO_DIRECT_IO_WRITE=1),
+  # and O_DIRECT writes against KvikIO's default.
   gd "ext4 write" --file /tmp/gdio-bench-8g.bin --out /tmp/gdio-bench-out.bin --mode write --iterations 3 $R
-  kv write /tmp/gdio-bench-8g.bin 8,16,32 3
+  KVIKIO_AUTO_DIRECT_IO_WRITE=0 kv write /tmp/gdio-bench-8g.bin 8,16,32 3
+  gdv "ext4 write direct" _direct --file /tmp/gdio-bench-8g.bin --out /tmp/gdio-bench-out.bin --mode write --iterations 3 --direct on $R
+  PEER_VARIANT=_direct kv write /tmp/gdio-bench-8g.bin 16 3
   gd "ext4 cold" --file /tmp/gdio-bench-8g.bin --mode read --iterations 2 --warmup 0 --cold $R
   # NVIDIA's own cuFile on this disk, through KvikIO with compat mode OFF (GDS or nothing).
   KVIKIO_COMPAT_MODE=OFF python3 -c "import kvikio; kvikio.CuFile('/tmp/gdio-bench-8g.bin','r')" > "$OUT/cufile-direct.txt" 2>&1

@@ -18,7 +18,7 @@ def main():
     peers = {}
     for r in rows:
         if r.get("peer") == "kvikio":
-            key = (r["op"], r["path"])
+            key = (r["op"] + r.get("variant", ""), r["path"])
             if key not in peers or r["gbps"] > peers[key]["gbps"]:
                 peers[key] = r
     print(f"{'case':<34} {'gdio GB/s':>9} {'limit':>7} {'x limit':>7} {'kvikio':>7} {'thr':>4} {'x kvikio':>8} {'ok':>3}")
@@ -30,10 +30,14 @@ def main():
         for res in r["results"]:
             lim = None
             if res["op"] == "read":
-                lim = r["limits"].get("host_read_direct_gbps") if res.get("cold") else r["limits"].get("pinned_h2d_gbps")
+                if res.get("cold"):
+                    b, a = r["limits"].get("host_read_direct_gbps"), r["limits"].get("host_read_direct_after_gbps")
+                    lim = (b + a) / 2 if (b and a) else b
+                else:
+                    lim = r["limits"].get("pinned_h2d_gbps")
             else:
                 lim = r["limits"].get("pinned_d2h_gbps")
-            p = peers.get((res["op"], path))
+            p = peers.get((res["op"] + r.get("peer_variant", ""), path))
             pk = p["gbps"] if p else None
             print(f"{label + ' ' + res['op']:<34} {res['gbps']:>9.2f} {lim or 0:>7.2f} "
                   f"{(res['gbps'] / lim) if lim else 0:>7.2f} {pk or 0:>7.2f} {p['threads'] if p else '-':>4} "
