@@ -33,8 +33,12 @@ pub struct OpResult {
     pub latency_p99_ms: f64,
     /// CPU seconds (user + system) per iteration, median.
     pub cpu_seconds: f64,
-    /// Bytes that went through O_DIRECT in the last iteration.
+    /// Bytes of the timed iterations that the engine moved through the page cache (buffered).
+    pub buffered_bytes: u64,
+    /// Bytes of the timed iterations that went through O_DIRECT.
     pub direct_bytes: u64,
+    /// Bytes of the timed iterations moved by DMA straight from the page cache.
+    pub page_cache_dma_bytes: u64,
     /// Page cache dropped before each iteration.
     pub cold: bool,
     /// For writes: seconds of the fsync after the last iteration (not in `seconds`).
@@ -85,6 +89,13 @@ impl BenchReport {
                 r.cpu_seconds,
                 if r.verified { "yes" } else { "NO" },
                 r.backend,
+            );
+            println!(
+                "{:<6} path: {} buffered, {} O_DIRECT, {} page-cache DMA",
+                "",
+                format_size(r.buffered_bytes),
+                format_size(r.direct_bytes),
+                format_size(r.page_cache_dma_bytes)
             );
             if let Some(f) = r.fsync_seconds {
                 println!("{:<6} fsync after the last write: {f:.3} s (not in the GB/s)", "");

@@ -188,6 +188,19 @@ struct Measured {
     lat: Vec<f64>,
 }
 
+/// The engine's byte counters moved by the timed passes: (buffered, direct, page-cache DMA).
+fn counter_delta(before: gdio::engine::EngineCounters, after: gdio::engine::EngineCounters, write: bool) -> (u64, u64, u64) {
+    if write {
+        (after.buffered_write_bytes - before.buffered_write_bytes, after.direct_write_bytes - before.direct_write_bytes, 0)
+    } else {
+        (
+            after.buffered_read_bytes - before.buffered_read_bytes,
+            after.direct_read_bytes - before.direct_read_bytes,
+            after.page_cache_dma_bytes - before.page_cache_dma_bytes,
+        )
+    }
+}
+
 impl Measured {
     fn new() -> Self {
         Measured { seconds: vec![], cpu: vec![], lat: vec![] }
@@ -216,7 +229,9 @@ impl Measured {
             latency_p50_ms: percentile(&mut self.lat, 0.5),
             latency_p99_ms: percentile(&mut self.lat, 0.99),
             cpu_seconds: median(&mut self.cpu),
+            buffered_bytes: 0,
             direct_bytes: 0,
+            page_cache_dma_bytes: 0,
             cold: args.cold,
             fsync_seconds: None,
             backend,
@@ -392,13 +407,17 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
     if matches!(args.mode, Mode::Read | Mode::Both) {
         let mut m = Measured::new();
         let progress = Progress::new("read".into(), size * (args.iterations + args.warmup) as u64, args.json);
+        let mut moved = (0, 0, 0);
         for i in 0..args.warmup + args.iterations {
             if args.cold {
                 data::drop_cache(&path)?;
             }
+            let before = driver.engine().counters();
             let pass = run_pass(&driver, &file, &mem, size, args, false, &progress)?;
             if i >= args.warmup {
                 m.push(pass);
+                let d = counter_delta(before, driver.engine().counters(), false);
+                moved = (moved.0 + d.0, moved.1 + d.1, moved.2 + d.2);
             }
         }
         drop(progress);
@@ -420,7 +439,9 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
             read_limit = read_limit.map(|before| (before + after) / 2.0);
         }
         let backend = backend_for(&driver, &file, kind, false, mem.addr(), size);
-        results.push(m.result("read", target, size, args, verified, backend, read_limit));
+        let mut r = m.result("read", target, size, args, verified, backend, read_limit);
+        (r.buffered_bytes, r.direct_bytes, r.page_cache_dma_bytes) = moved;
+        results.push(r);
     }
 
     if matches!(args.mode, Mode::Write | Mode::Both) {
@@ -442,14 +463,18 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
         let wfile = FileHandle::open_with(&out, OpenOptions::new().read(true).write(true).create(true)).map_err(|e| e.to_string())?;
         let mut m = Measured::new();
         let progress = Progress::new("write".into(), size * (args.iterations + args.warmup) as u64, args.json);
+        let mut moved = (0, 0, 0);
         for i in 0..args.warmup + args.iterations {
             if fresh {
                 // Each timed write goes to an empty file, as a checkpoint write does.
                 wfile.set_len(0).map_err(|e| e.to_string())?;
             }
+            let before = driver.engine().counters();
             let pass = run_pass(&driver, &wfile, &mem, size, args, true, &progress)?;
             if i >= args.warmup {
                 m.push(pass);
+                let d = counter_delta(before, driver.engine().counters(), true);
+                moved = (moved.0 + d.0, moved.1 + d.1, moved.2 + d.2);
             }
         }
         drop(progress);
@@ -471,6 +496,7 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
         };
         let backend = backend_for(&driver, &wfile, kind, true, mem.addr(), size);
         let mut r = m.result("write", target, size, args, verified, backend, write_limit);
+        (r.buffered_bytes, r.direct_bytes, r.page_cache_dma_bytes) = moved;
         r.fsync_seconds = Some(fsync);
         results.push(r);
     }

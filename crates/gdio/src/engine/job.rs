@@ -28,6 +28,8 @@ pub struct TaskResult {
     pub bytes: u64,
     /// Bytes moved with `O_DIRECT`.
     pub direct_bytes: u64,
+    /// Bytes moved by DMA straight from the page cache.
+    pub mapped_bytes: u64,
 }
 
 #[derive(Default)]
@@ -36,6 +38,7 @@ struct State {
     active_workers: usize,
     bytes: u64,
     direct_bytes: u64,
+    mapped_bytes: u64,
     /// Lowest file offset at which a task came up short (end of file).
     short_at: Option<u64>,
     error: Option<Error>,
@@ -127,6 +130,7 @@ impl Job {
             Ok(r) => {
                 s.bytes += r.bytes;
                 s.direct_bytes += r.direct_bytes;
+                s.mapped_bytes += r.mapped_bytes;
                 if r.bytes < task.len {
                     let at = task.offset + r.bytes;
                     s.short_at = Some(s.short_at.map_or(at, |x: u64| x.min(at)));
@@ -141,8 +145,9 @@ impl Job {
     }
 
     /// Blocks until every claimed task finished and no worker is active; returns the bytes
-    /// moved counted as `pread` would (up to the first short task) and the direct bytes.
-    pub(crate) fn wait(&self) -> Result<(u64, u64), Error> {
+    /// moved counted as `pread` would (up to the first short task), the direct bytes and the
+    /// page-cache DMA bytes.
+    pub(crate) fn wait(&self) -> Result<(u64, u64, u64), Error> {
         let mut s = self.lock();
         loop {
             let claimed = self.next.load(Ordering::Acquire).min(self.tasks.len());
@@ -163,6 +168,6 @@ impl Job {
             Some(at) => at - self.offset,
             None => s.bytes,
         };
-        Ok((total, s.direct_bytes))
+        Ok((total, s.direct_bytes, s.mapped_bytes))
     }
 }

@@ -65,5 +65,5 @@ pub(crate) fn read_to_device(job: &Job, task: Task, lane: &mut Lane, runtime: &d
     let unreg = unsafe { runtime.unregister_host(ordinal, map.ptr) };
     copied?;
     unreg?;
-    Ok(TaskResult { bytes: task.len, direct_bytes: 0 })
+    Ok(TaskResult { bytes: task.len, direct_bytes: 0, mapped_bytes: task.len })
 }

@@ -15,6 +15,7 @@ pub mod plan;
 mod pool;
 mod transfer;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub use job::DirectChoice;
@@ -35,6 +36,33 @@ pub struct Transfer {
     pub bytes: u64,
     /// Of which through `O_DIRECT`.
     pub direct_bytes: u64,
+    /// Of which by DMA straight from the page cache.
+    pub mapped_bytes: u64,
+}
+
+/// How the engine's bytes travelled since it started: the answer to "was it the page cache,
+/// the disk, or the mapping?".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct EngineCounters {
+    /// Bytes read with buffered `pread` (page cache).
+    pub buffered_read_bytes: u64,
+    /// Bytes read with `O_DIRECT`.
+    pub direct_read_bytes: u64,
+    /// Bytes read into GPUs by DMA straight from the page cache.
+    pub page_cache_dma_bytes: u64,
+    /// Bytes written with buffered `pwrite`.
+    pub buffered_write_bytes: u64,
+    /// Bytes written with `O_DIRECT`.
+    pub direct_write_bytes: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    buffered_read: AtomicU64,
+    direct_read: AtomicU64,
+    mapped_read: AtomicU64,
+    buffered_write: AtomicU64,
+    direct_write: AtomicU64,
 }
 
 /// The engine's knobs, taken from [`Config`].
@@ -81,6 +109,7 @@ pub struct Engine {
     runtime: Arc<dyn GpuRuntime>,
     pool: Pool,
     config: EngineConfig,
+    counters: Counters,
 }
 
 impl std::fmt::Debug for Engine {
@@ -93,7 +122,7 @@ impl Engine {
     /// An engine over `runtime`. Threads start at the first request.
     pub fn new(runtime: Arc<dyn GpuRuntime>, config: EngineConfig) -> Engine {
         let shape = LaneShape { size: config.bounce_buffer_size, count: config.bounce_buffers_per_thread.max(2) };
-        Engine { pool: Pool::new(runtime.clone(), config.threads.max(1), shape), runtime, config }
+        Engine { pool: Pool::new(runtime.clone(), config.threads.max(1), shape), runtime, config, counters: Counters::default() }
     }
 
     /// The runtime.
@@ -104,6 +133,18 @@ impl Engine {
     /// The knobs.
     pub fn config(&self) -> &EngineConfig {
         &self.config
+    }
+
+    /// How the bytes moved so far travelled.
+    pub fn counters(&self) -> EngineCounters {
+        let c = &self.counters;
+        EngineCounters {
+            buffered_read_bytes: c.buffered_read.load(Ordering::Relaxed),
+            direct_read_bytes: c.direct_read.load(Ordering::Relaxed),
+            page_cache_dma_bytes: c.mapped_read.load(Ordering::Relaxed),
+            buffered_write_bytes: c.buffered_write.load(Ordering::Relaxed),
+            direct_write_bytes: c.direct_write.load(Ordering::Relaxed),
+        }
     }
 
     /// Allocates every worker's stream and pinned bounce buffers for GPU `ordinal` now, so the
@@ -136,8 +177,21 @@ impl Engine {
         if let Err(e) = self.pool.submit(&job, workers) {
             return Err(e.with_path(file.path()).with_range(offset, len));
         }
-        let (bytes, direct_bytes) = job.wait()?;
-        Ok(Transfer { bytes, direct_bytes })
+        let (bytes, direct_bytes, mapped_bytes) = job.wait()?;
+        let c = &self.counters;
+        let plain = bytes.saturating_sub(direct_bytes + mapped_bytes);
+        match op {
+            Op::Read => {
+                c.buffered_read.fetch_add(plain, Ordering::Relaxed);
+                c.direct_read.fetch_add(direct_bytes, Ordering::Relaxed);
+                c.mapped_read.fetch_add(mapped_bytes, Ordering::Relaxed);
+            }
+            Op::Write => {
+                c.buffered_write.fetch_add(plain, Ordering::Relaxed);
+                c.direct_write.fetch_add(direct_bytes, Ordering::Relaxed);
+            }
+        }
+        Ok(Transfer { bytes, direct_bytes, mapped_bytes })
     }
 
     /// Reads up to `dst.len` bytes at `offset` into `dst`. Fewer bytes come back only when the

@@ -127,7 +127,7 @@ pub(crate) fn read_to_host(job: &Job, task: Task) -> Result<TaskResult> {
     // SAFETY: the task lies inside the job's buffer, which the submitter keeps valid and
     // exclusive until the job is done.
     let (bytes, direct_bytes) = unsafe { read_range(file, dst, task.offset, task.len, direct, direct_align(file))? };
-    Ok(TaskResult { bytes, direct_bytes })
+    Ok(TaskResult { bytes, direct_bytes, mapped_bytes: 0 })
 }
 
 /// Writes a task straight from host memory.
@@ -137,7 +137,7 @@ pub(crate) fn write_from_host(job: &Job, task: Task) -> Result<TaskResult> {
     let direct = matches!(job.direct, DirectChoice::Always);
     // SAFETY: the task lies inside the job's buffer, valid until the job is done.
     let direct_bytes = unsafe { write_range(file, src, task.offset, task.len, direct, direct_align(file))? };
-    Ok(TaskResult { bytes: task.len, direct_bytes })
+    Ok(TaskResult { bytes: task.len, direct_bytes, mapped_bytes: 0 })
 }
 
 /// Usable bytes of a bounce buffer and the in-buffer shift for a chunk at `off`. A direct chunk
