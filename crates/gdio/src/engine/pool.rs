@@ -9,7 +9,7 @@ use super::job::Job;
 use super::lane::Lane;
 use super::{mapped, transfer};
 use crate::backend::Op;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::gpu::GpuRuntime;
 use crate::memory::MemoryKind;
 
@@ -130,11 +130,12 @@ impl Drop for Pool {
 }
 
 fn lane<'a>(lanes: &'a mut HashMap<usize, Lane>, shared: &Shared, ordinal: usize) -> Result<&'a mut Lane> {
-    if !lanes.contains_key(&ordinal) {
-        let l = Lane::new(&shared.runtime, ordinal, shared.shape.size, shared.shape.count)?;
-        lanes.insert(ordinal, l);
+    match lanes.entry(ordinal) {
+        std::collections::hash_map::Entry::Occupied(e) => Ok(e.into_mut()),
+        std::collections::hash_map::Entry::Vacant(e) => {
+            Ok(e.insert(Lane::new(&shared.runtime, ordinal, shared.shape.size, shared.shape.count)?))
+        }
     }
-    lanes.get_mut(&ordinal).ok_or_else(|| Error::new(ErrorKind::Gpu, "lane vanished"))
 }
 
 fn worker_main(shared: Arc<Shared>) {
