@@ -45,35 +45,13 @@ enum Command {
     },
 }
 
-fn make_file(path: &std::path::Path, size: u64, seed: u64) -> Result<(), String> {
-    use std::os::fd::AsFd;
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)
-        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-    let chunk = 256u64 << 20;
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(4);
-    let mut buf = vec![0u8; chunk.min(size.max(1)) as usize];
-    let mut off = 0u64;
-    while off < size {
-        let n = (size - off).min(chunk) as usize;
-        bench::data::fill_random(&mut buf[..n], seed ^ (off / chunk).wrapping_mul(0x9E37_79B9), threads);
-        gdio::file::posix::pwrite_all(f.as_fd(), &buf[..n], off)
-            .map_err(|(_, e)| format!("write to {} failed: {}", path.display(), std::io::Error::from_raw_os_error(e)))?;
-        off += n as u64;
-    }
-    Ok(())
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Bench(a) => bench::main(a),
         Command::Check(a) => check::main(a),
         Command::Gdr(c) => gdr::run(c),
-        Command::MakeFile { path, size, seed } => match make_file(&path, size, seed) {
+        Command::MakeFile { path, size, seed } => match bench::data::make_random_file(&path, size, seed) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("gdio make-file: {e}");

@@ -8,7 +8,7 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use crate::backend::gds::GdsBackend;
 use crate::backend::{compat::CompatBackend, host::HostBackend, select, Backend, Op, Request};
 use crate::config::{Config, LoadedConfig};
-use crate::engine::{Engine, EngineConfig};
+use crate::engine::Engine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{FileHandle, FileInfo, OpenOptions};
 use crate::gpu::{self, DeviceBuffer, GpuRuntime};
@@ -78,7 +78,7 @@ impl Driver {
     ) -> Result<Driver> {
         let config = loaded.config().clone();
         config.validate()?;
-        let engine = Arc::new(Engine::new(runtime.clone(), EngineConfig::from(&config)));
+        let engine = Arc::new(Engine::new(runtime.clone(), &config));
         let backends = match make {
             Some(make) => make(&engine),
             None => Self::standard_backends(&engine, &config),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use gdio::backend::gds::{self, GdsPlatform};
 use gdio::backend::{select, Backend, Op, Request, Score};
-use gdio::engine::{Engine, EngineConfig};
+use gdio::engine::Engine;
 use gdio::file::{AlignSource, DirectIo, FileInfo, FileType, FsInfo};
 use gdio::gpu::sim::SimRuntime;
 use gdio::{BufferRef, Config, FileHandle, MemoryKind, Result};
@@ -366,7 +366,7 @@ fn every_rule_row() {
     let mut names = std::collections::HashSet::new();
     for r in &rows {
         assert!(names.insert(r.rule), "duplicate rule name {}", r.rule);
-        let engine = Arc::new(Engine::new(rt.clone(), EngineConfig::from(&r.config)));
+        let engine = Arc::new(Engine::new(rt.clone(), &r.config));
         let backends: Vec<Arc<dyn Backend>> = vec![
             Arc::new(TableGds { platform: r.platform.clone(), registration: r.registration.clone() }),
             Arc::new(gdio::backend::compat::CompatBackend::new(engine.clone())),

@@ -106,19 +106,42 @@ fn parallel_chunks(len: u64, threads: usize, f: impl Fn(u64, usize) -> Result<()
     }
 }
 
-/// Writes `data` to `path` (created or truncated) with parallel `pwrite`s.
-pub fn write_file(path: &Path, data: &[u8], threads: usize) -> Result<(), String> {
-    let f = std::fs::OpenOptions::new()
+fn create(path: &Path) -> Result<std::fs::File, String> {
+    std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .open(path)
-        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))
+}
+
+fn write_at(f: &std::fs::File, path: &Path, data: &[u8], off: u64) -> Result<(), String> {
+    gdio::file::posix::pwrite_all(f.as_fd(), data, off)
+        .map_err(|(_, e)| format!("write to {} failed: {}", path.display(), std::io::Error::from_raw_os_error(e)))
+}
+
+/// Writes `data` to `path` (created or truncated) with parallel `pwrite`s.
+pub fn write_file(path: &Path, data: &[u8], threads: usize) -> Result<(), String> {
+    let f = create(path)?;
     f.set_len(data.len() as u64).map_err(|e| format!("cannot size {}: {e}", path.display()))?;
-    parallel_chunks(data.len() as u64, threads, |off, n| {
-        gdio::file::posix::pwrite_all(f.as_fd(), &data[off as usize..off as usize + n], off)
-            .map_err(|(_, e)| format!("write to {} failed: {}", path.display(), std::io::Error::from_raw_os_error(e)))
-    })
+    parallel_chunks(data.len() as u64, threads, |off, n| write_at(&f, path, &data[off as usize..off as usize + n], off))
+}
+
+/// Writes `size` random bytes from `seed` to `path` (created or truncated), 256 MiB at a time,
+/// each piece filled in parallel; memory use stays at one piece whatever the size.
+pub fn make_random_file(path: &Path, size: u64, seed: u64) -> Result<(), String> {
+    let f = create(path)?;
+    let chunk = 256u64 << 20;
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(4);
+    let mut buf = vec![0u8; chunk.min(size.max(1)) as usize];
+    let mut off = 0u64;
+    while off < size {
+        let n = (size - off).min(chunk) as usize;
+        fill_random(&mut buf[..n], seed ^ (off / chunk).wrapping_mul(0x9E37_79B9), threads);
+        write_at(&f, path, &buf[..n], off)?;
+        off += n as u64;
+    }
+    Ok(())
 }
 
 /// Reads the first `len` bytes of `path` into `buf` with parallel `pread`s (with `O_DIRECT`

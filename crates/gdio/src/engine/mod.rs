@@ -65,50 +65,11 @@ struct Counters {
     direct_write: AtomicU64,
 }
 
-/// The engine's knobs, taken from [`Config`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct EngineConfig {
-    /// Worker threads.
-    pub threads: usize,
-    /// Workers one write request uses at most.
-    pub write_threads: usize,
-    /// Task size in bytes.
-    pub task_size: usize,
-    /// Bounce buffer size in bytes.
-    pub bounce_buffer_size: usize,
-    /// Bytes per buffered read into a bounce buffer.
-    pub buffered_chunk_size: usize,
-    /// Bounce buffers per worker and GPU.
-    pub bounce_buffers_per_thread: usize,
-    /// Direct I/O policy.
-    pub direct_io: DirectIoPolicy,
-    /// Cached fraction at or above which a range counts as hot.
-    pub hot_cache_fraction: f64,
-    /// Hot ranges read into GPU memory by DMA straight from the page cache.
-    pub page_cache_dma: bool,
-}
-
-impl From<&Config> for EngineConfig {
-    fn from(c: &Config) -> Self {
-        EngineConfig {
-            threads: c.threads,
-            write_threads: c.write_threads,
-            task_size: c.task_size,
-            bounce_buffer_size: c.bounce_buffer_size,
-            buffered_chunk_size: c.buffered_chunk_size,
-            bounce_buffers_per_thread: c.bounce_buffers_per_thread,
-            direct_io: c.direct_io,
-            hot_cache_fraction: c.hot_cache_fraction,
-            page_cache_dma: c.page_cache_dma,
-        }
-    }
-}
-
 /// The engine: a worker pool over one GPU runtime.
 pub struct Engine {
     runtime: Arc<dyn GpuRuntime>,
     pool: Pool,
-    config: EngineConfig,
+    config: Config,
     counters: Counters,
 }
 
@@ -119,8 +80,11 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
-    /// An engine over `runtime`. Threads start at the first request.
-    pub fn new(runtime: Arc<dyn GpuRuntime>, config: EngineConfig) -> Engine {
+    /// An engine over `runtime` with the engine knobs of `config` (`threads`, `write_threads`,
+    /// `task_size`, the bounce buffers, `direct_io`, `hot_cache_fraction`, `page_cache_dma`).
+    /// Threads start at the first request.
+    pub fn new(runtime: Arc<dyn GpuRuntime>, config: &Config) -> Engine {
+        let config = config.clone();
         let shape = LaneShape { size: config.bounce_buffer_size, count: config.bounce_buffers_per_thread.max(2) };
         Engine { pool: Pool::new(runtime.clone(), config.threads.max(1), shape), runtime, config, counters: Counters::default() }
     }
@@ -130,8 +94,8 @@ impl Engine {
         &self.runtime
     }
 
-    /// The knobs.
-    pub fn config(&self) -> &EngineConfig {
+    /// The configuration the engine was made with.
+    pub fn config(&self) -> &Config {
         &self.config
     }
 
