@@ -140,7 +140,7 @@ impl GpuRuntime for CudaRuntime {
             total_memory: total as u64,
             pcie_link_speed: sys_path("current_link_speed"),
             pcie_link_width: sys_path("current_link_width").and_then(|w| w.parse().ok()),
-            bar1_size: pci_bus_id.as_deref().and_then(bar1_size),
+            bar1_size: pci_bus_id.as_deref().and_then(|b| bar1_size(b).or_else(|| super::nvml::bar1_size(b))),
             pci_bus_id,
         })
     }

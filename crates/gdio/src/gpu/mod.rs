@@ -8,6 +8,7 @@
 pub mod buffer;
 pub mod cuda;
 pub mod host;
+mod nvml;
 pub mod sim;
 
 use std::sync::Arc;
