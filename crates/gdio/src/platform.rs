@@ -2,7 +2,6 @@
 //! P2PDMA, libcufile, io_uring. Read from `/proc`, `/sys` and the dynamic loader; cheap, no GPU
 //! needed.
 
-use std::path::Path;
 
 /// A fact about the platform with the evidence for it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -30,39 +29,33 @@ pub fn nvidia_fs() -> Probe {
         let version = text.lines().find_map(|l| l.strip_prefix("version:").map(|v| v.trim().to_owned()));
         return Probe::yes(version, "/proc/driver/nvidia-fs/version");
     }
-    if Path::new("/sys/module/nvidia_fs").exists() {
-        return Probe::yes(None, "/sys/module/nvidia_fs");
+    let node = std::fs::read_dir("/dev")
+        .ok()
+        .and_then(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).find(|n| n.starts_with("nvidia-fs")));
+    if let Some(n) = node {
+        return Probe::yes(None, format!("/dev/{n}"));
     }
-    Probe::no("nvidia-fs is not loaded (no /proc/driver/nvidia-fs, no /sys/module/nvidia_fs)")
+    Probe::no("nvidia-fs is not loaded (no /proc/driver/nvidia-fs/version, no /dev/nvidia-fs*)")
 }
 
-fn kernel_config_has(key: &str) -> Option<bool> {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
-    let path = format!("/boot/config-{}", release.trim());
-    let text = std::fs::read_to_string(path).ok()?;
-    let on = text.lines().any(|l| l == format!("{key}=y"));
-    Some(on)
-}
-
-/// Whether the kernel supports PCI peer-to-peer DMA (`CONFIG_PCI_P2PDMA`), which cuFile's
-/// P2PDMA mode (CUDA 12.8+, no nvidia-fs) needs.
+/// Whether the kernel supports PCI peer-to-peer DMA, which cuFile's P2PDMA mode (CUDA 12.8+, no
+/// nvidia-fs) needs: `CONFIG_PCI_P2PDMA=y|m` in `/boot/config-$(uname -r)` or the kernel build
+/// tree's `.config`, else `p2pdma_pgmap_ops` in `/proc/kallsyms`.
 pub fn pci_p2pdma() -> Probe {
-    if Path::new("/sys/kernel/btf/p2pdma").exists() {
-        return Probe::yes(None, "/sys/kernel/btf/p2pdma");
-    }
-    match kernel_config_has("CONFIG_PCI_P2PDMA") {
-        Some(true) => Probe::yes(None, "CONFIG_PCI_P2PDMA=y in /boot/config"),
-        Some(false) => Probe::no("CONFIG_PCI_P2PDMA is not set in the kernel config"),
-        None => {
-            let any_p2pmem = std::fs::read_dir("/sys/bus/pci/devices")
-                .map(|d| d.flatten().any(|e| e.path().join("p2pmem").exists()))
-                .unwrap_or(false);
-            if any_p2pmem {
-                Probe::yes(None, "a PCI device exposes p2pmem")
+    let release = kernel_release();
+    for p in [format!("/boot/config-{release}"), format!("/lib/modules/{release}/build/.config")] {
+        if let Ok(text) = std::fs::read_to_string(&p) {
+            let on = text.lines().any(|l| l == "CONFIG_PCI_P2PDMA=y" || l == "CONFIG_PCI_P2PDMA=m");
+            return if on {
+                Probe::yes(None, format!("CONFIG_PCI_P2PDMA in {p}"))
             } else {
-                Probe::no("no kernel config to read and no PCI device exposes p2pmem")
-            }
+                Probe::no(format!("CONFIG_PCI_P2PDMA is not set in {p}"))
+            };
         }
+    }
+    match std::fs::read_to_string("/proc/kallsyms") {
+        Ok(t) if t.contains(" p2pdma_pgmap_ops") => Probe::yes(None, "p2pdma_pgmap_ops in /proc/kallsyms"),
+        _ => Probe::no("no kernel config to read and no p2pdma symbol in /proc/kallsyms"),
     }
 }
 

@@ -249,26 +249,14 @@ impl GdsPlatform {
     }
 }
 
-/// True when nvidia-fs is loaded.
+/// True when nvidia-fs is loaded (the same probe `gdio check` prints).
 pub fn nvidia_fs_loaded() -> bool {
-    if Path::new("/proc/driver/nvidia-fs/version").exists() {
-        return true;
-    }
-    std::fs::read_dir("/dev")
-        .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("nvidia-fs")))
-        .unwrap_or(false)
+    crate::platform::nvidia_fs().available
 }
 
-/// True when the running kernel was built with PCI P2PDMA (`CONFIG_PCI_P2PDMA=y|m` in
-/// `/boot/config-$(uname -r)`, or `p2pdma_pgmap_ops` in `/proc/kallsyms`).
+/// True when the running kernel was built with PCI P2PDMA (the same probe `gdio check` prints).
 pub fn kernel_p2pdma() -> bool {
-    let release = rustix::system::uname().release().to_string_lossy().into_owned();
-    for p in [format!("/boot/config-{release}"), format!("/lib/modules/{release}/build/.config")] {
-        if let Ok(text) = std::fs::read_to_string(&p) {
-            return text.lines().any(|l| l == "CONFIG_PCI_P2PDMA=y" || l == "CONFIG_PCI_P2PDMA=m");
-        }
-    }
-    std::fs::read_to_string("/proc/kallsyms").map(|t| t.contains(" p2pdma_pgmap_ops")).unwrap_or(false)
+    crate::platform::pci_p2pdma().available
 }
 
 /// The scoring of the gds fastpath, as a pure function of the platform, the request, the
