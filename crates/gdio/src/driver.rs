@@ -23,7 +23,6 @@ pub const EXPLAIN_LEN: u64 = 1 << 20;
 /// The gdio context: configuration, GPU runtime, engine and backends.
 #[derive(Debug)]
 pub struct Driver {
-    config: Config,
     loaded: LoadedConfig,
     stats: Stats,
     runtime: Arc<dyn GpuRuntime>,
@@ -76,19 +75,19 @@ impl Driver {
         why_no_gpu: Option<String>,
         make: Option<Box<dyn FnOnce(&Arc<Engine>) -> Vec<Arc<dyn Backend>> + '_>>,
     ) -> Result<Driver> {
-        let config = loaded.config().clone();
+        let config = loaded.config();
         config.validate()?;
-        let engine = Arc::new(Engine::new(runtime.clone(), &config));
+        let engine = Arc::new(Engine::new(runtime.clone(), config));
         let backends = match make {
             Some(make) => make(&engine),
-            None => Self::standard_backends(&engine, &config),
+            None => Self::standard_backends(&engine, config),
         };
-        Ok(Driver { config, loaded, stats: Stats::default(), runtime, why_no_gpu, engine, backends })
+        Ok(Driver { loaded, stats: Stats::default(), runtime, why_no_gpu, engine, backends })
     }
 
     /// The configuration in effect.
     pub fn config(&self) -> &Config {
-        &self.config
+        self.loaded.config()
     }
 
     /// The configuration with the source of every value.
@@ -164,7 +163,7 @@ impl Driver {
 
     /// Scores a request with every backend and names the one that would serve it.
     pub fn decide(&self, req: &Request<'_>) -> Decision {
-        select::decide(&self.backends, req, &self.config)
+        select::decide(&self.backends, req, self.loaded.config())
     }
 
     /// What would serve a request on `info` (a probed path, see
@@ -203,7 +202,7 @@ impl Driver {
             b.prepare(file);
         }
         let req = Request { op, file: file.info(), memory: buf.kind, file_offset: offset, buf_addr: buf.addr, len: buf.len as u64 };
-        select::run(&self.backends, &req, &self.config, &self.stats, |b| match op {
+        select::run(&self.backends, &req, self.loaded.config(), &self.stats, |b| match op {
             Op::Read => b.read(file, buf, offset),
             Op::Write => b.write(file, buf, offset),
         })
@@ -227,16 +226,14 @@ impl Driver {
     /// file ends first. Device memory goes through the best GPU backend, host memory is read in
     /// place.
     pub fn read<B: IoBufMut + ?Sized>(&self, file: &FileHandle, file_offset: u64, dst: &mut B, buf_offset: usize, len: usize) -> Result<usize> {
-        let rt = self.runtime.clone();
-        let whole = dst.io_ref_mut(&|a| rt.classify(a));
+        let whole = dst.io_ref_mut(&|a| self.runtime.classify(a));
         let buf = Self::sub(whole, buf_offset, len, file, file_offset)?;
         self.route(Op::Read, file, buf, file_offset)
     }
 
     /// Writes `len` bytes of `src` from `buf_offset` to `file` at `file_offset`. Returns `len`.
     pub fn write<B: IoBuf + ?Sized>(&self, file: &FileHandle, file_offset: u64, src: &B, buf_offset: usize, len: usize) -> Result<usize> {
-        let rt = self.runtime.clone();
-        let whole = src.io_ref(&|a| rt.classify(a));
+        let whole = src.io_ref(&|a| self.runtime.classify(a));
         let buf = Self::sub(whole, buf_offset, len, file, file_offset)?;
         self.route(Op::Write, file, buf, file_offset)
     }

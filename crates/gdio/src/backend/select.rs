@@ -88,8 +88,9 @@ pub fn run(
     match io(chosen.as_ref()) {
         Ok(n) => {
             stats.record_ok(name, n as u64);
-            if !chosen.is_fastpath() {
-                // A fallback serving while a fastpath exists: count why the fastpath did not.
+            if !chosen.is_fastpath() && matches!(req.memory, crate::memory::MemoryKind::Device { .. }) {
+                // A fallback serving device memory, which a fastpath exists for: count why the
+                // fastpath did not. (Host memory is the host backend's own, not a fallback.)
                 let fast = backends.iter().find(|b| b.is_fastpath()).map(|b| b.name());
                 if let Some(reason) = fast.and_then(|f| decision.rejected.iter().find(|(n, _)| *n == f)) {
                     stats.record_fallback(name, &format!("{}: {}", reason.0, reason.1));

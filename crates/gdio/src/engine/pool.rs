@@ -7,7 +7,8 @@ use std::thread::JoinHandle;
 
 use super::job::Job;
 use super::lane::Lane;
-use super::{mapped, transfer};
+use super::transfer::{self, ReadPath};
+use super::mapped;
 use crate::backend::Op;
 use crate::error::{Error, Result};
 use crate::gpu::GpuRuntime;
@@ -166,22 +167,22 @@ fn worker_main(shared: Arc<Shared>) {
         job.enter();
         let mut used: Option<usize> = None;
         while let Some((_, task)) = job.claim() {
-            let result = match (job.op, job.buf.kind) {
-                (op, MemoryKind::Device { ordinal }) => match lane(&mut lanes, &shared, ordinal) {
+            let device = matches!(job.buf.kind, MemoryKind::Device { .. });
+            let path = (job.op == Op::Read).then(|| transfer::read_path(&job, &task, device));
+            let result = match (path, job.buf.kind) {
+                (path, MemoryKind::Device { ordinal }) => match lane(&mut lanes, &shared, ordinal) {
                     Ok(l) => {
                         used = Some(ordinal);
-                        match op {
-                            Op::Read if job.page_cache_dma && transfer::is_hot(&job, &task) => {
-                                mapped::read_to_device(&job, task, l, &*shared.runtime, ordinal)
-                            }
-                            Op::Read => transfer::read_to_device(&job, task, l),
-                            Op::Write => transfer::write_from_device(&job, task, l),
+                        match path {
+                            Some(ReadPath::Mapped) => mapped::read_to_device(&job, task, l, &*shared.runtime, ordinal),
+                            Some(p) => transfer::read_to_device(&job, task, l, p),
+                            None => transfer::write_from_device(&job, task, l),
                         }
                     }
                     Err(e) => Err(e),
                 },
-                (Op::Read, _) => transfer::read_to_host(&job, task),
-                (Op::Write, _) => transfer::write_from_host(&job, task),
+                (Some(p), _) => transfer::read_to_host(&job, task, p),
+                (None, _) => transfer::write_from_host(&job, task),
             };
             job.finish(task, result);
         }

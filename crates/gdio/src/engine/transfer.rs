@@ -13,28 +13,35 @@ pub(crate) fn direct_align(file: &FileHandle) -> u64 {
     u64::from(i.dio_offset_align.max(i.dio_mem_align).max(1))
 }
 
-/// Whether the task's range is (mostly) in the page cache.
-pub(crate) fn is_hot(job: &Job, task: &Task) -> bool {
-    let hot = match job.direct {
-        DirectChoice::WhenCold(h) => h,
-        _ => 0.5,
-    };
-    residency::residency(job.file().buffered_fd(), task.offset, task.len).is_some_and(|r| r.fraction() >= hot)
+/// How a read task travels, decided once per task (at most one page-cache query).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadPath {
+    /// Buffered reads out of the page cache.
+    Buffered,
+    /// `O_DIRECT` for the aligned middle.
+    Direct,
+    /// DMA straight from the page cache (GPU memory only).
+    Mapped,
 }
 
-/// Whether this task's aligned middle goes through `O_DIRECT`.
-fn use_direct(job: &Job, task: &Task) -> bool {
+/// The path of a read task: `O_DIRECT` per the policy (under `auto`, when the range is less
+/// than the hot fraction cached), page-cache DMA for a hot range when the job asks for it.
+pub(crate) fn read_path(job: &Job, task: &Task, device: bool) -> ReadPath {
     let file = job.file();
-    if file.direct_fd().is_none() {
-        return false;
-    }
-    match job.direct {
-        DirectChoice::Never => false,
-        DirectChoice::Always => true,
-        DirectChoice::WhenCold(hot) => match residency::residency(file.buffered_fd(), task.offset, task.len) {
-            Some(r) => r.fraction() < hot,
-            None => false,
-        },
+    let can_direct = file.direct_fd().is_some();
+    let wants_mapped = job.page_cache_dma && device;
+    let hot_fraction = match job.direct {
+        DirectChoice::WhenCold(h) => h,
+        DirectChoice::Always if !wants_mapped => return if can_direct { ReadPath::Direct } else { ReadPath::Buffered },
+        DirectChoice::Never if !wants_mapped => return ReadPath::Buffered,
+        _ => 0.5,
+    };
+    let hot = residency::residency(file.buffered_fd(), task.offset, task.len).map(|r| r.fraction() >= hot_fraction);
+    match (hot, job.direct) {
+        (Some(true), _) if wants_mapped => ReadPath::Mapped,
+        (_, DirectChoice::Always) if can_direct => ReadPath::Direct,
+        (Some(false), DirectChoice::WhenCold(_)) if can_direct => ReadPath::Direct,
+        _ => ReadPath::Buffered,
     }
 }
 
@@ -120,10 +127,10 @@ unsafe fn write_range(file: &FileHandle, src: *const u8, off: u64, len: u64, dir
 }
 
 /// Reads a task straight into host memory.
-pub(crate) fn read_to_host(job: &Job, task: Task) -> Result<TaskResult> {
+pub(crate) fn read_to_host(job: &Job, task: Task, path: ReadPath) -> Result<TaskResult> {
     let file = job.file();
     let dst = (job.buf.addr + task.rel) as *mut u8;
-    let direct = use_direct(job, &task);
+    let direct = path == ReadPath::Direct;
     // SAFETY: the task lies inside the job's buffer, which the submitter keeps valid and
     // exclusive until the job is done.
     let (bytes, direct_bytes) = unsafe { read_range(file, dst, task.offset, task.len, direct, direct_align(file))? };
@@ -157,10 +164,10 @@ fn chunk_geometry(lane: &Lane, direct: bool, align: u64, off: u64, buffered_chun
 
 /// Reads a task into GPU memory through the lane's bounce ring: read chunk into a pinned buffer,
 /// queue its copy, move on to the next buffer while the copy runs.
-pub(crate) fn read_to_device(job: &Job, task: Task, lane: &mut Lane) -> Result<TaskResult> {
+pub(crate) fn read_to_device(job: &Job, task: Task, lane: &mut Lane, path: ReadPath) -> Result<TaskResult> {
     let file = job.file();
     let align = direct_align(file);
-    let direct = use_direct(job, &task);
+    let direct = path == ReadPath::Direct;
     let mut res = TaskResult::default();
     while res.bytes < task.len {
         let off = task.offset + res.bytes;
