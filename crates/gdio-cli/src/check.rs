@@ -48,7 +48,9 @@ fn path_report(p: &std::path::Path) -> Value {
     if p.is_dir() {
         let tmp = match tempfile::Builder::new().prefix(".gdio-check-").tempfile_in(p) {
             Ok(t) => t,
-            Err(e) => return json!({ "path": p.display().to_string(), "error": format!("directory {}: cannot create a probe file in it: {e}", p.display()) }),
+            Err(e) => {
+                return json!({ "path": p.display().to_string(), "error": format!("directory {}: cannot create a probe file in it: {e}", p.display()) })
+            }
         };
         let _ = tmp.as_file().set_len(1 << 20);
         let mut v = file_report(tmp.path());
@@ -96,7 +98,10 @@ fn print(report: &Value) {
             (Some(s), Some(w)) => format!("PCIe {s} x{w}"),
             _ => "PCIe link unknown".into(),
         };
-        let bar1 = g["bar1_size"].as_u64().map(crate::units::format_size).unwrap_or_else(|| "unknown".into());
+        let bar1 = g["bar1_size"]
+            .as_u64()
+            .map(crate::units::format_size)
+            .unwrap_or_else(|| "unknown".into());
         println!(
             "  gpu {}                {} | {} | {} | BAR1 {} | {}",
             g["ordinal"],
@@ -116,7 +121,11 @@ fn print(report: &Value) {
     println!("  io_uring             {}", yes_no(&p["io_uring"]));
     for b in report["gdr"].as_array().into_iter().flatten() {
         let ok = if b["available"].as_bool() == Some(true) { "yes" } else { "no" };
-        println!("  gdr {:<16} {ok} ({})", b["name"].as_str().unwrap_or("?"), b["reason"].as_str().unwrap_or(""));
+        println!(
+            "  gdr {:<16} {ok} ({})",
+            b["name"].as_str().unwrap_or("?"),
+            b["reason"].as_str().unwrap_or("")
+        );
     }
     for f in report["paths"].as_array().into_iter().flatten() {
         println!();
@@ -151,11 +160,17 @@ fn print(report: &Value) {
         let d = &f["direct_io"];
         println!(
             "  O_DIRECT             {}",
-            if d["supported"].as_bool() == Some(true) { "yes".to_owned() } else { format!("no: {}", d["reason"].as_str().unwrap_or("")) }
+            if d["supported"].as_bool() == Some(true) {
+                "yes".to_owned()
+            } else {
+                format!("no: {}", d["reason"].as_str().unwrap_or(""))
+            }
         );
         println!(
             "  DIO alignment        memory {} / offset {} (from {})",
-            f["dio_mem_align"], f["dio_offset_align"], f["align_source"].as_str().unwrap_or("?")
+            f["dio_mem_align"],
+            f["dio_offset_align"],
+            f["align_source"].as_str().unwrap_or("?")
         );
     }
 }
@@ -216,7 +231,11 @@ pub fn main(args: CheckArgs) -> ExitCode {
         crate::explain::print_explain(&explained);
     }
     drop(keep);
-    if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// The GPU-mapping (GDRCopy) backends and why each is or is not usable.

@@ -32,7 +32,12 @@ impl std::str::FromStr for MemoryFilter {
 /// `{"config":[{"key","value","source","origin"?}],"paths":[{"path","error"?,"file"?,
 /// "decisions":[{"op","memory","aligned","backend","reason","rejected":[{"backend","reason"}],
 /// "scores":[{"backend","score","reason"}]}]}]}`.
-pub fn explain_paths(driver: &Driver, loaded: &LoadedConfig, paths: &[PathBuf], memory: Option<MemoryFilter>) -> Value {
+pub fn explain_paths(
+    driver: &Driver,
+    loaded: &LoadedConfig,
+    paths: &[PathBuf],
+    memory: Option<MemoryFilter>,
+) -> Value {
     let config: Vec<Value> = loaded
         .entries()
         .into_iter()
@@ -44,14 +49,15 @@ pub fn explain_paths(driver: &Driver, loaded: &LoadedConfig, paths: &[PathBuf], 
             v
         })
         .collect();
-    let memories: Vec<(&str, MemoryKind)> = [("device", MemoryKind::Device { ordinal: 0 }), ("host", MemoryKind::Host)]
-        .into_iter()
-        .filter(|(name, _)| match memory {
-            None => true,
-            Some(MemoryFilter::Device) => *name == "device",
-            Some(MemoryFilter::Host) => *name == "host",
-        })
-        .collect();
+    let memories: Vec<(&str, MemoryKind)> =
+        [("device", MemoryKind::Device { ordinal: 0 }), ("host", MemoryKind::Host)]
+            .into_iter()
+            .filter(|(name, _)| match memory {
+                None => true,
+                Some(MemoryFilter::Device) => *name == "device",
+                Some(MemoryFilter::Host) => *name == "host",
+            })
+            .collect();
     let mut out_paths = Vec::new();
     for path in paths {
         let info = match gdio::file::probe_path(path) {
@@ -90,7 +96,9 @@ pub fn explain_paths(driver: &Driver, loaded: &LoadedConfig, paths: &[PathBuf], 
             "dio_mem_align": info.dio_mem_align,
             "align_source": info.align_source,
         });
-        out_paths.push(json!({"path": path.display().to_string(), "file": file, "decisions": decisions}));
+        out_paths.push(
+            json!({"path": path.display().to_string(), "file": file, "decisions": decisions}),
+        );
     }
     json!({
         "config_file": loaded.file().map(|p| p.display().to_string()),
@@ -110,7 +118,10 @@ fn s(v: &Value) -> String {
 
 /// Prints what [`explain_paths`] returned as tables for people.
 pub fn print_explain(v: &Value) {
-    println!("configuration{}:", v["config_file"].as_str().map(|f| format!(" (file {f})")).unwrap_or_default());
+    println!(
+        "configuration{}:",
+        v["config_file"].as_str().map(|f| format!(" (file {f})")).unwrap_or_default()
+    );
     let rows = v["config"].as_array().cloned().unwrap_or_default();
     let w = rows.iter().map(|e| s(&e["key"]).len()).max().unwrap_or(0);
     for e in &rows {
@@ -131,15 +142,25 @@ pub fn print_explain(v: &Value) {
             s(&f["type"]),
             s(&f["fs"]),
             f["ext4_data"].as_str().map(|m| format!(" data={m}")).unwrap_or_default(),
-            if f["o_direct"].as_bool() == Some(true) { "yes".to_owned() } else { format!("no: {}", s(&f["o_direct_reason"])) },
+            if f["o_direct"].as_bool() == Some(true) {
+                "yes".to_owned()
+            } else {
+                format!("no: {}", s(&f["o_direct_reason"]))
+            },
             s(&f["dio_offset_align"]),
             s(&f["dio_mem_align"]),
             s(&f["align_source"]),
         );
         println!("  a {size}-byte I/O:");
         for d in p["decisions"].as_array().cloned().unwrap_or_default() {
-            let what = format!("{} {} {}", s(&d["op"]), s(&d["memory"]), if d["aligned"].as_bool() == Some(true) { "aligned" } else { "unaligned" });
-            let backend = if d["backend"].is_null() { "NONE (fails)".to_owned() } else { s(&d["backend"]) };
+            let what = format!(
+                "{} {} {}",
+                s(&d["op"]),
+                s(&d["memory"]),
+                if d["aligned"].as_bool() == Some(true) { "aligned" } else { "unaligned" }
+            );
+            let backend =
+                if d["backend"].is_null() { "NONE (fails)".to_owned() } else { s(&d["backend"]) };
             println!("    {what:<24} -> {backend}");
             for r in d["rejected"].as_array().cloned().unwrap_or_default() {
                 println!("      {:<7} no: {}", s(&r["backend"]), s(&r["reason"]));
@@ -161,7 +182,11 @@ mod tests {
         let rt = std::sync::Arc::new(gdio::gpu::sim::SimRuntime::new(1, std::time::Duration::ZERO));
         let driver = Driver::with_runtime(loaded.config().clone(), rt).unwrap();
         let v = explain_paths(&driver, &loaded, &[p.clone(), dir.path().join("missing")], None);
-        assert!(v["config"].as_array().unwrap().iter().any(|e| e["key"] == "allow_compat_mode" && e["source"] == "default"));
+        assert!(v["config"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["key"] == "allow_compat_mode" && e["source"] == "default"));
         let d = v["paths"][0]["decisions"].as_array().unwrap();
         assert_eq!(d.len(), 8);
         for x in d {
@@ -169,7 +194,11 @@ mod tests {
             assert!(x["aligned"].is_boolean());
             let want = if x["memory"] == "device" { "compat" } else { "host" };
             assert_eq!(x["backend"], want, "{x}");
-            assert!(x["rejected"].as_array().unwrap().iter().any(|r| r["backend"] == "gds" && r["reason"].is_string()));
+            assert!(x["rejected"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["backend"] == "gds" && r["reason"].is_string()));
         }
         assert!(v["paths"][1]["error"].is_string());
         let v = explain_paths(&driver, &loaded, &[p], Some(MemoryFilter::Host));

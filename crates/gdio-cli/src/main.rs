@@ -51,12 +51,14 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench::main(a),
         Command::Check(a) => check::main(a),
         Command::Gdr(c) => gdr::run(c),
-        Command::MakeFile { path, size, seed } => match bench::data::make_random_file(&path, size, seed) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("gdio make-file: {e}");
-                ExitCode::from(2)
+        Command::MakeFile { path, size, seed } => {
+            match bench::data::make_random_file(&path, size, seed) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("gdio make-file: {e}");
+                    ExitCode::from(2)
+                }
             }
-        },
+        }
     }
 }

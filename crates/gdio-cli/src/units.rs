@@ -13,7 +13,10 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         Some('t') => (&body[..body.len() - 1], 1 << 40),
         _ => (body, 1),
     };
-    let n: f64 = num.trim().parse().map_err(|_| format!("{s:?} is not a size (examples: 4096, 64K, 512M, 8G)"))?;
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (examples: 4096, 64K, 512M, 8G)"))?;
     if n.is_nan() || n < 0.0 || !n.is_finite() {
         return Err(format!("{s:?} is not a size"));
     }

@@ -10,7 +10,8 @@ fn gdio() -> Command {
 }
 
 fn json_of(out: &std::process::Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 fn random_file(dir: &std::path::Path, len: usize, seed: u64) -> (std::path::PathBuf, Vec<u8>) {
@@ -57,7 +58,21 @@ fn bench_main_job_verifies_and_cleans_up() {
 fn bench_reads_an_existing_file_without_changing_it() {
     let dir = tempfile::tempdir().unwrap();
     let (p, data) = random_file(dir.path(), 3 * 1024 * 1024 + 333, 5);
-    let out = gdio().args(["bench", "--mode", "read", "--iterations", "1", "--json", "--target", "host", "--file"]).arg(&p).output().unwrap();
+    let out = gdio()
+        .args([
+            "bench",
+            "--mode",
+            "read",
+            "--iterations",
+            "1",
+            "--json",
+            "--target",
+            "host",
+            "--file",
+        ])
+        .arg(&p)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v = json_of(&out);
     assert_eq!(v["results"][0]["verified"], true);
@@ -76,7 +91,11 @@ fn bench_bad_input_exits_2_with_a_reason() {
     if !has_gpu() {
         let out = gdio().args(["bench", "--size", "1M", "--target", "gpu:0"]).output().unwrap();
         assert_eq!(out.status.code(), Some(2));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("GPU 0"), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("GPU 0"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
@@ -84,12 +103,20 @@ fn bench_bad_input_exits_2_with_a_reason() {
 fn check_explains_device_decisions_and_config_sources() {
     let dir = tempfile::tempdir().unwrap();
     let (p, _) = random_file(dir.path(), 1 << 20, 6);
-    let out = gdio().args(["check", "--json", "--memory", "device"]).arg(&p).env("GDIO_THREADS", "3").output().unwrap();
+    let out = gdio()
+        .args(["check", "--json", "--memory", "device"])
+        .arg(&p)
+        .env("GDIO_THREADS", "3")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v = json_of(&out);
     let cfg = v["config"].as_array().unwrap();
     let threads = cfg.iter().find(|e| e["key"] == "threads").unwrap();
-    assert_eq!((threads["value"].clone(), threads["source"].as_str().unwrap()), (Value::from(3), "env"));
+    assert_eq!(
+        (threads["value"].clone(), threads["source"].as_str().unwrap()),
+        (Value::from(3), "env")
+    );
     let allow = cfg.iter().find(|e| e["key"] == "allow_compat_mode").unwrap();
     assert_eq!(allow["source"], "default");
     let decisions = v["paths"][0]["decisions"].as_array().unwrap();
@@ -97,7 +124,11 @@ fn check_explains_device_decisions_and_config_sources() {
     for d in decisions {
         assert_eq!(d["memory"], "device");
         assert_eq!(d["backend"], "compat", "{d}");
-        assert!(d["rejected"].as_array().unwrap().iter().any(|r| r["backend"] == "gds" && !r["reason"].as_str().unwrap().is_empty()));
+        assert!(d["rejected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["backend"] == "gds" && !r["reason"].as_str().unwrap().is_empty()));
     }
     assert!(v["platform"]["io_uring"]["detail"].is_string());
     assert!(v["paths"][0]["probe"]["dio_offset_align"].as_u64().unwrap() > 0);
@@ -105,7 +136,11 @@ fn check_explains_device_decisions_and_config_sources() {
 
 #[test]
 fn check_refuses_a_bad_boolean_naming_the_variable() {
-    let out = gdio().args(["check", "--json"]).env("HIPFILE_ALLOW_COMPAT_MODE", "maybe").output().unwrap();
+    let out = gdio()
+        .args(["check", "--json"])
+        .env("HIPFILE_ALLOW_COMPAT_MODE", "maybe")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("HIPFILE_ALLOW_COMPAT_MODE") && err.contains("maybe"), "{err}");

@@ -11,7 +11,9 @@ fn gdio() -> Command {
 }
 
 fn backend_usable() -> bool {
-    gdio::gdr::probe_backends(&gdio::gdr::GdrOptions::default().with_env()).iter().any(|b| b.available)
+    gdio::gdr::probe_backends(&gdio::gdr::GdrOptions::default().with_env())
+        .iter()
+        .any(|b| b.available)
 }
 
 #[test]
@@ -27,7 +29,10 @@ fn tools_fail_cleanly_without_a_backend() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.trim_end().lines().count(), 1, "{tool}: one line expected, got:\n{err}");
         assert!(err.contains("gdrdrv"), "{tool}: does not name gdrdrv: {err}");
-        assert!(err.contains("13.3") && err.contains("dma-buf"), "{tool}: does not name the dma-buf driver: {err}");
+        assert!(
+            err.contains("13.3") && err.contains("dma-buf"),
+            "{tool}: does not name the dma-buf driver: {err}"
+        );
         assert!(out.stdout.is_empty(), "{tool}: unexpected stdout");
     }
 }
@@ -41,7 +46,8 @@ fn json_form_without_a_backend() {
     for tool in TOOLS {
         let out = gdio().args(["gdr", tool, "--json"]).output().unwrap();
         assert_eq!(out.status.code(), Some(2));
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object on stdout");
+        let v: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("one JSON object on stdout");
         assert_eq!(v["ok"], false);
         assert_eq!(v["tool"], *tool);
         let backends = v["backends"].as_array().expect("backends");
@@ -59,11 +65,15 @@ fn port_device_node_is_named() {
         eprintln!("skipped: a backend is usable here");
         return;
     }
-    let out = gdio().args(["gdr", "copylat", "--backend", "gdrdrv", "--gdr-device", "/dev/mtgdrdrv"]).output().unwrap();
+    let out = gdio()
+        .args(["gdr", "copylat", "--backend", "gdrdrv", "--gdr-device", "/dev/mtgdrdrv"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/dev/mtgdrdrv") && err.contains("mtgdrdrv"), "{err}");
-    let out = gdio().args(["gdr", "sanity"]).env("GDIO_GDR_DEVICE", "/dev/mtgdrdrv").output().unwrap();
+    let out =
+        gdio().args(["gdr", "sanity"]).env("GDIO_GDR_DEVICE", "/dev/mtgdrdrv").output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("/dev/mtgdrdrv"));
 }
 

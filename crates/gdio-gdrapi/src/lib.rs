@@ -187,7 +187,8 @@ pub extern "C" fn gdr_close(g: gdr_t) -> c_int {
         }
         let mine: Vec<Arc<Entry>> = {
             let mut hs = handles();
-            let ids: Vec<u64> = hs.iter().filter(|(_, e)| e.owner == g as usize).map(|(id, _)| *id).collect();
+            let ids: Vec<u64> =
+                hs.iter().filter(|(_, e)| e.owner == g as usize).map(|(id, _)| *id).collect();
             ids.into_iter().filter_map(|id| hs.remove(&id)).collect()
         };
         let mut rc = 0;
@@ -215,7 +216,14 @@ fn register(g: gdr_t, range: PinnedRange, out: *mut gdr_mh_t) -> c_int {
 
 /// `int gdr_pin_buffer(gdr_t, unsigned long addr, size_t size, uint64_t p2p_token, uint32_t va_space, gdr_mh_t *handle)`.
 #[no_mangle]
-pub extern "C" fn gdr_pin_buffer(g: gdr_t, addr: c_ulong, size: usize, p2p_token: u64, va_space: u32, handle: *mut gdr_mh_t) -> c_int {
+pub extern "C" fn gdr_pin_buffer(
+    g: gdr_t,
+    addr: c_ulong,
+    size: usize,
+    p2p_token: u64,
+    va_space: u32,
+    handle: *mut gdr_mh_t,
+) -> c_int {
     guard(|| {
         let Some(s) = state(g) else { return libc::EINVAL };
         if handle.is_null() {
@@ -230,7 +238,13 @@ pub extern "C" fn gdr_pin_buffer(g: gdr_t, addr: c_ulong, size: usize, p2p_token
 
 /// `int gdr_pin_buffer_v2(gdr_t, unsigned long addr, size_t size, uint32_t flags, gdr_mh_t *handle)`.
 #[no_mangle]
-pub extern "C" fn gdr_pin_buffer_v2(g: gdr_t, addr: c_ulong, size: usize, flags: u32, handle: *mut gdr_mh_t) -> c_int {
+pub extern "C" fn gdr_pin_buffer_v2(
+    g: gdr_t,
+    addr: c_ulong,
+    size: usize,
+    flags: u32,
+    handle: *mut gdr_mh_t,
+) -> c_int {
     guard(|| {
         let Some(s) = state(g) else { return libc::EINVAL };
         if handle.is_null() {
@@ -338,7 +352,13 @@ pub extern "C" fn gdr_get_info(g: gdr_t, handle: gdr_mh_t, info: *mut gdr_info_v
 
 /// `int gdr_map_v2(gdr_t, gdr_mh_t, void **va, size_t size, int flags)`.
 #[no_mangle]
-pub extern "C" fn gdr_map_v2(g: gdr_t, handle: gdr_mh_t, va: *mut *mut c_void, size: usize, flags: c_int) -> c_int {
+pub extern "C" fn gdr_map_v2(
+    g: gdr_t,
+    handle: gdr_mh_t,
+    va: *mut *mut c_void,
+    size: usize,
+    flags: c_int,
+) -> c_int {
     guard(|| {
         if state(g).is_none() || va.is_null() {
             return libc::EINVAL;
@@ -379,7 +399,12 @@ fn offset_in(e: &Entry, ptr: usize) -> Result<usize, c_int> {
 
 /// `int gdr_copy_to_mapping(gdr_mh_t, void *map_d_ptr, const void *h_ptr, size_t size)`.
 #[no_mangle]
-pub extern "C" fn gdr_copy_to_mapping(handle: gdr_mh_t, map_d_ptr: *mut c_void, h_ptr: *const c_void, size: usize) -> c_int {
+pub extern "C" fn gdr_copy_to_mapping(
+    handle: gdr_mh_t,
+    map_d_ptr: *mut c_void,
+    h_ptr: *const c_void,
+    size: usize,
+) -> c_int {
     guard(|| {
         done(entry(None, handle).and_then(|e| {
             let off = offset_in(&e, map_d_ptr as usize)?;
@@ -399,7 +424,12 @@ pub extern "C" fn gdr_copy_to_mapping(handle: gdr_mh_t, map_d_ptr: *mut c_void, 
 
 /// `int gdr_copy_from_mapping(gdr_mh_t, void *h_ptr, const void *map_d_ptr, size_t size)`.
 #[no_mangle]
-pub extern "C" fn gdr_copy_from_mapping(handle: gdr_mh_t, h_ptr: *mut c_void, map_d_ptr: *const c_void, size: usize) -> c_int {
+pub extern "C" fn gdr_copy_from_mapping(
+    handle: gdr_mh_t,
+    h_ptr: *mut c_void,
+    map_d_ptr: *const c_void,
+    size: usize,
+) -> c_int {
     guard(|| {
         done(entry(None, handle).and_then(|e| {
             let off = offset_in(&e, map_d_ptr as usize)?;
@@ -460,7 +490,9 @@ pub extern "C" fn gdr_get_attribute(g: gdr_t, attr: c_int, v: *mut c_int) -> c_i
         }
         // SAFETY: v is non-NULL and writable per the C contract.
         unsafe { v.write(0) };
-        let Some(a) = u32::try_from(attr).ok().and_then(Attribute::from_raw) else { return libc::EINVAL };
+        let Some(a) = u32::try_from(attr).ok().and_then(Attribute::from_raw) else {
+            return libc::EINVAL;
+        };
         done(ret(s.gdr.attribute(a)).map(|x| {
             // SAFETY: as above.
             unsafe { v.write(x as c_int) }
@@ -470,18 +502,22 @@ pub extern "C" fn gdr_get_attribute(g: gdr_t, attr: c_int, v: *mut c_int) -> c_i
 
 /// `int gdr_get_mapping_type_string(gdr_mapping_type_t, const char **pstr)`.
 #[no_mangle]
-pub extern "C" fn gdr_get_mapping_type_string(mapping_type: c_int, pstr: *mut *const c_char) -> c_int {
+pub extern "C" fn gdr_get_mapping_type_string(
+    mapping_type: c_int,
+    pstr: *mut *const c_char,
+) -> c_int {
     guard(|| {
         if pstr.is_null() {
             return libc::EINVAL;
         }
-        let s: &'static [u8] = match u32::try_from(mapping_type).ok().and_then(MappingType::from_raw) {
-            Some(MappingType::None) => b"None\0",
-            Some(MappingType::Wc) => b"Write Combining\0",
-            Some(MappingType::Caching) => b"Caching\0",
-            Some(MappingType::Device) => b"Device\0",
-            None => return libc::EINVAL,
-        };
+        let s: &'static [u8] =
+            match u32::try_from(mapping_type).ok().and_then(MappingType::from_raw) {
+                Some(MappingType::None) => b"None\0",
+                Some(MappingType::Wc) => b"Write Combining\0",
+                Some(MappingType::Caching) => b"Caching\0",
+                Some(MappingType::Device) => b"Device\0",
+                None => return libc::EINVAL,
+            };
         // SAFETY: pstr is non-NULL and writable; the string is a static NUL-terminated literal.
         unsafe { pstr.write(s.as_ptr() as *const c_char) };
         0
@@ -520,14 +556,23 @@ mod tests {
         assert_eq!(gdr_close(std::ptr::null_mut()), libc::EINVAL);
         assert_eq!(gdr_close(bogus), libc::EINVAL);
         assert_eq!(gdr_pin_buffer(bogus, 0x10000, 65536, 0, 0, &mut out), libc::EINVAL);
-        assert_eq!(gdr_pin_buffer_v2(std::ptr::null_mut(), 0x10000, 65536, 0, &mut out), libc::EINVAL);
+        assert_eq!(
+            gdr_pin_buffer_v2(std::ptr::null_mut(), 0x10000, 65536, 0, &mut out),
+            libc::EINVAL
+        );
         assert_eq!(gdr_unpin_buffer(bogus, mh), libc::EINVAL);
         assert_eq!(gdr_get_callback_flag(bogus, mh, &mut v), libc::EINVAL);
         assert_eq!(gdr_map(bogus, mh, &mut p, 65536), libc::EINVAL);
         assert_eq!(gdr_unmap(bogus, mh, p, 65536), libc::EINVAL);
-        assert_eq!(gdr_copy_to_mapping(mh, 0x1000 as *mut c_void, b"abc".as_ptr() as *const c_void, 3), libc::EINVAL);
+        assert_eq!(
+            gdr_copy_to_mapping(mh, 0x1000 as *mut c_void, b"abc".as_ptr() as *const c_void, 3),
+            libc::EINVAL
+        );
         let mut buf = [0u8; 3];
-        assert_eq!(gdr_copy_from_mapping(mh, buf.as_mut_ptr() as *mut c_void, 0x1000 as *const c_void, 3), libc::EINVAL);
+        assert_eq!(
+            gdr_copy_from_mapping(mh, buf.as_mut_ptr() as *mut c_void, 0x1000 as *const c_void, 3),
+            libc::EINVAL
+        );
         assert_eq!(gdr_driver_get_version(bogus, &mut v, &mut v), libc::EINVAL);
         assert_eq!(gdr_get_attribute(bogus, 1, &mut v), libc::EINVAL);
         let mut info = gdr_info_v2_t::default();

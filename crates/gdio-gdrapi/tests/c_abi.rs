@@ -96,7 +96,10 @@ fn c_program_runs_against_the_library_without_a_driver() {
     // The program must have loaded the library by its soname.
     if tool("readelf").is_some() {
         let d = Command::new("readelf").arg("-d").arg(&exe).output().unwrap();
-        assert!(String::from_utf8_lossy(&d.stdout).contains("[libgdrapi.so.2]"), "NEEDED is not libgdrapi.so.2");
+        assert!(
+            String::from_utf8_lossy(&d.stdout).contains("[libgdrapi.so.2]"),
+            "NEEDED is not libgdrapi.so.2"
+        );
     }
 }
 

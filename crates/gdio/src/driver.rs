@@ -132,7 +132,11 @@ impl Driver {
     }
 
     /// Opens `path` with `options`.
-    pub fn open_with(&self, path: impl AsRef<std::path::Path>, options: OpenOptions) -> Result<FileHandle> {
+    pub fn open_with(
+        &self,
+        path: impl AsRef<std::path::Path>,
+        options: OpenOptions,
+    ) -> Result<FileHandle> {
         FileHandle::open_with(path, options)
     }
 
@@ -156,7 +160,10 @@ impl Driver {
                 (Some(w), _) => w.clone(),
                 (None, n) => format!("this machine has {n} GPU(s), numbered from 0"),
             };
-            return Err(Error::new(ErrorKind::NoGpu, format!("GPU {ordinal} does not exist: {why}")));
+            return Err(Error::new(
+                ErrorKind::NoGpu,
+                format!("GPU {ordinal} does not exist: {why}"),
+            ));
         }
         Ok(())
     }
@@ -187,7 +194,13 @@ impl Driver {
     }
 
     /// Like [`Driver::explain`] on an open file (its registration is the one I/O would use).
-    pub fn explain_handle(&self, file: &FileHandle, op: Op, memory: MemoryKind, aligned: bool) -> Decision {
+    pub fn explain_handle(
+        &self,
+        file: &FileHandle,
+        op: Op,
+        memory: MemoryKind,
+        aligned: bool,
+    ) -> Decision {
         for b in &self.backends {
             b.prepare(file);
         }
@@ -201,19 +214,37 @@ impl Driver {
         for b in &self.backends {
             b.prepare(file);
         }
-        let req = Request { op, file: file.info(), memory: buf.kind, file_offset: offset, buf_addr: buf.addr, len: buf.len as u64 };
+        let req = Request {
+            op,
+            file: file.info(),
+            memory: buf.kind,
+            file_offset: offset,
+            buf_addr: buf.addr,
+            len: buf.len as u64,
+        };
         select::run(&self.backends, &req, self.loaded.config(), &self.stats, |b| match op {
             Op::Read => b.read(file, buf, offset),
             Op::Write => b.write(file, buf, offset),
         })
     }
 
-    fn sub(buf: BufferRef, buf_offset: usize, len: usize, file: &FileHandle, file_offset: u64) -> Result<BufferRef> {
+    fn sub(
+        buf: BufferRef,
+        buf_offset: usize,
+        len: usize,
+        file: &FileHandle,
+        file_offset: u64,
+    ) -> Result<BufferRef> {
         match buf_offset.checked_add(len) {
-            Some(end) if end <= buf.len => Ok(BufferRef { addr: buf.addr + buf_offset as u64, len, kind: buf.kind }),
+            Some(end) if end <= buf.len => {
+                Ok(BufferRef { addr: buf.addr + buf_offset as u64, len, kind: buf.kind })
+            }
             _ => Err(Error::new(
                 ErrorKind::InvalidInput,
-                format!("buffer of {} bytes is too short for {len} bytes at buffer offset {buf_offset}", buf.len),
+                format!(
+                    "buffer of {} bytes is too short for {len} bytes at buffer offset {buf_offset}",
+                    buf.len
+                ),
             )
             .with_errno(libc::EINVAL)
             .with_path(file.path())
@@ -225,23 +256,46 @@ impl Driver {
     /// (cuFileRead's argument order). Returns the bytes read: fewer than `len` only when the
     /// file ends first. Device memory goes through the best GPU backend, host memory is read in
     /// place.
-    pub fn read<B: IoBufMut + ?Sized>(&self, file: &FileHandle, file_offset: u64, dst: &mut B, buf_offset: usize, len: usize) -> Result<usize> {
+    pub fn read<B: IoBufMut + ?Sized>(
+        &self,
+        file: &FileHandle,
+        file_offset: u64,
+        dst: &mut B,
+        buf_offset: usize,
+        len: usize,
+    ) -> Result<usize> {
         let whole = dst.io_ref_mut(&|a| self.runtime.classify(a));
         let buf = Self::sub(whole, buf_offset, len, file, file_offset)?;
         self.route(Op::Read, file, buf, file_offset)
     }
 
     /// Writes `len` bytes of `src` from `buf_offset` to `file` at `file_offset`. Returns `len`.
-    pub fn write<B: IoBuf + ?Sized>(&self, file: &FileHandle, file_offset: u64, src: &B, buf_offset: usize, len: usize) -> Result<usize> {
+    pub fn write<B: IoBuf + ?Sized>(
+        &self,
+        file: &FileHandle,
+        file_offset: u64,
+        src: &B,
+        buf_offset: usize,
+        len: usize,
+    ) -> Result<usize> {
         let whole = src.io_ref(&|a| self.runtime.classify(a));
         let buf = Self::sub(whole, buf_offset, len, file, file_offset)?;
         self.route(Op::Write, file, buf, file_offset)
     }
 
     /// Reads into a cudarc `CudaSlice<u8>` (after its stream has finished earlier work).
-    pub fn read_cuda_slice(&self, file: &FileHandle, file_offset: u64, dst: &mut CudaSlice<u8>, buf_offset: usize, len: usize) -> Result<usize> {
+    pub fn read_cuda_slice(
+        &self,
+        file: &FileHandle,
+        file_offset: u64,
+        dst: &mut CudaSlice<u8>,
+        buf_offset: usize,
+        len: usize,
+    ) -> Result<usize> {
         let stream = dst.stream().clone();
-        stream.synchronize().map_err(|e| Error::gpu(e.0 as i64, &format!("{e:?}"), "synchronizing the slice's stream"))?;
+        stream.synchronize().map_err(|e| {
+            Error::gpu(e.0 as i64, &format!("{e:?}"), "synchronizing the slice's stream")
+        })?;
         let ordinal = dst.ordinal();
         let total = dst.len();
         let (ptr, _sync) = dst.device_ptr_mut(&stream);
@@ -251,9 +305,18 @@ impl Driver {
     }
 
     /// Writes from a cudarc `CudaSlice<u8>` (after its stream has finished earlier work).
-    pub fn write_cuda_slice(&self, file: &FileHandle, file_offset: u64, src: &CudaSlice<u8>, buf_offset: usize, len: usize) -> Result<usize> {
+    pub fn write_cuda_slice(
+        &self,
+        file: &FileHandle,
+        file_offset: u64,
+        src: &CudaSlice<u8>,
+        buf_offset: usize,
+        len: usize,
+    ) -> Result<usize> {
         let stream = src.stream().clone();
-        stream.synchronize().map_err(|e| Error::gpu(e.0 as i64, &format!("{e:?}"), "synchronizing the slice's stream"))?;
+        stream.synchronize().map_err(|e| {
+            Error::gpu(e.0 as i64, &format!("{e:?}"), "synchronizing the slice's stream")
+        })?;
         let ordinal = src.ordinal();
         let total = src.len();
         let (ptr, _sync) = src.device_ptr(&stream);
@@ -262,9 +325,18 @@ impl Driver {
         self.route(Op::Write, file, buf, file_offset)
     }
 
-    fn raw(&self, addr: u64, len: usize, need: Option<bool>, file: &FileHandle, file_offset: u64) -> Result<BufferRef> {
+    fn raw(
+        &self,
+        addr: u64,
+        len: usize,
+        need: Option<bool>,
+        file: &FileHandle,
+        file_offset: u64,
+    ) -> Result<BufferRef> {
         if addr == 0 {
-            return Err(Error::new(ErrorKind::InvalidInput, "null buffer address").with_path(file.path()).with_range(file_offset, len as u64));
+            return Err(Error::new(ErrorKind::InvalidInput, "null buffer address")
+                .with_path(file.path())
+                .with_range(file_offset, len as u64));
         }
         let kind = self.runtime.classify(addr);
         let wrong = match (need, kind) {
@@ -273,7 +345,10 @@ impl Driver {
             (Some(false), k) => Some(format!("address 0x{addr:x} is {k} memory, but this call needs host memory (call the device variant)")),
         };
         if let Some(w) = wrong {
-            return Err(Error::new(ErrorKind::InvalidInput, w).with_errno(libc::EINVAL).with_path(file.path()).with_range(file_offset, len as u64));
+            return Err(Error::new(ErrorKind::InvalidInput, w)
+                .with_errno(libc::EINVAL)
+                .with_path(file.path())
+                .with_range(file_offset, len as u64));
         }
         Ok(BufferRef { addr, len, kind })
     }
@@ -283,7 +358,13 @@ impl Driver {
     /// # Safety
     /// `dptr..dptr+len` must be device memory allocated in this process, not freed or used by
     /// anything else until the call returns.
-    pub unsafe fn read_device_ptr(&self, file: &FileHandle, file_offset: u64, dptr: u64, len: usize) -> Result<usize> {
+    pub unsafe fn read_device_ptr(
+        &self,
+        file: &FileHandle,
+        file_offset: u64,
+        dptr: u64,
+        len: usize,
+    ) -> Result<usize> {
         let buf = self.raw(dptr, len, Some(true), file, file_offset)?;
         self.route(Op::Read, file, buf, file_offset)
     }
@@ -293,7 +374,13 @@ impl Driver {
     /// # Safety
     /// `dptr..dptr+len` must be device memory allocated in this process and stay valid until
     /// the call returns.
-    pub unsafe fn write_device_ptr(&self, file: &FileHandle, file_offset: u64, dptr: u64, len: usize) -> Result<usize> {
+    pub unsafe fn write_device_ptr(
+        &self,
+        file: &FileHandle,
+        file_offset: u64,
+        dptr: u64,
+        len: usize,
+    ) -> Result<usize> {
         let buf = self.raw(dptr, len, Some(true), file, file_offset)?;
         self.route(Op::Write, file, buf, file_offset)
     }
@@ -303,7 +390,13 @@ impl Driver {
     /// # Safety
     /// `ptr..ptr+len` must be writable host memory not accessed by anything else until the
     /// call returns.
-    pub unsafe fn read_host_ptr(&self, file: &FileHandle, file_offset: u64, ptr: *mut u8, len: usize) -> Result<usize> {
+    pub unsafe fn read_host_ptr(
+        &self,
+        file: &FileHandle,
+        file_offset: u64,
+        ptr: *mut u8,
+        len: usize,
+    ) -> Result<usize> {
         let buf = self.raw(ptr as u64, len, Some(false), file, file_offset)?;
         self.route(Op::Read, file, buf, file_offset)
     }
@@ -312,7 +405,13 @@ impl Driver {
     ///
     /// # Safety
     /// `ptr..ptr+len` must be readable host memory that stays valid until the call returns.
-    pub unsafe fn write_host_ptr(&self, file: &FileHandle, file_offset: u64, ptr: *const u8, len: usize) -> Result<usize> {
+    pub unsafe fn write_host_ptr(
+        &self,
+        file: &FileHandle,
+        file_offset: u64,
+        ptr: *const u8,
+        len: usize,
+    ) -> Result<usize> {
         let buf = self.raw(ptr as u64, len, Some(false), file, file_offset)?;
         self.route(Op::Write, file, buf, file_offset)
     }
@@ -322,7 +421,13 @@ impl Driver {
     /// # Safety
     /// `addr..addr+len` must be memory of this process, valid for writes and not accessed by
     /// anything else until the call returns.
-    pub unsafe fn read_raw(&self, file: &FileHandle, file_offset: u64, addr: u64, len: usize) -> Result<usize> {
+    pub unsafe fn read_raw(
+        &self,
+        file: &FileHandle,
+        file_offset: u64,
+        addr: u64,
+        len: usize,
+    ) -> Result<usize> {
         let buf = self.raw(addr, len, None, file, file_offset)?;
         self.route(Op::Read, file, buf, file_offset)
     }
@@ -331,7 +436,13 @@ impl Driver {
     ///
     /// # Safety
     /// `addr..addr+len` must be memory of this process, valid for reads until the call returns.
-    pub unsafe fn write_raw(&self, file: &FileHandle, file_offset: u64, addr: u64, len: usize) -> Result<usize> {
+    pub unsafe fn write_raw(
+        &self,
+        file: &FileHandle,
+        file_offset: u64,
+        addr: u64,
+        len: usize,
+    ) -> Result<usize> {
         let buf = self.raw(addr, len, None, file, file_offset)?;
         self.route(Op::Write, file, buf, file_offset)
     }

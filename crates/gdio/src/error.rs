@@ -61,7 +61,14 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// An error of `kind` with a message that says what failed.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), errno: None, driver_code: None, path: None, range: None }
+        Error {
+            kind,
+            message: message.into(),
+            errno: None,
+            driver_code: None,
+            path: None,
+            range: None,
+        }
     }
 
     /// An error from a failed system call, keeping its `errno`.
@@ -212,7 +219,9 @@ mod tests {
 
     #[test]
     fn display_names_file_range_and_errno() {
-        let e = Error::from_errno(libc::EIO, "read failed").with_path("/data/x.bin").with_range(4096, 512);
+        let e = Error::from_errno(libc::EIO, "read failed")
+            .with_path("/data/x.bin")
+            .with_range(4096, 512);
         let s = e.to_string();
         assert!(s.contains("/data/x.bin"), "{s}");
         assert!(s.contains("offset 4096"), "{s}");
@@ -231,7 +240,11 @@ mod tests {
 
     #[test]
     fn first_path_and_range_win() {
-        let e = Error::new(ErrorKind::Io, "x").with_path("/a").with_path("/b").with_range(1, 2).with_range(3, 4);
+        let e = Error::new(ErrorKind::Io, "x")
+            .with_path("/a")
+            .with_path("/b")
+            .with_range(1, 2)
+            .with_range(3, 4);
         assert_eq!(e.path(), Some(Path::new("/a")));
         assert_eq!(e.range(), Some((1, 2)));
     }

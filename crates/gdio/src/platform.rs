@@ -2,7 +2,6 @@
 //! P2PDMA, libcufile, io_uring. Read from `/proc`, `/sys` and the dynamic loader; cheap, no GPU
 //! needed.
 
-
 /// A fact about the platform with the evidence for it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Probe {
@@ -26,12 +25,15 @@ impl Probe {
 /// Whether the nvidia-fs kernel module (GPUDirect Storage) is loaded.
 pub fn nvidia_fs() -> Probe {
     if let Ok(text) = std::fs::read_to_string("/proc/driver/nvidia-fs/version") {
-        let version = text.lines().find_map(|l| l.strip_prefix("version:").map(|v| v.trim().to_owned()));
+        let version =
+            text.lines().find_map(|l| l.strip_prefix("version:").map(|v| v.trim().to_owned()));
         return Probe::yes(version, "/proc/driver/nvidia-fs/version");
     }
-    let node = std::fs::read_dir("/dev")
-        .ok()
-        .and_then(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).find(|n| n.starts_with("nvidia-fs")));
+    let node = std::fs::read_dir("/dev").ok().and_then(|d| {
+        d.flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|n| n.starts_with("nvidia-fs"))
+    });
     if let Some(n) = node {
         return Probe::yes(None, format!("/dev/{n}"));
     }
@@ -54,7 +56,9 @@ pub fn pci_p2pdma() -> Probe {
         }
     }
     match std::fs::read_to_string("/proc/kallsyms") {
-        Ok(t) if t.contains(" p2pdma_pgmap_ops") => Probe::yes(None, "p2pdma_pgmap_ops in /proc/kallsyms"),
+        Ok(t) if t.contains(" p2pdma_pgmap_ops") => {
+            Probe::yes(None, "p2pdma_pgmap_ops in /proc/kallsyms")
+        }
         _ => Probe::no("no kernel config to read and no p2pdma symbol in /proc/kallsyms"),
     }
 }
@@ -74,7 +78,9 @@ pub fn io_uring() -> Probe {
     let e = std::io::Error::last_os_error();
     let disabled = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled").ok();
     Probe::no(match disabled {
-        Some(v) if v.trim() != "0" => format!("io_uring is disabled (kernel.io_uring_disabled={})", v.trim()),
+        Some(v) if v.trim() != "0" => {
+            format!("io_uring is disabled (kernel.io_uring_disabled={})", v.trim())
+        }
         _ => format!("io_uring_setup failed: {e}"),
     })
 }
@@ -83,12 +89,16 @@ pub fn io_uring() -> Probe {
 pub fn nvidia_driver_version() -> Option<String> {
     let text = std::fs::read_to_string("/proc/driver/nvidia/version").ok()?;
     let line = text.lines().next()?;
-    line.split_whitespace().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.')).map(str::to_owned)
+    line.split_whitespace()
+        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.'))
+        .map(str::to_owned)
 }
 
 /// The running kernel's release.
 pub fn kernel_release() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_owned()).unwrap_or_default()
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
 }
 
 /// Whether libcufile (NVIDIA GPUDirect Storage) can be loaded, and its version

@@ -14,13 +14,15 @@ fn vars(list: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 fn entry(l: &LoadedConfig, key: &str) -> (serde_json::Value, Source) {
-    let e = l.entries().into_iter().find(|e| e.key == key).unwrap_or_else(|| panic!("no entry {key}"));
+    let e =
+        l.entries().into_iter().find(|e| e.key == key).unwrap_or_else(|| panic!("no entry {key}"));
     (e.value, e.source)
 }
 
 #[test]
 fn defaults_alone() {
-    let l = Config::load_from_vars(vars(&[("PATH", "/bin"), ("GDIO_UNRELATED_THING", "x")])).unwrap();
+    let l =
+        Config::load_from_vars(vars(&[("PATH", "/bin"), ("GDIO_UNRELATED_THING", "x")])).unwrap();
     assert_eq!(l.config(), &Config::default());
     assert!(l.entries().iter().all(|e| e.source == Source::Default));
     assert_eq!(entry(&l, "allow_compat_mode"), (json!(true), Source::Default));
@@ -47,7 +49,12 @@ fn file_then_env_then_code() {
     )
     .unwrap();
     let path = p.to_str().unwrap();
-    let mut l = Config::load_from_vars(vars(&[("GDIO_CONFIG", path), ("GDIO_THREADS", "5"), ("GDIO_FORCE_COMPAT_MODE", "ON")])).unwrap();
+    let mut l = Config::load_from_vars(vars(&[
+        ("GDIO_CONFIG", path),
+        ("GDIO_THREADS", "5"),
+        ("GDIO_FORCE_COMPAT_MODE", "ON"),
+    ]))
+    .unwrap();
     assert_eq!(l.file(), Some(p.as_path()));
     assert_eq!(entry(&l, "allow_compat_mode"), (json!(false), Source::File));
     assert_eq!(entry(&l, "threads"), (json!(5), Source::Env));
@@ -134,7 +141,12 @@ fn cufile_json_sample_with_comments() {
     .unwrap();
     let l = Config::load_from_vars(vars(&[("CUFILE_ENV_PATH_JSON", p.to_str().unwrap())])).unwrap();
     let c = l.config();
-    assert!(c.use_pci_p2pdma && c.allow_compat_mode && !c.gds_rdma_write_support && c.posix_unaligned_writes);
+    assert!(
+        c.use_pci_p2pdma
+            && c.allow_compat_mode
+            && !c.gds_rdma_write_support
+            && c.posix_unaligned_writes
+    );
     assert!(c.rdma_dynamic_routing);
     assert_eq!(c.rdma_dynamic_routing_order, vec!["SYS_MEM".to_owned()]);
     assert_eq!(c.threads, 4);
@@ -147,7 +159,11 @@ fn cufile_json_sample_with_comments() {
     // GDIO_CONFIG beats CUFILE_ENV_PATH_JSON.
     let q = dir.path().join("gdio.json");
     std::fs::write(&q, r#"{"threads": 9}"#).unwrap();
-    let l = Config::load_from_vars(vars(&[("CUFILE_ENV_PATH_JSON", p.to_str().unwrap()), ("GDIO_CONFIG", q.to_str().unwrap())])).unwrap();
+    let l = Config::load_from_vars(vars(&[
+        ("CUFILE_ENV_PATH_JSON", p.to_str().unwrap()),
+        ("GDIO_CONFIG", q.to_str().unwrap()),
+    ]))
+    .unwrap();
     assert_eq!(l.config().threads, 9);
     assert!(!l.config().posix_unaligned_writes);
 }
@@ -157,12 +173,18 @@ fn file_errors_name_the_key_and_file() {
     let dir = tempfile::tempdir().unwrap();
     let cases: &[(&str, &str)] = &[
         (r#"{"allow_compat": true}"#, "unknown key allow_compat"),
-        (r#"{"properties": {"allow_compat_mod": true}}"#, "unknown key properties.allow_compat_mod"),
+        (
+            r#"{"properties": {"allow_compat_mod": true}}"#,
+            "unknown key properties.allow_compat_mod",
+        ),
         (r#"{"fs": {"lustre": {"posix_gds_min": 1}}}"#, "unknown key fs.lustre.posix_gds_min"),
         (r#"{"execution": {"max_threads": 1}}"#, "unknown key execution.max_threads"),
         (r#"{"allow_compat_mode": "yes"}"#, "key allow_compat_mode must be true or false"),
         (r#"{"threads": -1}"#, "key threads must be a whole number"),
-        (r#"{"properties": {"force_compat_mode": 1}}"#, "key force_compat_mode must be true or false"),
+        (
+            r#"{"properties": {"force_compat_mode": 1}}"#,
+            "key force_compat_mode must be true or false",
+        ),
         (r#"{"rdma_dynamic_routing_order": ["RAM"]}"#, "key rdma_dynamic_routing_order"),
         (r#"{"direct_io": "sometimes"}"#, "key direct_io"),
         (r#"{"hot_cache_fraction": 2}"#, "key hot_cache_fraction"),
@@ -178,20 +200,35 @@ fn file_errors_name_the_key_and_file() {
         assert!(s.contains(want) && s.contains(p.to_str().unwrap()), "{text}: {s}");
     }
     let missing = dir.path().join("missing.json");
-    let e = Config::load_from_vars(vars(&[("GDIO_CONFIG", missing.to_str().unwrap())])).unwrap_err();
+    let e =
+        Config::load_from_vars(vars(&[("GDIO_CONFIG", missing.to_str().unwrap())])).unwrap_err();
     let s = e.to_string();
     assert!(s.contains("missing.json") && s.contains("GDIO_CONFIG"), "{s}");
 }
 
 #[test]
 fn env_booleans_are_strict_and_vendor_variables_mean_what_they_document() {
-    for (text, want) in [("true", true), ("FALSE", false), ("1", true), ("0", false), ("Yes", true), ("no", false), ("on", true), ("OFF", false)] {
+    for (text, want) in [
+        ("true", true),
+        ("FALSE", false),
+        ("1", true),
+        ("0", false),
+        ("Yes", true),
+        ("no", false),
+        ("on", true),
+        ("OFF", false),
+    ] {
         let l = Config::load_from_vars(vars(&[("HIPFILE_ALLOW_COMPAT_MODE", text)])).unwrap();
         assert_eq!(l.config().allow_compat_mode, want, "{text}");
         assert_eq!(l.source("allow_compat_mode"), Source::Env);
     }
     for bad in ["maybe", "2", "", "tru"] {
-        for var in ["HIPFILE_ALLOW_COMPAT_MODE", "CUFILE_FORCE_COMPAT_MODE", "GDIO_UNSUPPORTED_FILE_SYSTEMS", "GDIO_FS_WEKAFS_RDMA_WRITE_SUPPORT"] {
+        for var in [
+            "HIPFILE_ALLOW_COMPAT_MODE",
+            "CUFILE_FORCE_COMPAT_MODE",
+            "GDIO_UNSUPPORTED_FILE_SYSTEMS",
+            "GDIO_FS_WEKAFS_RDMA_WRITE_SUPPORT",
+        ] {
             let e = Config::load_from_vars(vars(&[(var, bad)])).unwrap_err();
             let s = e.to_string();
             assert!(s.contains(var) && s.contains(&format!("{bad:?}")), "{var}={bad}: {s}");
@@ -203,11 +240,23 @@ fn env_booleans_are_strict_and_vendor_variables_mean_what_they_document() {
         ("CUFILE_ALLOW_COMPAT_MODE", "false"),
     ]))
     .unwrap();
-    assert!(l.config().force_compat_mode && l.config().unsupported_file_systems && !l.config().allow_compat_mode);
+    assert!(
+        l.config().force_compat_mode
+            && l.config().unsupported_file_systems
+            && !l.config().allow_compat_mode
+    );
     // GDIO_ beats the vendor variables; HIPFILE_ beats CUFILE_.
-    let l = Config::load_from_vars(vars(&[("CUFILE_ALLOW_COMPAT_MODE", "false"), ("HIPFILE_ALLOW_COMPAT_MODE", "true")])).unwrap();
+    let l = Config::load_from_vars(vars(&[
+        ("CUFILE_ALLOW_COMPAT_MODE", "false"),
+        ("HIPFILE_ALLOW_COMPAT_MODE", "true"),
+    ]))
+    .unwrap();
     assert!(l.config().allow_compat_mode);
-    let l = Config::load_from_vars(vars(&[("HIPFILE_ALLOW_COMPAT_MODE", "true"), ("GDIO_ALLOW_COMPAT_MODE", "0")])).unwrap();
+    let l = Config::load_from_vars(vars(&[
+        ("HIPFILE_ALLOW_COMPAT_MODE", "true"),
+        ("GDIO_ALLOW_COMPAT_MODE", "0"),
+    ]))
+    .unwrap();
     assert!(!l.config().allow_compat_mode);
     // Numbers and lists.
     let l = Config::load_from_vars(vars(&[
@@ -219,7 +268,10 @@ fn env_booleans_are_strict_and_vendor_variables_mean_what_they_document() {
     ]))
     .unwrap();
     let c = l.config();
-    assert_eq!((c.task_size, c.hot_cache_fraction, c.direct_io), (1 << 20, 0.25, DirectIoPolicy::Off));
+    assert_eq!(
+        (c.task_size, c.hot_cache_fraction, c.direct_io),
+        (1 << 20, 0.25, DirectIoPolicy::Off)
+    );
     assert_eq!(c.rdma_dynamic_routing_order, vec!["SYS_MEM".to_owned(), "GPU_MEM".to_owned()]);
     assert_eq!(c.fs_config("beegfs").posix_gds_min_kb, 32);
     let e = Config::load_from_vars(vars(&[("GDIO_THREADS", "lots")])).unwrap_err();
@@ -248,7 +300,8 @@ fn load_reads_the_process_environment() {
 
 #[test]
 fn a_config_built_in_code_reports_its_changes_as_code() {
-    let l = LoadedConfig::from(Config { threads: 11, force_compat_mode: true, ..Config::default() });
+    let l =
+        LoadedConfig::from(Config { threads: 11, force_compat_mode: true, ..Config::default() });
     assert_eq!(l.source("threads"), Source::Code);
     assert_eq!(l.source("force_compat_mode"), Source::Code);
     assert_eq!(l.source("allow_compat_mode"), Source::Default);

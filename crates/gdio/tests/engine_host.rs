@@ -11,7 +11,8 @@ use gdio::{DirectIoPolicy, FileHandle, OpenOptions};
 use proptest::prelude::*;
 use rand::Rng;
 
-const POLICIES: [DirectIoPolicy; 3] = [DirectIoPolicy::Off, DirectIoPolicy::On, DirectIoPolicy::Auto];
+const POLICIES: [DirectIoPolicy; 3] =
+    [DirectIoPolicy::Off, DirectIoPolicy::On, DirectIoPolicy::Auto];
 
 fn expected(data: &[u8], off: u64, len: usize) -> &[u8] {
     let s = (off as usize).min(data.len());
@@ -39,7 +40,11 @@ fn random_ranges_into_host_memory_match_std_fs() {
                     assert_eq!(n, want.len(), "{where_} {policy:?} t{threads} off {off} len {len}");
                     assert_eq!(&buf[pad..pad + n], want, "{where_} {policy:?} off {off} len {len}");
                     assert_eq!(&buf[..pad], &canary[..pad], "bytes before the range were touched");
-                    assert_eq!(&buf[pad + n..], &canary[pad + n..], "bytes after the range were touched");
+                    assert_eq!(
+                        &buf[pad + n..],
+                        &canary[pad + n..],
+                        "bytes after the range were touched"
+                    );
                 }
             }
         }
@@ -85,14 +90,33 @@ fn unaligned_head_and_tail_with_o_direct() {
         let f = FileHandle::open(&p).unwrap();
         let direct = f.info().direct_io.supported;
         let mut dev = drv.alloc_device(0, 1 << 20).unwrap();
-        for (off, len) in [(1u64, 4095usize), (511, 9000), (4095, 4098), (4096, 8192), (100_001, 500_000), (0, 1 << 20), (4097, 1)] {
+        for (off, len) in [
+            (1u64, 4095usize),
+            (511, 9000),
+            (4095, 4098),
+            (4096, 8192),
+            (100_001, 500_000),
+            (0, 1 << 20),
+            (4097, 1),
+        ] {
             let mut host = vec![0xEEu8; len];
             assert_eq!(drv.read(&f, off, &mut host, 0, len).unwrap(), len);
-            assert_eq!(&host[..], &data[off as usize..off as usize + len], "{where_} host off {off} len {len}");
-            assert_eq!(drv.read(&f, off, &mut dev, 3, len.min((1 << 20) - 3)).unwrap(), len.min((1 << 20) - 3));
+            assert_eq!(
+                &host[..],
+                &data[off as usize..off as usize + len],
+                "{where_} host off {off} len {len}"
+            );
+            assert_eq!(
+                drv.read(&f, off, &mut dev, 3, len.min((1 << 20) - 3)).unwrap(),
+                len.min((1 << 20) - 3)
+            );
             let back = dev.to_vec().unwrap();
             let l = len.min((1 << 20) - 3);
-            assert_eq!(&back[3..3 + l], &data[off as usize..off as usize + l], "{where_} dev off {off} len {len}");
+            assert_eq!(
+                &back[3..3 + l],
+                &data[off as usize..off as usize + l],
+                "{where_} dev off {off} len {len}"
+            );
         }
         // The aligned middle really went through O_DIRECT where the filesystem has it.
         // Place the destination so that the file's aligned offsets land on aligned addresses.
@@ -100,7 +124,11 @@ fn unaligned_head_and_tail_with_o_direct() {
         let a = (4096 - backing.as_ptr() as usize % 4096) % 4096;
         let start = (a + 100_001 % 4096) % 4096;
         let host = &mut backing[start..start + 500_000];
-        let buf = gdio::BufferRef { addr: host.as_mut_ptr() as u64, len: host.len(), kind: gdio::MemoryKind::Host };
+        let buf = gdio::BufferRef {
+            addr: host.as_mut_ptr() as u64,
+            len: host.len(),
+            kind: gdio::MemoryKind::Host,
+        };
         let t = drv.engine().read(&f, buf, 100_001).unwrap();
         assert_eq!(&host[..], &data[100_001..600_001]);
         if direct {
@@ -127,7 +155,12 @@ fn end_of_file_behaves_like_pread() {
     assert_eq!(e.kind(), gdio::ErrorKind::InvalidInput);
     assert!(e.to_string().contains("beyond the end"), "{e}");
     // The file grows behind the handle's back: the read sees the new end.
-    std::fs::OpenOptions::new().append(true).open(&p).unwrap().write_all_at(&data[..5000], 100_000).unwrap();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&p)
+        .unwrap()
+        .write_all_at(&data[..5000], 100_000)
+        .unwrap();
     assert_eq!(drv.read(&f, 99_000, &mut buf, 0, 50_000).unwrap(), 6000);
     assert_eq!(&buf[1000..6000], &data[..5000]);
 }
@@ -162,7 +195,9 @@ fn writes_from_host_and_simulated_gpu_read_back() {
         for policy in [DirectIoPolicy::Off, DirectIoPolicy::On] {
             let drv = sim_driver(tiny_config(policy, 4), 1);
             let p = d.path().join(format!("w{policy:?}"));
-            let f = FileHandle::open_with(&p, OpenOptions::new().read(true).write(true).create(true)).unwrap();
+            let f =
+                FileHandle::open_with(&p, OpenOptions::new().read(true).write(true).create(true))
+                    .unwrap();
             let mut model = random_bytes(16, 1 << 20);
             assert_eq!(drv.write(&f, 0, &model, 0, model.len()).unwrap(), model.len());
             let mut r = rng(17 + policy as u64);

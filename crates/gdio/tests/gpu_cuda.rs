@@ -32,10 +32,21 @@ fn gpu_reads_random_ranges_and_verifies() {
     for (where_, d) in dirs() {
         let data = random_bytes(21, 64 << 20);
         let p = write_file(d.path(), "g", &data);
-        for (policy, threads, task, bounce) in
-            [(DirectIoPolicy::Off, 8, 1 << 20, 1 << 20), (DirectIoPolicy::On, 4, 3 << 20, 1 << 20), (DirectIoPolicy::Auto, 16, 8 << 20, 8 << 20)]
-        {
-            let drv = driver(&rt, Config { threads, task_size: task, bounce_buffer_size: bounce, direct_io: policy, ..Config::default() });
+        for (policy, threads, task, bounce) in [
+            (DirectIoPolicy::Off, 8, 1 << 20, 1 << 20),
+            (DirectIoPolicy::On, 4, 3 << 20, 1 << 20),
+            (DirectIoPolicy::Auto, 16, 8 << 20, 8 << 20),
+        ] {
+            let drv = driver(
+                &rt,
+                Config {
+                    threads,
+                    task_size: task,
+                    bounce_buffer_size: bounce,
+                    direct_io: policy,
+                    ..Config::default()
+                },
+            );
             let f = FileHandle::open(&p).unwrap();
             let mut dev = drv.alloc_device(0, data.len()).unwrap();
             assert_eq!(drv.read(&f, 0, &mut dev, 0, data.len()).unwrap(), data.len());
@@ -61,12 +72,22 @@ fn gpu_writes_read_back() {
     let Some(rt) = cuda() else { return };
     let d = tempfile::tempdir().unwrap();
     for policy in [DirectIoPolicy::Off, DirectIoPolicy::On] {
-        let drv = driver(&rt, Config { threads: 8, task_size: 2 << 20, bounce_buffer_size: 1 << 20, direct_io: policy, ..Config::default() });
+        let drv = driver(
+            &rt,
+            Config {
+                threads: 8,
+                task_size: 2 << 20,
+                bounce_buffer_size: 1 << 20,
+                direct_io: policy,
+                ..Config::default()
+            },
+        );
         let data = random_bytes(22, (32 << 20) + 12345);
         let mut dev = drv.alloc_device(0, data.len()).unwrap();
         dev.copy_from_host(0, &data).unwrap();
         let p = d.path().join(format!("w{policy:?}"));
-        let f = FileHandle::open_with(&p, OpenOptions::new().read(true).write(true).create(true)).unwrap();
+        let f = FileHandle::open_with(&p, OpenOptions::new().read(true).write(true).create(true))
+            .unwrap();
         assert_eq!(drv.write(&f, 777, &dev, 0, data.len()).unwrap(), data.len());
         let back = std::fs::read(&p).unwrap();
         assert_eq!(back.len(), 777 + data.len());

@@ -18,7 +18,11 @@ use rand::Rng;
 const LEN: usize = 64 * 4096;
 
 fn config(allow_compat: bool) -> Config {
-    Config { allow_compat_mode: allow_compat, unsupported_file_systems: true, ..tiny_config(DirectIoPolicy::Off, 3) }
+    Config {
+        allow_compat_mode: allow_compat,
+        unsupported_file_systems: true,
+        ..tiny_config(DirectIoPolicy::Off, 3)
+    }
 }
 
 /// A driver whose fastpath is a fault backend following `plan`.
@@ -48,10 +52,13 @@ fn dir() -> tempfile::TempDir {
 }
 
 fn fastpath_serves(drv: &Driver, f: &FileHandle) -> bool {
-    drv.explain_handle(f, gdio::backend::Op::Read, gdio::MemoryKind::Device { ordinal: 0 }, true).backend == Some("fault")
+    drv.explain_handle(f, gdio::backend::Op::Read, gdio::MemoryKind::Device { ordinal: 0 }, true)
+        .backend
+        == Some("fault")
 }
 
-const RETRIED: &[(i32, &str)] = &[(libc::ENODEV, "ENODEV"), (libc::EREMOTEIO, "EREMOTEIO"), (libc::EOPNOTSUPP, "ENOTSUP")];
+const RETRIED: &[(i32, &str)] =
+    &[(libc::ENODEV, "ENODEV"), (libc::EREMOTEIO, "EREMOTEIO"), (libc::EOPNOTSUPP, "ENOTSUP")];
 const NOT_RETRIED: &[i32] = &[libc::EIO, libc::EINVAL, libc::EBADF, libc::ENOMEM];
 
 #[test]
@@ -68,14 +75,21 @@ fn fastpath_enodev_eremoteio_enotsup_are_retried_on_compat() {
         let off = r.random_range(0..3u64) * 4096 * 16;
         let mut dev = drv.alloc_device(0, LEN).unwrap();
         assert_eq!(drv.read(&f, off, &mut dev, 0, LEN).unwrap(), LEN);
-        assert!(dev.to_vec().unwrap() == data[off as usize..off as usize + LEN], "read after {cause} retry");
+        assert!(
+            dev.to_vec().unwrap() == data[off as usize..off as usize + LEN],
+            "read after {cause} retry"
+        );
         assert_eq!(fault.calls(), 1);
         let s = drv.stats();
         assert_eq!(s.backend("fault").retries.get(cause), Some(&1), "{s:?}");
         assert_eq!(s.backend("fault").errors, 1);
         assert_eq!(s.backend("compat").ops, 1);
         assert_eq!(s.backend("compat").bytes, LEN as u64);
-        assert_eq!(s.backend("compat").fallbacks.get(&format!("fault failed with {cause}")), Some(&1), "{s:?}");
+        assert_eq!(
+            s.backend("compat").fallbacks.get(&format!("fault failed with {cause}")),
+            Some(&1),
+            "{s:?}"
+        );
         // The next read goes to the fastpath again and succeeds there.
         let mut dev2 = drv.alloc_device(0, LEN).unwrap();
         assert_eq!(drv.read(&f, 0, &mut dev2, 0, LEN).unwrap(), LEN);
@@ -144,7 +158,12 @@ fn nothing_is_retried_when_compat_is_disallowed() {
     assert!(dev.to_vec().unwrap() == data[..LEN]);
     let e = drv.read(&f, 1, &mut dev, 0, LEN).unwrap_err();
     assert_eq!(e.kind(), gdio::ErrorKind::NoBackend);
-    assert!(e.to_string().contains("fault:") && e.to_string().contains("compat:") && e.to_string().contains("host:"), "{e}");
+    assert!(
+        e.to_string().contains("fault:")
+            && e.to_string().contains("compat:")
+            && e.to_string().contains("host:"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -200,7 +219,10 @@ fn random_faults_keep_the_bytes_right() {
             model[off..off + len].copy_from_slice(&fresh);
         } else {
             assert_eq!(drv.read(&f, off as u64, &mut dev, 0, len).unwrap(), len);
-            assert!(dev.to_vec().unwrap()[..len] == model[off..off + len], "read {i} at {off}+{len}");
+            assert!(
+                dev.to_vec().unwrap()[..len] == model[off..off + len],
+                "read {i} at {off}+{len}"
+            );
         }
         fast_ops += 1;
     }

@@ -153,18 +153,31 @@ fn rows() -> Vec<Row> {
             f.file_type = FileType::BlockDevice;
             f
         }),
-        row("fastpath_rejects_ext4_data_journal").file(file("ext4", &["data=journal"])).want(compat, "data=journal"),
-        row("fastpath_rejects_ext4_data_writeback").file(file("ext4", &["data=writeback"])).want(compat, "data=writeback"),
-        row("fastpath_rejects_unsupported_fs_tmpfs").file(tmpfs()).want(compat, "tmpfs is not a filesystem"),
-        row("fastpath_rejects_nfs_without_unsupported_file_systems").file(nfs()).want(compat, "nfs is not a filesystem"),
-        row("unsupported_file_systems_lets_fastpath_serve_tmpfs").file(tmpfs()).config(|c| c.unsupported_file_systems = true),
+        row("fastpath_rejects_ext4_data_journal")
+            .file(file("ext4", &["data=journal"]))
+            .want(compat, "data=journal"),
+        row("fastpath_rejects_ext4_data_writeback")
+            .file(file("ext4", &["data=writeback"]))
+            .want(compat, "data=writeback"),
+        row("fastpath_rejects_unsupported_fs_tmpfs")
+            .file(tmpfs())
+            .want(compat, "tmpfs is not a filesystem"),
+        row("fastpath_rejects_nfs_without_unsupported_file_systems")
+            .file(nfs())
+            .want(compat, "nfs is not a filesystem"),
+        row("unsupported_file_systems_lets_fastpath_serve_tmpfs")
+            .file(tmpfs())
+            .config(|c| c.unsupported_file_systems = true),
         row("unsupported_file_systems_lets_fastpath_serve_ext4_journal")
             .file(file("ext4", &["data=journal"]))
             .config(|c| c.unsupported_file_systems = true),
         row("fastpath_rejects_file_without_o_direct")
             .file({
                 let mut f = ext4();
-                f.direct_io = DirectIo { supported: false, reason: Some("the filesystem refuses O_DIRECT (EINVAL)".into()) };
+                f.direct_io = DirectIo {
+                    supported: false,
+                    reason: Some("the filesystem refuses O_DIRECT (EINVAL)".into()),
+                };
                 f
             })
             .want(compat, "no O_DIRECT descriptor"),
@@ -175,12 +188,22 @@ fn rows() -> Vec<Row> {
                 f
             })
             .want(compat, "not a regular file or block device"),
-        row("host_memory_goes_to_host_backend").memory(MemoryKind::Host).want(Some("host"), "needs device memory"),
-        row("pinned_host_memory_goes_to_host_backend").memory(MemoryKind::PinnedHost).want(Some("host"), "needs device memory"),
-        row("managed_memory_is_rejected_by_every_backend").memory(MemoryKind::Managed).want(None, "needs device memory"),
-        row("fastpath_rejects_unaligned_file_offset").at(512, MIB, ADDR).want(compat, "file offset 512"),
+        row("host_memory_goes_to_host_backend")
+            .memory(MemoryKind::Host)
+            .want(Some("host"), "needs device memory"),
+        row("pinned_host_memory_goes_to_host_backend")
+            .memory(MemoryKind::PinnedHost)
+            .want(Some("host"), "needs device memory"),
+        row("managed_memory_is_rejected_by_every_backend")
+            .memory(MemoryKind::Managed)
+            .want(None, "needs device memory"),
+        row("fastpath_rejects_unaligned_file_offset")
+            .at(512, MIB, ADDR)
+            .want(compat, "file offset 512"),
         row("fastpath_rejects_unaligned_size").at(0, MIB + 100, ADDR).want(compat, "size 1048676"),
-        row("fastpath_rejects_unaligned_buffer_address").at(0, MIB, ADDR + 256).want(compat, "buffer address"),
+        row("fastpath_rejects_unaligned_buffer_address")
+            .at(0, MIB, ADDR + 256)
+            .want(compat, "buffer address"),
         row("fastpath_uses_statx_offset_alignment_512")
             .file({
                 let mut f = ext4();
@@ -278,7 +301,8 @@ fn rows() -> Vec<Row> {
             .write()
             .config(|c| c.gds_rdma_write_support = false)
             .want(compat, "gds_rdma_write_support=false"),
-        row("direct_writes_off_leaves_reads_on_fastpath").config(|c| c.gds_rdma_write_support = false),
+        row("direct_writes_off_leaves_reads_on_fastpath")
+            .config(|c| c.gds_rdma_write_support = false),
         row("direct_writes_off_with_compat_disallowed_fails_writes")
             .write()
             .config(|c| {
@@ -287,7 +311,9 @@ fn rows() -> Vec<Row> {
             })
             .want(None, "gds_rdma_write_support=false"),
         // Platform.
-        row("nvidia_fs_absent_sends_reads_to_compat").platform(|p| p.nvidia_fs = false).want(compat, "nvidia-fs is not loaded"),
+        row("nvidia_fs_absent_sends_reads_to_compat")
+            .platform(|p| p.nvidia_fs = false)
+            .want(compat, "nvidia-fs is not loaded"),
         row("nvidia_fs_absent_sends_writes_to_compat")
             .write()
             .platform(|p| p.nvidia_fs = false)
@@ -305,23 +331,36 @@ fn rows() -> Vec<Row> {
             })
             .config(|c| c.use_pci_p2pdma = true),
         row("no_cuda_runtime_goes_to_compat")
-            .platform(|p| p.cuda = Err("the GPU runtime is host (no CUDA GPU): gds needs CUDA".into()))
+            .platform(|p| {
+                p.cuda = Err("the GPU runtime is host (no CUDA GPU): gds needs CUDA".into())
+            })
             .want(compat, "no CUDA GPU"),
         row("libcufile_missing_goes_to_compat")
-            .platform(|p| p.library = Err("libcufile not found (libcufile.so.0: cannot open)".into()))
+            .platform(|p| {
+                p.library = Err("libcufile not found (libcufile.so.0: cannot open)".into())
+            })
             .want(compat, "libcufile not found"),
         row("driver_open_failure_goes_to_compat")
-            .platform(|p| p.driver = Err("cuFileDriverOpen failed: 5007 CU_FILE_PLATFORM_NOT_SUPPORTED".into()))
+            .platform(|p| {
+                p.driver =
+                    Err("cuFileDriverOpen failed: 5007 CU_FILE_PLATFORM_NOT_SUPPORTED".into())
+            })
             .want(compat, "cuFileDriverOpen failed"),
         row("register_failure_5027_is_a_reject_remembered_for_the_file")
-            .registration(Err("cuFileHandleRegister failed: 5027 CU_FILE_HANDLE_NOT_REGISTERED".into()))
+            .registration(Err(
+                "cuFileHandleRegister failed: 5027 CU_FILE_HANDLE_NOT_REGISTERED".into()
+            ))
             .want(compat, "5027"),
         row("register_failure_with_compat_disallowed_fails_the_io")
-            .registration(Err("cuFileHandleRegister failed: 5027 CU_FILE_HANDLE_NOT_REGISTERED".into()))
+            .registration(Err(
+                "cuFileHandleRegister failed: 5027 CU_FILE_HANDLE_NOT_REGISTERED".into()
+            ))
             .config(|c| c.allow_compat_mode = false)
             .want(None, "5027"),
         // Force and allow compat.
-        row("force_compat_never_uses_fastpath_for_reads").config(|c| c.force_compat_mode = true).want(compat, "force_compat_mode=true"),
+        row("force_compat_never_uses_fastpath_for_reads")
+            .config(|c| c.force_compat_mode = true)
+            .want(compat, "force_compat_mode=true"),
         row("force_compat_never_uses_fastpath_for_writes")
             .write()
             .config(|c| c.force_compat_mode = true)
@@ -350,7 +389,10 @@ fn rows() -> Vec<Row> {
             .file(tmpfs())
             .platform(|p| p.nvidia_fs = false)
             .want(compat, "nvidia-fs is not loaded"),
-        row("reason_order_file_before_memory_kind").file(tmpfs()).memory(MemoryKind::Host).want(Some("host"), "tmpfs"),
+        row("reason_order_file_before_memory_kind")
+            .file(tmpfs())
+            .memory(MemoryKind::Host)
+            .want(Some("host"), "tmpfs"),
         row("reason_order_memory_kind_before_alignment")
             .memory(MemoryKind::Host)
             .at(1, 3, ADDR + 1)
@@ -368,17 +410,34 @@ fn every_rule_row() {
         assert!(names.insert(r.rule), "duplicate rule name {}", r.rule);
         let engine = Arc::new(Engine::new(rt.clone(), &r.config));
         let backends: Vec<Arc<dyn Backend>> = vec![
-            Arc::new(TableGds { platform: r.platform.clone(), registration: r.registration.clone() }),
+            Arc::new(TableGds {
+                platform: r.platform.clone(),
+                registration: r.registration.clone(),
+            }),
             Arc::new(gdio::backend::compat::CompatBackend::new(engine.clone())),
             Arc::new(gdio::backend::host::HostBackend::new(engine)),
         ];
-        let req = Request { op: r.op, file: &r.file, memory: r.memory, file_offset: r.offset, buf_addr: r.addr, len: r.len };
+        let req = Request {
+            op: r.op,
+            file: &r.file,
+            memory: r.memory,
+            file_offset: r.offset,
+            buf_addr: r.addr,
+            len: r.len,
+        };
         let d = select::decide(&backends, &req, &r.config);
         let gds = &d.scores[0].1;
         if d.backend != r.want {
-            failures.push(format!("{}: served by {:?}, want {:?} ({})", r.rule, d.backend, r.want, d.reasons()));
+            failures.push(format!(
+                "{}: served by {:?}, want {:?} ({})",
+                r.rule,
+                d.backend,
+                r.want,
+                d.reasons()
+            ));
         } else if !gds.reason.contains(r.gds_reason) {
-            failures.push(format!("{}: gds reason {:?} lacks {:?}", r.rule, gds.reason, r.gds_reason));
+            failures
+                .push(format!("{}: gds reason {:?} lacks {:?}", r.rule, gds.reason, r.gds_reason));
         }
         // Scores are 100 / 1 / -1 and every reject has a reason.
         for (name, s) in &d.scores {
@@ -392,11 +451,21 @@ fn every_rule_row() {
             assert_eq!(e.kind(), gdio::ErrorKind::NoBackend);
             for (name, s) in &d.scores {
                 let text = e.to_string();
-                assert!(text.contains(name) && text.contains(&s.reason), "{}: error {text} lacks {name}", r.rule);
+                assert!(
+                    text.contains(name) && text.contains(&s.reason),
+                    "{}: error {text} lacks {name}",
+                    r.rule
+                );
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {} rule rows failed:\n{}", failures.len(), rows.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} rule rows failed:\n{}",
+        failures.len(),
+        rows.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]

@@ -73,7 +73,9 @@ pub fn fill_random(buf: &mut [u8], seed: u64, threads: usize) {
         for g in groups {
             s.spawn(move || {
                 for (i, c) in g {
-                    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                    let mut rng = rand::rngs::SmallRng::seed_from_u64(
+                        seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                    );
                     rng.fill_bytes(c);
                 }
             });
@@ -82,7 +84,11 @@ pub fn fill_random(buf: &mut [u8], seed: u64, threads: usize) {
 }
 
 /// Runs `f(offset, len)` over `len` bytes in `CHUNK` pieces on `threads` threads.
-fn parallel_chunks(len: u64, threads: usize, f: impl Fn(u64, usize) -> Result<(), String> + Sync) -> Result<(), String> {
+fn parallel_chunks(
+    len: u64,
+    threads: usize,
+    f: impl Fn(u64, usize) -> Result<(), String> + Sync,
+) -> Result<(), String> {
     let next = AtomicU64::new(0);
     let err = std::sync::Mutex::new(None);
     std::thread::scope(|s| {
@@ -116,15 +122,18 @@ fn create(path: &Path) -> Result<std::fs::File, String> {
 }
 
 fn write_at(f: &std::fs::File, path: &Path, data: &[u8], off: u64) -> Result<(), String> {
-    gdio::file::posix::pwrite_all(f.as_fd(), data, off)
-        .map_err(|(_, e)| format!("write to {} failed: {}", path.display(), std::io::Error::from_raw_os_error(e)))
+    gdio::file::posix::pwrite_all(f.as_fd(), data, off).map_err(|(_, e)| {
+        format!("write to {} failed: {}", path.display(), std::io::Error::from_raw_os_error(e))
+    })
 }
 
 /// Writes `data` to `path` (created or truncated) with parallel `pwrite`s.
 pub fn write_file(path: &Path, data: &[u8], threads: usize) -> Result<(), String> {
     let f = create(path)?;
     f.set_len(data.len() as u64).map_err(|e| format!("cannot size {}: {e}", path.display()))?;
-    parallel_chunks(data.len() as u64, threads, |off, n| write_at(&f, path, &data[off as usize..off as usize + n], off))
+    parallel_chunks(data.len() as u64, threads, |off, n| {
+        write_at(&f, path, &data[off as usize..off as usize + n], off)
+    })
 }
 
 /// Writes `size` random bytes from `seed` to `path` (created or truncated), 256 MiB at a time,
@@ -147,7 +156,13 @@ pub fn make_random_file(path: &Path, size: u64, seed: u64) -> Result<(), String>
 /// Reads the first `len` bytes of `path` into `buf` with parallel `pread`s (with `O_DIRECT`
 /// when `direct`; then `buf` must hold `len` rounded up to 4096); the plain parallel read the
 /// bench compares gdio with. Returns the bytes read.
-pub fn plain_read(path: &Path, buf: &mut [u8], len: u64, threads: usize, direct: bool) -> Result<u64, String> {
+pub fn plain_read(
+    path: &Path,
+    buf: &mut [u8],
+    len: u64,
+    threads: usize,
+    direct: bool,
+) -> Result<u64, String> {
     let mut o = std::fs::OpenOptions::new();
     o.read(true);
     if direct {
@@ -165,8 +180,17 @@ pub fn plain_read(path: &Path, buf: &mut [u8], len: u64, threads: usize, direct:
         let want = if direct { n.div_ceil(4096) * 4096 } else { n };
         // SAFETY: [off, off+want) is inside `buf` (checked above: chunks start at multiples of
         // 4096 and `cap` covers the rounded length); chunks do not overlap.
-        let got = unsafe { gdio::file::posix::pread_full_raw(f.as_fd(), (base + off as usize) as *mut u8, want, off) }
-            .map_err(|e| format!("read of {} failed: {}", path.display(), std::io::Error::from_raw_os_error(e)))?;
+        let got = unsafe {
+            gdio::file::posix::pread_full_raw(
+                f.as_fd(),
+                (base + off as usize) as *mut u8,
+                want,
+                off,
+            )
+        }
+        .map_err(|e| {
+            format!("read of {} failed: {}", path.display(), std::io::Error::from_raw_os_error(e))
+        })?;
         total.fetch_add(got.min(n) as u64, Ordering::Relaxed);
         Ok(())
     })?;
@@ -190,13 +214,20 @@ pub fn drop_cache(path: &Path) -> Result<&'static str, String> {
     if std::fs::write("/proc/sys/vm/drop_caches", "3\n").is_ok() {
         return Ok("drop_caches");
     }
-    let f = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let f =
+        std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     // SAFETY: advisory call on a valid descriptor.
-    let rc = unsafe { libc::posix_fadvise(std::os::fd::AsRawFd::as_raw_fd(&f), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    let rc = unsafe {
+        libc::posix_fadvise(std::os::fd::AsRawFd::as_raw_fd(&f), 0, 0, libc::POSIX_FADV_DONTNEED)
+    };
     if rc == 0 {
         Ok("fadvise_dontneed")
     } else {
-        Err(format!("cannot drop the page cache of {}: {}", path.display(), std::io::Error::from_raw_os_error(rc)))
+        Err(format!(
+            "cannot drop the page cache of {}: {}",
+            path.display(),
+            std::io::Error::from_raw_os_error(rc)
+        ))
     }
 }
 

@@ -8,7 +8,13 @@ use gdio::Driver;
 
 /// Copy bandwidth between pinned host memory and GPU `ordinal`, in GB/s (10^9 bytes/s):
 /// `copies` back-to-back copies of `chunk` bytes on one stream, best of three rounds.
-pub fn pinned_copy_gbps(driver: &Driver, ordinal: usize, to_device: bool, chunk: usize, copies: usize) -> Result<f64, String> {
+pub fn pinned_copy_gbps(
+    driver: &Driver,
+    ordinal: usize,
+    to_device: bool,
+    chunk: usize,
+    copies: usize,
+) -> Result<f64, String> {
     let rt = driver.runtime();
     let mut host = PinnedBuffer::new(rt, ordinal, chunk).map_err(|e| e.to_string())?;
     super::data::fill_random(host.as_mut_slice(), 9, 4);

@@ -10,7 +10,6 @@ mod run;
 
 use std::path::PathBuf;
 
-
 /// What `gdio bench` measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -105,7 +104,11 @@ pub fn main(args: BenchArgs) -> std::process::ExitCode {
     match run::run(&args) {
         Ok(report) => {
             if args.json {
-                println!("{}", serde_json::to_string(&report).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")));
+                println!(
+                    "{}",
+                    serde_json::to_string(&report)
+                        .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+                );
             } else {
                 report.print();
             }

@@ -27,10 +27,15 @@ impl Progress {
                 while !stop.load(Ordering::Acquire) {
                     std::thread::sleep(Duration::from_millis(100));
                     if bar.is_none() && start.elapsed() >= Duration::from_secs(1) {
-                        let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-                        let style = ProgressStyle::with_template("{msg:>12} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
-                            .unwrap_or_else(|_| ProgressStyle::default_bar())
-                            .progress_chars("=> ");
+                        let b = ProgressBar::with_draw_target(
+                            Some(total),
+                            ProgressDrawTarget::stderr(),
+                        );
+                        let style = ProgressStyle::with_template(
+                            "{msg:>12} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+                        )
+                        .unwrap_or_else(|_| ProgressStyle::default_bar())
+                        .progress_chars("=> ");
                         b.set_style(style);
                         b.set_message(what.clone());
                         bar = Some(b);

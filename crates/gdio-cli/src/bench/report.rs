@@ -73,7 +73,16 @@ impl BenchReport {
         println!();
         println!(
             "{:<6} {:<7} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8}  backend",
-            "op", "target", "bytes", "GB/s", "best", "limit×", "p50 ms", "p99 ms", "cpu s", "verified"
+            "op",
+            "target",
+            "bytes",
+            "GB/s",
+            "best",
+            "limit×",
+            "p50 ms",
+            "p99 ms",
+            "cpu s",
+            "verified"
         );
         for r in &self.results {
             println!(

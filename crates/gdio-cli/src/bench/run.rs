@@ -59,7 +59,9 @@ impl Memory {
     /// Compares the first `len` bytes with `reference`, 256 MiB at a time for device memory.
     fn matches(&self, reference: &[u8]) -> Result<Option<usize>, String> {
         match self {
-            Memory::Host(h) => Ok(data::first_difference(&h.as_slice()[..reference.len()], reference)),
+            Memory::Host(h) => {
+                Ok(data::first_difference(&h.as_slice()[..reference.len()], reference))
+            }
             Memory::Device(d) => {
                 let chunk = 256 << 20;
                 let mut tmp = vec![0u8; chunk.min(reference.len().max(1))];
@@ -78,7 +80,14 @@ impl Memory {
 
 /// GB/s of the best of `rounds` plain parallel reads of `path` (cold: page cache dropped first,
 /// `O_DIRECT`).
-fn plain_read_gbps(path: &std::path::Path, scratch: &mut AlignedBuf, size: u64, threads: usize, cold: bool, rounds: usize) -> Result<f64, String> {
+fn plain_read_gbps(
+    path: &std::path::Path,
+    scratch: &mut AlignedBuf,
+    size: u64,
+    threads: usize,
+    cold: bool,
+    rounds: usize,
+) -> Result<f64, String> {
     let mut best = 0.0f64;
     for _ in 0..rounds.max(1) {
         if cold {
@@ -101,7 +110,11 @@ fn cpu_seconds() -> f64 {
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
-    if v.is_empty() { 0.0 } else { v[v.len() / 2] }
+    if v.is_empty() {
+        0.0
+    } else {
+        v[v.len() / 2]
+    }
 }
 
 fn percentile(v: &mut [f64], p: f64) -> f64 {
@@ -153,16 +166,21 @@ fn run_pass(
                     let r = unsafe {
                         match (write, is_device) {
                             (false, true) => driver.read_device_ptr(file, off, base + off, n),
-                            (false, false) => driver.read_host_ptr(file, off, (base + off) as *mut u8, n),
+                            (false, false) => {
+                                driver.read_host_ptr(file, off, (base + off) as *mut u8, n)
+                            }
                             (true, true) => driver.write_device_ptr(file, off, base + off, n),
-                            (true, false) => driver.write_host_ptr(file, off, (base + off) as *const u8, n),
+                            (true, false) => {
+                                driver.write_host_ptr(file, off, (base + off) as *const u8, n)
+                            }
                         }
                     };
                     mine.push(t.elapsed().as_secs_f64() * 1e3);
                     match r {
                         Ok(got) if got == n => progress.add(n as u64),
                         Ok(got) => {
-                            *err.lock().unwrap() = Some(format!("short transfer at offset {off}: {got} of {n} bytes"));
+                            *err.lock().unwrap() =
+                                Some(format!("short transfer at offset {off}: {got} of {n} bytes"));
                             break;
                         }
                         Err(e) => {
@@ -189,9 +207,17 @@ struct Measured {
 }
 
 /// The engine's byte counters moved by the timed passes: (buffered, direct, page-cache DMA).
-fn counter_delta(before: gdio::engine::EngineCounters, after: gdio::engine::EngineCounters, write: bool) -> (u64, u64, u64) {
+fn counter_delta(
+    before: gdio::engine::EngineCounters,
+    after: gdio::engine::EngineCounters,
+    write: bool,
+) -> (u64, u64, u64) {
     if write {
-        (after.buffered_write_bytes - before.buffered_write_bytes, after.direct_write_bytes - before.direct_write_bytes, 0)
+        (
+            after.buffered_write_bytes - before.buffered_write_bytes,
+            after.direct_write_bytes - before.direct_write_bytes,
+            0,
+        )
     } else {
         (
             after.buffered_read_bytes - before.buffered_read_bytes,
@@ -211,7 +237,16 @@ impl Measured {
         self.lat.extend(p.latencies_ms);
     }
     #[allow(clippy::too_many_arguments)]
-    fn result(mut self, op: &str, target: Target, bytes: u64, args: &BenchArgs, verified: bool, backend: String, limit: Option<f64>) -> OpResult {
+    fn result(
+        mut self,
+        op: &str,
+        target: Target,
+        bytes: u64,
+        args: &BenchArgs,
+        verified: bool,
+        backend: String,
+        limit: Option<f64>,
+    ) -> OpResult {
         let secs = median(&mut self.seconds.clone());
         let best = self.seconds.iter().cloned().fold(f64::INFINITY, f64::min);
         let gbps = bytes as f64 / secs / 1e9;
@@ -275,9 +310,23 @@ fn config_for(args: &BenchArgs) -> Result<gdio::LoadedConfig, String> {
     Ok(c)
 }
 
-fn backend_for(driver: &Driver, file: &FileHandle, kind: MemoryKind, write: bool, addr: u64, len: u64) -> String {
+fn backend_for(
+    driver: &Driver,
+    file: &FileHandle,
+    kind: MemoryKind,
+    write: bool,
+    addr: u64,
+    len: u64,
+) -> String {
     let op = if write { gdio::backend::Op::Write } else { gdio::backend::Op::Read };
-    let req = gdio::backend::Request { op, file: file.info(), memory: kind, file_offset: 0, buf_addr: addr, len };
+    let req = gdio::backend::Request {
+        op,
+        file: file.info(),
+        memory: kind,
+        file_offset: 0,
+        buf_addr: addr,
+        len,
+    };
     driver.decide(&req).backend.unwrap_or("none").to_owned()
 }
 
@@ -295,7 +344,10 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
         None if driver.runtime().device_count() > 0 => Target::Gpu(0),
         None => {
             if !args.json {
-                eprintln!("note: no GPU ({}); benchmarking host memory", driver.why_no_gpu().unwrap_or("none found"));
+                eprintln!(
+                    "note: no GPU ({}); benchmarking host memory",
+                    driver.why_no_gpu().unwrap_or("none found")
+                );
             }
             Target::Host
         }
@@ -336,14 +388,24 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
     // Limit: a plain parallel read of the same file into host memory.
     {
         let mut scratch = AlignedBuf::new((size.div_ceil(4096) * 4096) as usize)?;
-        let best = plain_read_gbps(&path, &mut scratch, size, threads, args.cold, args.iterations.min(2))?;
+        let best =
+            plain_read_gbps(&path, &mut scratch, size, threads, args.cold, args.iterations.min(2))?;
         if args.file.is_some() {
             if args.cold {
                 // The cold read is the reference.
-                reference.as_mut_slice()[..size as usize].copy_from_slice(&scratch.as_slice()[..size as usize]);
+                reference.as_mut_slice()[..size as usize]
+                    .copy_from_slice(&scratch.as_slice()[..size as usize]);
             }
-        } else if data::first_difference(&scratch.as_slice()[..size as usize], &reference.as_slice()[..size as usize]).is_some() {
-            return Err(format!("{}: a plain read does not return the bytes just written", path.display()));
+        } else if data::first_difference(
+            &scratch.as_slice()[..size as usize],
+            &reference.as_slice()[..size as usize],
+        )
+        .is_some()
+        {
+            return Err(format!(
+                "{}: a plain read does not return the bytes just written",
+                path.display()
+            ));
         }
         limits.insert(
             if args.cold { "host_read_direct_gbps".into() } else { "host_read_gbps".into() },
@@ -359,7 +421,10 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
         limits.insert("pinned_h2d_gbps".into(), json!((h2d * 100.0).round() / 100.0));
         limits.insert("pinned_d2h_gbps".into(), json!((d2h * 100.0).round() / 100.0));
         if let Ok(info) = driver.runtime().device_info(n) {
-            setup.insert("gpu".into(), json!(format!("{} ({})", info.name, info.pci_bus_id.unwrap_or_default())));
+            setup.insert(
+                "gpu".into(),
+                json!(format!("{} ({})", info.name, info.pci_bus_id.unwrap_or_default())),
+            );
         }
     }
 
@@ -379,7 +444,14 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
             config.page_cache_dma
         )),
     );
-    setup.insert("requests".into(), json!(format!("{} x {} in flight", crate::units::format_size(args.io_size), args.queue_depth)));
+    setup.insert(
+        "requests".into(),
+        json!(format!(
+            "{} x {} in flight",
+            crate::units::format_size(args.io_size),
+            args.queue_depth
+        )),
+    );
 
     let mut mem = match target {
         Target::Gpu(n) => {
@@ -400,13 +472,17 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
     let mut results = Vec::new();
     let read_limit = match target {
         Target::Gpu(_) => limits.get("pinned_h2d_gbps").and_then(Value::as_f64),
-        Target::Host => limits.get("host_read_gbps").or(limits.get("host_read_direct_gbps")).and_then(Value::as_f64),
+        Target::Host => limits
+            .get("host_read_gbps")
+            .or(limits.get("host_read_direct_gbps"))
+            .and_then(Value::as_f64),
     };
 
     let mut loaded = false;
     if matches!(args.mode, Mode::Read | Mode::Both) {
         let mut m = Measured::new();
-        let progress = Progress::new("read".into(), size * (args.iterations + args.warmup) as u64, args.json);
+        let progress =
+            Progress::new("read".into(), size * (args.iterations + args.warmup) as u64, args.json);
         let mut moved = (0, 0, 0);
         for i in 0..args.warmup + args.iterations {
             if args.cold {
@@ -434,8 +510,12 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
             // The disk may not give the same speed all the time (cloud disks have burst
             // budgets): measure the plain read again after gdio's and compare with the mean.
             let mut scratch = AlignedBuf::new((size.div_ceil(4096) * 4096) as usize)?;
-            let after = plain_read_gbps(&path, &mut scratch, size, threads, true, args.iterations.min(2))?;
-            limits.insert("host_read_direct_after_gbps".into(), json!((after * 100.0).round() / 100.0));
+            let after =
+                plain_read_gbps(&path, &mut scratch, size, threads, true, args.iterations.min(2))?;
+            limits.insert(
+                "host_read_direct_after_gbps".into(),
+                json!((after * 100.0).round() / 100.0),
+            );
             read_limit = read_limit.map(|before| (before + after) / 2.0);
         }
         let backend = backend_for(&driver, &file, kind, false, mem.addr(), size);
@@ -460,9 +540,12 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
                 (o, true)
             }
         };
-        let wfile = FileHandle::open_with(&out, OpenOptions::new().read(true).write(true).create(true)).map_err(|e| e.to_string())?;
+        let wfile =
+            FileHandle::open_with(&out, OpenOptions::new().read(true).write(true).create(true))
+                .map_err(|e| e.to_string())?;
         let mut m = Measured::new();
-        let progress = Progress::new("write".into(), size * (args.iterations + args.warmup) as u64, args.json);
+        let progress =
+            Progress::new("write".into(), size * (args.iterations + args.warmup) as u64, args.json);
         let mut moved = (0, 0, 0);
         for i in 0..args.warmup + args.iterations {
             if fresh {
@@ -486,7 +569,10 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
         let verified = match data::first_difference(&back.as_slice()[..size as usize], reference) {
             None => true,
             Some(at) => {
-                eprintln!("write verification failed: first difference at byte {at} of {}", out.display());
+                eprintln!(
+                    "write verification failed: first difference at byte {at} of {}",
+                    out.display()
+                );
                 false
             }
         };

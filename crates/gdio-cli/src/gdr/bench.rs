@@ -139,7 +139,10 @@ pub fn copybw(a: CopybwArgs) -> ExitCode {
             println!("read BW: {rbw:.2}MB/s");
         }
         if back != data {
-            return Err(gdio::Error::new(gdio::ErrorKind::Io, "data read back through the mapping differs from what was written"));
+            return Err(gdio::Error::new(
+                gdio::ErrorKind::Io,
+                "data read back through the mapping differs from what was written",
+            ));
         }
         Ok(serde_json::json!({
             "tool": "copybw", "ok": true, "backend": g.backend().name(), "info": s.info,
@@ -206,7 +209,10 @@ pub fn copylat(a: CopylatArgs) -> ExitCode {
         if !a.common.json {
             print_info(&g, &s.info);
             println!("CPU-observed API time, not GPU visibility time.");
-            println!("{:>12} {:>14} {:>14} {:>14} {:>14}", "Size(B)", "write P50(us)", "write P0(us)", "read P50(us)", "read P0(us)");
+            println!(
+                "{:>12} {:>14} {:>14} {:>14} {:>14}",
+                "Size(B)", "write P50(us)", "write P0(us)", "read P50(us)", "read P0(us)"
+            );
         }
         let mut rows = Vec::new();
         let mut size = 1usize;
@@ -214,27 +220,40 @@ pub fn copylat(a: CopylatArgs) -> ExitCode {
             let w = measure(a.write_iters, || s.range.copy_to_mapping(0, &data[..size]))?;
             let r = measure(a.read_iters, || s.range.copy_from_mapping(0, &mut back[..size]))?;
             if back[..size] != data[..size] {
-                return Err(gdio::Error::new(gdio::ErrorKind::Io, format!("data read back at size {size} differs from what was written")));
+                return Err(gdio::Error::new(
+                    gdio::ErrorKind::Io,
+                    format!("data read back at size {size} differs from what was written"),
+                ));
             }
             let (h2d, d2h) = if a.cumemcpy {
                 let off = s.range.addr() - s._mem.ptr();
                 (
-                    Some(measure(a.write_iters.min(1000), || s._mem.write(off as usize, &data[..size]))?),
+                    Some(measure(a.write_iters.min(1000), || {
+                        s._mem.write(off as usize, &data[..size])
+                    })?),
                     Some(measure(a.read_iters, || s._mem.read(off as usize, &mut back[..size]))?),
                 )
             } else {
                 (None, None)
             };
             if !a.common.json {
-                println!("{size:>12} {:>14.3} {:>14.3} {:>14.3} {:>14.3}", w.p50_us, w.p0_us, r.p50_us, r.p0_us);
+                println!(
+                    "{size:>12} {:>14.3} {:>14.3} {:>14.3} {:>14.3}",
+                    w.p50_us, w.p0_us, r.p50_us, r.p0_us
+                );
                 if let (Some(h), Some(d)) = (h2d, d2h) {
-                    println!("{:>12} {:>14.3} {:>14.3} {:>14.3} {:>14.3}   (cuMemcpy)", "", h.p50_us, h.p0_us, d.p50_us, d.p0_us);
+                    println!(
+                        "{:>12} {:>14.3} {:>14.3} {:>14.3} {:>14.3}   (cuMemcpy)",
+                        "", h.p50_us, h.p0_us, d.p50_us, d.p0_us
+                    );
                 }
             }
             rows.push(LatRow { size, write: w, read: r, cumemcpy_h2d: h2d, cumemcpy_d2h: d2h });
             size *= 2;
         }
-        Ok(serde_json::json!({ "tool": "copylat", "ok": true, "backend": g.backend().name(), "info": s.info, "rows": rows }))
+        Ok(
+            serde_json::json!({ "tool": "copylat", "ok": true, "backend": g.backend().name(), "info": s.info, "rows": rows }),
+        )
     };
     match run() {
         Ok(v) => {
@@ -269,7 +288,10 @@ pub fn apiperf(a: ApiperfArgs) -> ExitCode {
         let base = mem.ptr().next_multiple_of(GPU_PAGE_SIZE);
         if !a.common.json {
             println!("backend: {}", g.backend().name());
-            println!("{:>12} {:>10} {:>10} {:>12} {:>10} {:>10}   (average us)", "Size(B)", "pin", "map", "get_info", "unmap", "unpin");
+            println!(
+                "{:>12} {:>10} {:>10} {:>12} {:>10} {:>10}   (average us)",
+                "Size(B)", "pin", "map", "get_info", "unmap", "unpin"
+            );
         }
         let mut rows = Vec::new();
         let mut size = GPU_PAGE_SIZE as usize;
@@ -288,7 +310,9 @@ pub fn apiperf(a: ApiperfArgs) -> ExitCode {
                 r.unpin()?;
                 let t5 = Instant::now();
                 if i >= a.warmup {
-                    let us = |x: Instant, y: Instant| (y - x).as_secs_f64() * 1e6 / f64::from(a.iters.max(1));
+                    let us = |x: Instant, y: Instant| {
+                        (y - x).as_secs_f64() * 1e6 / f64::from(a.iters.max(1))
+                    };
                     row.pin_us += us(t0, t1);
                     row.map_us += us(t1, t2);
                     row.get_info_us += us(t2, t3);
@@ -297,12 +321,17 @@ pub fn apiperf(a: ApiperfArgs) -> ExitCode {
                 }
             }
             if !a.common.json {
-                println!("{size:>12} {:>10.2} {:>10.2} {:>12.2} {:>10.2} {:>10.2}", row.pin_us, row.map_us, row.get_info_us, row.unmap_us, row.unpin_us);
+                println!(
+                    "{size:>12} {:>10.2} {:>10.2} {:>12.2} {:>10.2} {:>10.2}",
+                    row.pin_us, row.map_us, row.get_info_us, row.unmap_us, row.unpin_us
+                );
             }
             rows.push(row);
             size *= 2;
         }
-        Ok(serde_json::json!({ "tool": "apiperf", "ok": true, "backend": g.backend().name(), "rows": rows }))
+        Ok(
+            serde_json::json!({ "tool": "apiperf", "ok": true, "backend": g.backend().name(), "rows": rows }),
+        )
     };
     match run() {
         Ok(v) => {

@@ -73,9 +73,16 @@ fn alloc(gpu: i32, size: usize) -> gdio::Result<(DeviceMemory, u64)> {
 fn versions_and_attributes(g: &Gdr, _gpu: i32, v: bool) -> R {
     let persistent = g.attribute(Attribute::UsePersistentMapping)?;
     let dmabuf = g.attribute(Attribute::UsingDmaBufMmap)?;
-    expect((dmabuf == 1) == (g.backend() == gdio::gdr::BackendKind::DmaBuf), "USING_DMA_BUF_MMAP disagrees with the backend")?;
+    expect(
+        (dmabuf == 1) == (g.backend() == gdio::gdr::BackendKind::DmaBuf),
+        "USING_DMA_BUF_MMAP disagrees with the backend",
+    )?;
     if v {
-        println!("  runtime {:?}, driver {:?}, persistent {persistent}, dma-buf {dmabuf}", gdio::gdr::runtime_version(), g.driver_version().ok());
+        println!(
+            "  runtime {:?}, driver {:?}, persistent {persistent}, dma-buf {dmabuf}",
+            gdio::gdr::runtime_version(),
+            g.driver_version().ok()
+        );
     }
     Ok(Outcome::Pass)
 }
@@ -88,7 +95,10 @@ fn basic_pin_map_copy(g: &Gdr, gpu: i32, v: bool) -> R {
     if v {
         println!("  {info:?}");
     }
-    expect(info.va == base && info.mapped && info.mapped_size >= size as u64, "info does not describe the aligned pin")?;
+    expect(
+        info.va == base && info.mapped && info.mapped_size >= size as u64,
+        "info does not describe the aligned pin",
+    )?;
     let data = random(size);
     r.copy_to_mapping(0, &data)?;
     let mut via_cuda = vec![0u8; size];
@@ -123,7 +133,10 @@ fn basic_v2_forcepcie(g: &Gdr, gpu: i32, _v: bool) -> R {
     let (_mem, base) = alloc(gpu, GPU_PAGE_SIZE as usize)?;
     let r = g.pin(base, GPU_PAGE_SIZE, PinFlags::FORCE_PCIE)?;
     let info = r.map(MapFlags::Default)?;
-    expect(info.mapping_type == MappingType::Wc, format!("FORCE_PCIE gave a {} mapping", info.mapping_type.name()))?;
+    expect(
+        info.mapping_type == MappingType::Wc,
+        format!("FORCE_PCIE gave a {} mapping", info.mapping_type.name()),
+    )?;
     let d = random(999);
     r.copy_to_mapping(7, &d)?;
     let mut b = vec![0u8; 999];

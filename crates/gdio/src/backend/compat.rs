@@ -34,8 +34,12 @@ impl Backend for CompatBackend {
         }
         match req.memory {
             MemoryKind::Device { .. } => Score::fallback("POSIX I/O through pinned bounce buffers"),
-            MemoryKind::Managed => Score::reject("managed memory is not supported; use device or host memory"),
-            MemoryKind::Host | MemoryKind::PinnedHost => Score::reject("host memory is served in place by the host backend"),
+            MemoryKind::Managed => {
+                Score::reject("managed memory is not supported; use device or host memory")
+            }
+            MemoryKind::Host | MemoryKind::PinnedHost => {
+                Score::reject("host memory is served in place by the host backend")
+            }
         }
     }
 

@@ -29,7 +29,12 @@ pub struct FaultBackend {
 impl FaultBackend {
     /// A fault backend serving through `engine`, failing calls as `plan` says.
     pub fn new(engine: Arc<Engine>, plan: impl IntoIterator<Item = Option<i32>>) -> FaultBackend {
-        FaultBackend { engine, plan: Mutex::new(plan.into_iter().collect()), calls: AtomicU64::new(0), scribble: false }
+        FaultBackend {
+            engine,
+            plan: Mutex::new(plan.into_iter().collect()),
+            calls: AtomicU64::new(0),
+            scribble: false,
+        }
     }
 
     /// Makes failing writes scribble over the range first.
@@ -72,7 +77,9 @@ impl Backend for FaultBackend {
 
     fn read(&self, file: &FileHandle, dst: BufferRef, offset: u64) -> Result<usize> {
         if let Some(errno) = self.next() {
-            return Err(Error::from_errno(errno, "injected fault on read").with_path(file.path()).with_range(offset, dst.len as u64));
+            return Err(Error::from_errno(errno, "injected fault on read")
+                .with_path(file.path())
+                .with_range(offset, dst.len as u64));
         }
         Ok(self.engine.read(file, dst, offset)?.bytes as usize)
     }
@@ -83,7 +90,9 @@ impl Backend for FaultBackend {
                 let junk = vec![0xA5u8; src.len];
                 let _ = rustix::io::pwrite(file.buffered_fd(), &junk, offset);
             }
-            return Err(Error::from_errno(errno, "injected fault on write").with_path(file.path()).with_range(offset, src.len as u64));
+            return Err(Error::from_errno(errno, "injected fault on write")
+                .with_path(file.path())
+                .with_range(offset, src.len as u64));
         }
         Ok(self.engine.write(file, src, offset)?.bytes as usize)
     }

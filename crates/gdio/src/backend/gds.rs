@@ -74,10 +74,13 @@ const CUFILE_PARAM_USE_PCIP2PDMA: c_int = 7;
 type CUfileHandle = *mut c_void;
 type DriverOpenFn = unsafe extern "C" fn() -> CUfileError_t;
 type DriverCloseFn = unsafe extern "C" fn() -> CUfileError_t;
-type HandleRegisterFn = unsafe extern "C" fn(*mut CUfileHandle, *mut CUfileDescr_t) -> CUfileError_t;
+type HandleRegisterFn =
+    unsafe extern "C" fn(*mut CUfileHandle, *mut CUfileDescr_t) -> CUfileError_t;
 type HandleDeregisterFn = unsafe extern "C" fn(CUfileHandle);
-type ReadFn = unsafe extern "C" fn(CUfileHandle, *mut c_void, usize, libc::off_t, libc::off_t) -> isize;
-type WriteFn = unsafe extern "C" fn(CUfileHandle, *const c_void, usize, libc::off_t, libc::off_t) -> isize;
+type ReadFn =
+    unsafe extern "C" fn(CUfileHandle, *mut c_void, usize, libc::off_t, libc::off_t) -> isize;
+type WriteFn =
+    unsafe extern "C" fn(CUfileHandle, *const c_void, usize, libc::off_t, libc::off_t) -> isize;
 type SetParameterBoolFn = unsafe extern "C" fn(c_int, bool) -> CUfileError_t;
 
 /// The name of a `CUfileOpError` code, as cufile.h spells it.
@@ -181,11 +184,18 @@ impl CuFileLib {
     }
 
     fn resolve(lib: libloading::Library, name: &str) -> std::result::Result<CuFileLib, String> {
-        fn sym<T: Copy>(lib: &libloading::Library, name: &str, s: &[u8]) -> std::result::Result<T, String> {
+        fn sym<T: Copy>(
+            lib: &libloading::Library,
+            name: &str,
+            s: &[u8],
+        ) -> std::result::Result<T, String> {
             // SAFETY: the type T given at each call below is the C signature cufile.h declares
             // for that symbol.
             unsafe { lib.get::<T>(s) }.map(|f| *f).map_err(|e| {
-                format!("{name} lacks {}: {e}", String::from_utf8_lossy(&s[..s.len().saturating_sub(1)]))
+                format!(
+                    "{name} lacks {}: {e}",
+                    String::from_utf8_lossy(&s[..s.len().saturating_sub(1)])
+                )
             })
         }
         let driver_close = sym::<DriverCloseFn>(&lib, name, b"cuFileDriverClose_v2\0")
@@ -223,7 +233,13 @@ pub struct GdsPlatform {
 impl GdsPlatform {
     /// A platform on which everything is present (for tests).
     pub fn ready() -> Self {
-        GdsPlatform { cuda: Ok(()), nvidia_fs: true, p2pdma: false, library: Ok("libcufile.so.0".into()), driver: Ok(()) }
+        GdsPlatform {
+            cuda: Ok(()),
+            nvidia_fs: true,
+            p2pdma: false,
+            library: Ok("libcufile.so.0".into()),
+            driver: Ok(()),
+        }
     }
 
     /// The platform rule: the first reason the fastpath cannot run here, in the order driver
@@ -318,7 +334,9 @@ impl GdsBackend {
             Err(format!("the GPU runtime is {} (no CUDA GPU): gds needs CUDA", runtime.name()))
         };
         let path_possible = nvidia_fs || (p2pdma && config.use_pci_p2pdma);
-        let not_tried = || Err("libcufile not loaded: no DMA path (nvidia-fs or P2PDMA) or no CUDA GPU".to_owned());
+        let not_tried = || {
+            Err("libcufile not loaded: no DMA path (nvidia-fs or P2PDMA) or no CUDA GPU".to_owned())
+        };
         let (lib, library, driver) = if path_possible && cuda.is_ok() && !config.force_compat_mode {
             match CuFileLib::load() {
                 Ok(lib) => {
@@ -326,7 +344,9 @@ impl GdsBackend {
                     let name = lib.name.clone();
                     (Some(lib), Ok(name), driver)
                 }
-                Err(e) => (None, Err(e), Err("cuFileDriverOpen not called: no libcufile".to_owned())),
+                Err(e) => {
+                    (None, Err(e), Err("cuFileDriverOpen not called: no libcufile".to_owned()))
+                }
             }
         } else {
             (None, not_tried(), Err("cuFileDriverOpen not called".to_owned()))
@@ -336,7 +356,11 @@ impl GdsBackend {
         GdsBackend::with_platform(platform, runtime, lib)
     }
 
-    fn with_platform(platform: GdsPlatform, runtime: Arc<dyn GpuRuntime>, lib: Option<CuFileLib>) -> GdsBackend {
+    fn with_platform(
+        platform: GdsPlatform,
+        runtime: Arc<dyn GpuRuntime>,
+        lib: Option<CuFileLib>,
+    ) -> GdsBackend {
         GdsBackend { platform, lib, runtime, files: Mutex::default() }
     }
 
@@ -351,13 +375,19 @@ impl GdsBackend {
             // values and the driver is not open yet (the parameter is staged for the open).
             let e = unsafe { set(CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE, false) };
             if e.err != 0 {
-                tracing::debug!("cuFileSetParameterBool(ALLOW_COMPAT_MODE, false): {}", status_text(e));
+                tracing::debug!(
+                    "cuFileSetParameterBool(ALLOW_COMPAT_MODE, false): {}",
+                    status_text(e)
+                );
             }
             if p2pdma {
                 // SAFETY: as above.
                 let e = unsafe { set(CUFILE_PARAM_USE_PCIP2PDMA, true) };
                 if e.err != 0 {
-                    tracing::debug!("cuFileSetParameterBool(USE_PCIP2PDMA, true): {}", status_text(e));
+                    tracing::debug!(
+                        "cuFileSetParameterBool(USE_PCIP2PDMA, true): {}",
+                        status_text(e)
+                    );
                 }
             }
         }
@@ -389,7 +419,13 @@ impl GdsBackend {
     }
 
     /// Registers `fd` (of file `key`) once; remembers the outcome for the file.
-    fn register(&self, lib: &CuFileLib, fd: c_int, key: FileKey, keep: bool) -> std::result::Result<usize, String> {
+    fn register(
+        &self,
+        lib: &CuFileLib,
+        fd: c_int,
+        key: FileKey,
+        keep: bool,
+    ) -> std::result::Result<usize, String> {
         let mut files = self.lock();
         if let Some(&h) = files.handles.get(&(fd, key)) {
             return Ok(h);
@@ -437,7 +473,8 @@ impl GdsBackend {
 
     fn io(&self, file: &FileHandle, buf: BufferRef, offset: u64, write: bool) -> Result<usize> {
         let MemoryKind::Device { ordinal } = buf.kind else {
-            return Err(Error::new(ErrorKind::InvalidInput, "gds needs device memory").with_errno(libc::EINVAL));
+            return Err(Error::new(ErrorKind::InvalidInput, "gds needs device memory")
+                .with_errno(libc::EINVAL));
         };
         let (lib, handle) = self.handle_for(file)?;
         self.runtime.bind_thread(ordinal)?;
@@ -445,8 +482,10 @@ impl GdsBackend {
         let mut done = 0usize;
         while done < buf.len {
             let n = (buf.len - done).min(MAX_CALL);
-            let off = libc::off_t::try_from(offset + done as u64)
-                .map_err(|_| Error::new(ErrorKind::InvalidInput, "file offset too large").with_errno(libc::EINVAL))?;
+            let off = libc::off_t::try_from(offset + done as u64).map_err(|_| {
+                Error::new(ErrorKind::InvalidInput, "file offset too large")
+                    .with_errno(libc::EINVAL)
+            })?;
             // SAFETY: the caller of the Driver API promised `buf` is device memory of `buf.len`
             // bytes, valid and unused by others until this returns; `handle` is registered on
             // an open O_DIRECT descriptor of `file`, which outlives this call.
@@ -459,15 +498,20 @@ impl GdsBackend {
             };
             if r == -1 {
                 let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
-                return Err(Error::from_errno(errno, format!("{what} failed")).with_path(file.path()).with_range(offset, buf.len as u64));
+                return Err(Error::from_errno(errno, format!("{what} failed"))
+                    .with_path(file.path())
+                    .with_range(offset, buf.len as u64));
             }
             if r < 0 {
                 let code = -(r as i64);
-                return Err(Error::new(ErrorKind::Io, format!("{what} failed: {code} {}", op_error_name(code)))
-                    .with_errno(op_error_errno(code))
-                    .with_driver_code(code)
-                    .with_path(file.path())
-                    .with_range(offset, buf.len as u64));
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!("{what} failed: {code} {}", op_error_name(code)),
+                )
+                .with_errno(op_error_errno(code))
+                .with_driver_code(code)
+                .with_path(file.path())
+                .with_range(offset, buf.len as u64));
             }
             if r == 0 {
                 break;
@@ -542,7 +586,8 @@ impl Backend for GdsBackend {
             return;
         }
         // A trial registration on a descriptor of our own, released at once.
-        let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&info.path);
+        let f =
+            std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&info.path);
         let Ok(f) = f else { return };
         let _ = self.register(lib, f.as_raw_fd(), key, false);
     }

@@ -30,9 +30,15 @@ impl Backend for HostBackend {
 
     fn score(&self, req: &Request<'_>, _config: &Config) -> Score {
         match req.memory {
-            MemoryKind::Host | MemoryKind::PinnedHost => Score::fallback("pread/pwrite straight into host memory"),
-            MemoryKind::Device { .. } => Score::reject("device memory needs a GPU path (gds or compat)"),
-            MemoryKind::Managed => Score::reject("managed memory is not supported; use device or host memory"),
+            MemoryKind::Host | MemoryKind::PinnedHost => {
+                Score::fallback("pread/pwrite straight into host memory")
+            }
+            MemoryKind::Device { .. } => {
+                Score::reject("device memory needs a GPU path (gds or compat)")
+            }
+            MemoryKind::Managed => {
+                Score::reject("managed memory is not supported; use device or host memory")
+            }
         }
     }
 

@@ -49,7 +49,9 @@ pub fn config_rule(req: &Request<'_>, config: &Config) -> Option<String> {
         return Some(why);
     }
     if req.op == Op::Write && !config.gds_rdma_write_support {
-        return Some("gds_rdma_write_support=false: direct writes are off, writes go through compat".into());
+        return Some(
+            "gds_rdma_write_support=false: direct writes are off, writes go through compat".into(),
+        );
     }
     if config.rdma_dynamic_routing
         && req.file.fs.is_distributed()
@@ -60,7 +62,10 @@ pub fn config_rule(req: &Request<'_>, config: &Config) -> Option<String> {
             req.file.fs.name
         ));
     }
-    if req.op == Op::Write && config.posix_unaligned_writes && (req.file_offset % PAGE != 0 || req.len % PAGE != 0) {
+    if req.op == Op::Write
+        && config.posix_unaligned_writes
+        && (req.file_offset % PAGE != 0 || req.len % PAGE != 0)
+    {
         return Some(format!(
             "posix_unaligned_writes=true: write at offset {} of {} bytes is not 4 KiB aligned, it goes through compat",
             req.file_offset, req.len
@@ -113,13 +118,22 @@ pub fn alignment_rule(req: &Request<'_>) -> Option<String> {
         return Some("the file has no direct-I/O alignment (statx reported 0)".into());
     }
     if req.file_offset % oa != 0 {
-        return Some(format!("file offset {} is not a multiple of the DIO offset alignment {oa}", req.file_offset));
+        return Some(format!(
+            "file offset {} is not a multiple of the DIO offset alignment {oa}",
+            req.file_offset
+        ));
     }
     if req.len % oa != 0 {
-        return Some(format!("size {} is not a multiple of the DIO offset alignment {oa}", req.len));
+        return Some(format!(
+            "size {} is not a multiple of the DIO offset alignment {oa}",
+            req.len
+        ));
     }
     if req.buf_addr % ma != 0 {
-        return Some(format!("buffer address 0x{:x} is not a multiple of the DIO memory alignment {ma}", req.buf_addr));
+        return Some(format!(
+            "buffer address 0x{:x} is not a multiple of the DIO memory alignment {ma}",
+            req.buf_addr
+        ));
     }
     None
 }

@@ -14,7 +14,8 @@ use crate::stats::Stats;
 /// The errnos of a fastpath failure that are retried on the fallback, with their names.
 /// ENODEV and EREMOTEIO are hipFile's; ENOTSUP is what cuFile retries in compat for WekaFS
 /// and GPFS.
-pub const RETRY_ERRNOS: &[(i32, &str)] = &[(libc::ENODEV, "ENODEV"), (libc::EREMOTEIO, "EREMOTEIO"), (libc::EOPNOTSUPP, "ENOTSUP")];
+pub const RETRY_ERRNOS: &[(i32, &str)] =
+    &[(libc::ENODEV, "ENODEV"), (libc::EREMOTEIO, "EREMOTEIO"), (libc::EOPNOTSUPP, "ENOTSUP")];
 
 /// What the selection decided for one request.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -43,23 +44,28 @@ impl Decision {
 /// Scores `req` with every backend and picks the highest accepting one (the first listed wins
 /// a tie).
 pub fn decide(backends: &[Arc<dyn Backend>], req: &Request<'_>, config: &Config) -> Decision {
-    let scores: Vec<(&'static str, Score)> = backends.iter().map(|b| (b.name(), b.score(req, config))).collect();
+    let scores: Vec<(&'static str, Score)> =
+        backends.iter().map(|b| (b.name(), b.score(req, config))).collect();
     let mut best: Option<(&'static str, i32)> = None;
     for (n, s) in &scores {
         if s.accepts() && best.is_none_or(|(_, b)| s.score > b) {
             best = Some((n, s.score));
         }
     }
-    let rejected = scores.iter().filter(|(_, s)| !s.accepts()).map(|(n, s)| (*n, s.reason.clone())).collect();
+    let rejected =
+        scores.iter().filter(|(_, s)| !s.accepts()).map(|(n, s)| (*n, s.reason.clone())).collect();
     Decision { backend: best.map(|b| b.0), scores, rejected }
 }
 
 /// The error for a request every backend rejected: names the operation, the memory and every
 /// backend's reason.
 pub fn no_backend_error(decision: &Decision, req: &Request<'_>) -> Error {
-    Error::new(ErrorKind::NoBackend, format!("no backend can {} {} memory: {}", req.op, req.memory, decision.reasons()))
-        .with_path(&req.file.path)
-        .with_range(req.file_offset, req.len)
+    Error::new(
+        ErrorKind::NoBackend,
+        format!("no backend can {} {} memory: {}", req.op, req.memory, decision.reasons()),
+    )
+    .with_path(&req.file.path)
+    .with_range(req.file_offset, req.len)
 }
 
 /// The retry cause of a fastpath error (`ENODEV`, `EREMOTEIO`, `ENOTSUP`), `None` when the
@@ -88,11 +94,15 @@ pub fn run(
     match io(chosen.as_ref()) {
         Ok(n) => {
             stats.record_ok(name, n as u64);
-            if !chosen.is_fastpath() && matches!(req.memory, crate::memory::MemoryKind::Device { .. }) {
+            if !chosen.is_fastpath()
+                && matches!(req.memory, crate::memory::MemoryKind::Device { .. })
+            {
                 // A fallback serving device memory, which a fastpath exists for: count why the
                 // fastpath did not. (Host memory is the host backend's own, not a fallback.)
                 let fast = backends.iter().find(|b| b.is_fastpath()).map(|b| b.name());
-                if let Some(reason) = fast.and_then(|f| decision.rejected.iter().find(|(n, _)| *n == f)) {
+                if let Some(reason) =
+                    fast.and_then(|f| decision.rejected.iter().find(|(n, _)| *n == f))
+                {
                     stats.record_fallback(name, &format!("{}: {}", reason.0, reason.1));
                 }
             }
@@ -130,7 +140,13 @@ pub fn run(
                 .with_range(req.file_offset, req.len));
             };
             stats.record_retry(name, cause);
-            tracing::debug!(backend = name, fallback = fb.name(), cause, "retrying {} on the fallback: {e}", req.op);
+            tracing::debug!(
+                backend = name,
+                fallback = fb.name(),
+                cause,
+                "retrying {} on the fallback: {e}",
+                req.op
+            );
             match io(fb.as_ref()) {
                 Ok(n) => {
                     stats.record_ok(fb.name(), n as u64);

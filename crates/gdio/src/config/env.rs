@@ -42,21 +42,35 @@ pub fn var_name(key: &str) -> String {
 
 /// Turns the text of variable `var` into the JSON value `key` takes.
 pub fn parse_value(var: &str, key: &str, kind: KeyKind, text: &str) -> Result<Value> {
-    let bad = |want: &str| Error::new(ErrorKind::Config, format!("environment variable {var}={text:?}: {key} must be {want}"));
+    let bad = |want: &str| {
+        Error::new(
+            ErrorKind::Config,
+            format!("environment variable {var}={text:?}: {key} must be {want}"),
+        )
+    };
     let t = text.trim();
     Ok(match kind {
         KeyKind::Bool => Value::Bool(parse_bool(var, text)?),
-        KeyKind::Count => Value::from(t.parse::<u64>().map_err(|_| bad("a whole number of at least 0"))?),
+        KeyKind::Count => {
+            Value::from(t.parse::<u64>().map_err(|_| bad("a whole number of at least 0"))?)
+        }
         KeyKind::Fraction => {
             let f = t.parse::<f64>().map_err(|_| bad("a number between 0 and 1"))?;
-            serde_json::Number::from_f64(f).map(Value::Number).ok_or_else(|| bad("a number between 0 and 1"))?
+            serde_json::Number::from_f64(f)
+                .map(Value::Number)
+                .ok_or_else(|| bad("a number between 0 and 1"))?
         }
         KeyKind::DirectIo => Value::String(t.to_owned()),
         KeyKind::RoutingOrder => {
             if t.starts_with('[') {
                 serde_json::from_str(t).map_err(|_| bad("a JSON list or a comma-separated list"))?
             } else {
-                Value::Array(t.split(',').map(|s| Value::String(s.trim().to_owned())).filter(|v| v != "").collect())
+                Value::Array(
+                    t.split(',')
+                        .map(|s| Value::String(s.trim().to_owned()))
+                        .filter(|v| v != "")
+                        .collect(),
+                )
             }
         }
     })
@@ -93,7 +107,8 @@ pub fn settings(vars: &[(String, String)]) -> Result<Vec<EnvSetting>> {
         }
     }
     // Per-filesystem keys: GDIO_FS_<NAME>_<KEY>, for any filesystem name.
-    let mut fs_vars: Vec<&(String, String)> = vars.iter().filter(|(k, _)| k.starts_with("GDIO_FS_")).collect();
+    let mut fs_vars: Vec<&(String, String)> =
+        vars.iter().filter(|(k, _)| k.starts_with("GDIO_FS_")).collect();
     fs_vars.sort_by(|a, b| a.0.cmp(&b.0));
     for (var, text) in fs_vars {
         let rest = &var["GDIO_FS_".len()..];
@@ -143,6 +158,7 @@ mod tests {
         assert_eq!(s[0].var, "HIPFILE_ALLOW_COMPAT_MODE");
         assert_eq!(s[1].var, "GDIO_ALLOW_COMPAT_MODE");
         assert!(s.iter().any(|x| x.key == "fs.lustre.posix_gds_min_kb" && x.value == 64));
-        assert!(s.iter().any(|x| x.key == "rdma_dynamic_routing_order" && x.value == serde_json::json!(["SYS_MEM", "P2P"])));
+        assert!(s.iter().any(|x| x.key == "rdma_dynamic_routing_order"
+            && x.value == serde_json::json!(["SYS_MEM", "P2P"])));
     }
 }

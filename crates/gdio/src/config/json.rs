@@ -16,7 +16,8 @@ use super::keys;
 use crate::error::{Error, ErrorKind, Result};
 
 /// cufile.json sections gdio reads nothing from; everything in them is accepted.
-const IGNORED_SECTIONS: &[&str] = &["logging", "profile", "denylist", "miscellaneous", "block", "cufile_ext", "gpu_info"];
+const IGNORED_SECTIONS: &[&str] =
+    &["logging", "profile", "denylist", "miscellaneous", "block", "cufile_ext", "gpu_info"];
 
 /// cufile.json `properties` keys that mean the same in gdio.
 const PROPERTIES_MAPPED: &[&str] = &[
@@ -111,8 +112,11 @@ pub type FileSetting = (String, Value);
 
 /// Reads and parses the config file at `path` into settings, in file order.
 pub fn read(path: &Path) -> Result<Vec<FileSetting>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::from_io(&e, "cannot read the config file").with_kind(ErrorKind::Config).with_path(path))?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::from_io(&e, "cannot read the config file")
+            .with_kind(ErrorKind::Config)
+            .with_path(path)
+    })?;
     parse(&text, &path.display().to_string())
 }
 
@@ -120,10 +124,16 @@ pub fn read(path: &Path) -> Result<Vec<FileSetting>> {
 pub fn parse(text: &str, name: &str) -> Result<Vec<FileSetting>> {
     let origin = format!("config file {name}");
     let value: Value = serde_json::from_str(&strip_comments(text)).map_err(|e| {
-        Error::new(ErrorKind::Config, format!("{origin}: not valid JSON at line {}, column {}: {e}", e.line(), e.column()))
+        Error::new(
+            ErrorKind::Config,
+            format!("{origin}: not valid JSON at line {}, column {}: {e}", e.line(), e.column()),
+        )
     })?;
     let Value::Object(top) = value else {
-        return Err(Error::new(ErrorKind::Config, format!("{origin}: must be a JSON object {{...}}")));
+        return Err(Error::new(
+            ErrorKind::Config,
+            format!("{origin}: must be a JSON object {{...}}"),
+        ));
     };
     let mut out = Vec::new();
     for (k, v) in &top {
@@ -145,14 +155,21 @@ pub fn parse(text: &str, name: &str) -> Result<Vec<FileSetting>> {
             "fs" => fs_section(&origin, v, &mut out)?,
             s if IGNORED_SECTIONS.contains(&s) => {}
             key if keys::kind(key).is_some() => out.push((key.to_owned(), v.clone())),
-            key => return Err(Error::new(ErrorKind::Config, format!("{origin}: unknown key {key}"))),
+            key => {
+                return Err(Error::new(ErrorKind::Config, format!("{origin}: unknown key {key}")))
+            }
         }
     }
     Ok(out)
 }
 
 fn object<'a>(origin: &str, path: &str, v: &'a Value) -> Result<&'a Map<String, Value>> {
-    v.as_object().ok_or_else(|| Error::new(ErrorKind::Config, format!("{origin}: key {path} must be an object {{...}}, not {v}")))
+    v.as_object().ok_or_else(|| {
+        Error::new(
+            ErrorKind::Config,
+            format!("{origin}: key {path} must be an object {{...}}, not {v}"),
+        )
+    })
 }
 
 /// Reads a cufile.json section; `map` gives `Some(Some(gdio key))` for a mapped key,
@@ -168,7 +185,12 @@ fn section(
         match map(k) {
             Some(Some(key)) => out.push((key, val.clone())),
             Some(None) => {}
-            None => return Err(Error::new(ErrorKind::Config, format!("{origin}: unknown key {name}.{k}"))),
+            None => {
+                return Err(Error::new(
+                    ErrorKind::Config,
+                    format!("{origin}: unknown key {name}.{k}"),
+                ))
+            }
         }
     }
     Ok(())
@@ -205,11 +227,14 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_named() {
-        let e = parse(r#"{"properties": {"allow_compat_mod": true}}"#, "f.json").unwrap_err().to_string();
+        let e = parse(r#"{"properties": {"allow_compat_mod": true}}"#, "f.json")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("properties.allow_compat_mod") && e.contains("f.json"), "{e}");
         let e = parse(r#"{"thread": 3}"#, "f.json").unwrap_err().to_string();
         assert!(e.contains("unknown key thread"), "{e}");
-        let e = parse(r#"{"fs": {"lustre": {"posix_gds_min": 3}}}"#, "f.json").unwrap_err().to_string();
+        let e =
+            parse(r#"{"fs": {"lustre": {"posix_gds_min": 3}}}"#, "f.json").unwrap_err().to_string();
         assert!(e.contains("fs.lustre.posix_gds_min"), "{e}");
     }
 }

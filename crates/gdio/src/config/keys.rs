@@ -45,7 +45,8 @@ pub const KEYS: &[(&str, KeyKind)] = &[
 ];
 
 /// The per-filesystem keys; their full name is `fs.<filesystem>.<key>`.
-pub const FS_KEYS: &[(&str, KeyKind)] = &[("posix_gds_min_kb", KeyKind::Count), ("rdma_write_support", KeyKind::Bool)];
+pub const FS_KEYS: &[(&str, KeyKind)] =
+    &[("posix_gds_min_kb", KeyKind::Count), ("rdma_write_support", KeyKind::Bool)];
 
 /// The routing choices cuFile knows for `rdma_dynamic_routing_order`.
 pub const ROUTING_CHOICES: &[&str] = &["GPU_MEM_NVLINKS", "GPU_MEM", "SYS_MEM", "P2P"];
@@ -108,7 +109,9 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
     match key {
         "allow_compat_mode" => config.allow_compat_mode = as_bool(origin, key, value)?,
         "force_compat_mode" => config.force_compat_mode = as_bool(origin, key, value)?,
-        "unsupported_file_systems" => config.unsupported_file_systems = as_bool(origin, key, value)?,
+        "unsupported_file_systems" => {
+            config.unsupported_file_systems = as_bool(origin, key, value)?
+        }
         "posix_unaligned_writes" => config.posix_unaligned_writes = as_bool(origin, key, value)?,
         "gds_rdma_write_support" => config.gds_rdma_write_support = as_bool(origin, key, value)?,
         "use_pci_p2pdma" => config.use_pci_p2pdma = as_bool(origin, key, value)?,
@@ -119,7 +122,9 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
             let mut order = Vec::with_capacity(arr.len());
             for item in arr {
                 match item.as_str() {
-                    Some(s) if ROUTING_CHOICES.contains(&s.trim()) => order.push(s.trim().to_owned()),
+                    Some(s) if ROUTING_CHOICES.contains(&s.trim()) => {
+                        order.push(s.trim().to_owned())
+                    }
                     _ => return Err(type_error(origin, key, want, value)),
                 }
             }
@@ -130,9 +135,13 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "task_size" => config.task_size = as_usize(origin, key, value)?,
         "bounce_buffer_size" => config.bounce_buffer_size = as_usize(origin, key, value)?,
         "buffered_chunk_size" => config.buffered_chunk_size = as_usize(origin, key, value)?,
-        "bounce_buffers_per_thread" => config.bounce_buffers_per_thread = as_usize(origin, key, value)?,
+        "bounce_buffers_per_thread" => {
+            config.bounce_buffers_per_thread = as_usize(origin, key, value)?
+        }
         "direct_io" => {
-            let s = value.as_str().ok_or_else(|| type_error(origin, key, "\"auto\", \"on\" or \"off\"", value))?;
+            let s = value
+                .as_str()
+                .ok_or_else(|| type_error(origin, key, "\"auto\", \"on\" or \"off\"", value))?;
             config.direct_io = match s.to_ascii_lowercase().as_str() {
                 "auto" => DirectIoPolicy::Auto,
                 "on" => DirectIoPolicy::On,
@@ -142,7 +151,8 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         }
         "hot_cache_fraction" => {
             let f = value.as_f64().filter(|f| (0.0..=1.0).contains(f));
-            config.hot_cache_fraction = f.ok_or_else(|| type_error(origin, key, "a number between 0 and 1", value))?;
+            config.hot_cache_fraction =
+                f.ok_or_else(|| type_error(origin, key, "a number between 0 and 1", value))?;
         }
         "page_cache_dma" => config.page_cache_dma = as_bool(origin, key, value)?,
         _ => return Err(unknown(origin, key)),

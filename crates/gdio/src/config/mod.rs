@@ -131,7 +131,12 @@ impl Default for Config {
             use_pci_p2pdma: false,
             fs,
             rdma_dynamic_routing: false,
-            rdma_dynamic_routing_order: vec!["GPU_MEM_NVLINKS".into(), "GPU_MEM".into(), "SYS_MEM".into(), "P2P".into()],
+            rdma_dynamic_routing_order: vec![
+                "GPU_MEM_NVLINKS".into(),
+                "GPU_MEM".into(),
+                "SYS_MEM".into(),
+                "P2P".into(),
+            ],
             threads: default_threads(),
             write_threads: 4,
             task_size: 8 << 20,
@@ -149,7 +154,9 @@ impl Config {
     /// Checks values that would make the engine misbehave.
     pub fn validate(&self) -> crate::Result<()> {
         use crate::{Error, ErrorKind};
-        let bad = |key: &str, why: &str| Err(Error::new(ErrorKind::Config, format!("config key {key}: {why}")));
+        let bad = |key: &str, why: &str| {
+            Err(Error::new(ErrorKind::Config, format!("config key {key}: {why}")))
+        };
         if self.threads == 0 || self.threads > 1024 {
             return bad("threads", "must be between 1 and 1024");
         }
@@ -178,17 +185,25 @@ impl Config {
     /// `CUFILE_ENV_PATH_JSON`) < environment variables. Values set in code come after, with
     /// [`LoadedConfig::set`].
     pub fn load() -> crate::Result<LoadedConfig> {
-        LoadedConfig::from_vars(std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))))
+        LoadedConfig::from_vars(
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+        )
     }
 
     /// Like [`Config::load`], with the environment given as `(name, value)` pairs (for tests
     /// and for callers that keep their own environment).
-    pub fn load_from_vars(vars: impl IntoIterator<Item = (String, String)>) -> crate::Result<LoadedConfig> {
+    pub fn load_from_vars(
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> crate::Result<LoadedConfig> {
         LoadedConfig::from_vars(vars)
     }
 
     /// The settings of filesystem `name`, or the defaults for one not listed.
     pub fn fs_config(&self, name: &str) -> FsConfig {
-        self.fs.get(name).cloned().unwrap_or(FsConfig { posix_gds_min_kb: 0, rdma_write_support: true })
+        self.fs
+            .get(name)
+            .cloned()
+            .unwrap_or(FsConfig { posix_gds_min_kb: 0, rdma_write_support: true })
     }
 }

@@ -86,17 +86,27 @@ impl LoadedConfig {
     pub(crate) fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Result<Self> {
         let vars: Vec<(String, String)> = vars.into_iter().collect();
         let mut loaded = LoadedConfig::defaults();
-        let file_var = env::FILE_VARS
-            .iter()
-            .find_map(|name| vars.iter().rev().find(|(k, v)| k == name && !v.trim().is_empty()).map(|(k, v)| (k.clone(), v.clone())));
+        let file_var = env::FILE_VARS.iter().find_map(|name| {
+            vars.iter()
+                .rev()
+                .find(|(k, v)| k == name && !v.trim().is_empty())
+                .map(|(k, v)| (k.clone(), v.clone()))
+        });
         if let Some((var, path)) = file_var {
             let path = PathBuf::from(path);
             let settings = json::read(&path).map_err(|e| {
-                crate::Error::new(ErrorKind::Config, format!("{} (named by {var})", e)).with_path(&path)
+                crate::Error::new(ErrorKind::Config, format!("{} (named by {var})", e))
+                    .with_path(&path)
             })?;
             let origin = format!("config file {}", path.display());
             for (key, value) in settings {
-                loaded.apply(&key, &value, Source::File, &origin, Some(path.display().to_string()))?;
+                loaded.apply(
+                    &key,
+                    &value,
+                    Source::File,
+                    &origin,
+                    Some(path.display().to_string()),
+                )?;
             }
             loaded.file = Some(path);
         }
@@ -108,7 +118,14 @@ impl LoadedConfig {
         Ok(loaded)
     }
 
-    fn apply(&mut self, key: &str, value: &Value, source: Source, origin: &str, detail: Option<String>) -> Result<()> {
+    fn apply(
+        &mut self,
+        key: &str,
+        value: &Value,
+        source: Source,
+        origin: &str,
+        detail: Option<String>,
+    ) -> Result<()> {
         keys::set(&mut self.config, key, value, origin)?;
         let key = match keys::split_fs_key(key) {
             Some((name, k)) => format!("fs.{}.{k}", keys::fs_name(name)),
@@ -124,7 +141,9 @@ impl LoadedConfig {
     pub fn set(&mut self, key: &str, value: impl Into<Value>) -> Result<()> {
         let before = self.clone();
         let value = value.into();
-        let r = self.apply(key, &value, Source::Code, "code", None).and_then(|()| self.config.validate());
+        let r = self
+            .apply(key, &value, Source::Code, "code", None)
+            .and_then(|()| self.config.validate());
         if r.is_err() {
             *self = before;
         }
@@ -157,7 +176,8 @@ impl LoadedConfig {
             .into_iter()
             .map(|key| {
                 let value = keys::get(&self.config, &key).unwrap_or(Value::Null);
-                let (source, origin) = self.sources.get(&key).cloned().unwrap_or((Source::Default, None));
+                let (source, origin) =
+                    self.sources.get(&key).cloned().unwrap_or((Source::Default, None));
                 ConfigEntry { key, value, source, origin }
             })
             .collect()

@@ -70,7 +70,14 @@ unsafe impl Sync for Job {}
 
 impl Job {
     /// A job over `tasks`; the caller must keep `file` alive until [`Job::wait`] returns.
-    pub(crate) fn new(op: Op, file: &FileHandle, buf: BufferRef, offset: u64, tasks: Vec<Task>, direct: DirectChoice) -> Job {
+    pub(crate) fn new(
+        op: Op,
+        file: &FileHandle,
+        buf: BufferRef,
+        offset: u64,
+        tasks: Vec<Task>,
+        direct: DirectChoice,
+    ) -> Job {
         Job {
             op,
             file,

@@ -16,10 +16,17 @@ pub struct Lane {
 
 impl Lane {
     /// `count` pinned buffers of `size` bytes and a stream with one marker per buffer.
-    pub fn new(runtime: &Arc<dyn GpuRuntime>, ordinal: usize, size: usize, count: usize) -> Result<Lane> {
+    pub fn new(
+        runtime: &Arc<dyn GpuRuntime>,
+        ordinal: usize,
+        size: usize,
+        count: usize,
+    ) -> Result<Lane> {
         runtime.bind_thread(ordinal)?;
         let stream = runtime.new_stream(ordinal, count)?;
-        let buffers = (0..count).map(|_| PinnedBuffer::new(runtime, ordinal, size)).collect::<Result<Vec<_>>>()?;
+        let buffers = (0..count)
+            .map(|_| PinnedBuffer::new(runtime, ordinal, size))
+            .collect::<Result<Vec<_>>>()?;
         Ok(Lane { stream, buffers, next: 0 })
     }
 

@@ -17,7 +17,11 @@ struct Mapping {
 }
 
 impl Mapping {
-    fn new(fd: std::os::fd::BorrowedFd<'_>, offset: u64, len: usize) -> std::result::Result<Mapping, i32> {
+    fn new(
+        fd: std::os::fd::BorrowedFd<'_>,
+        offset: u64,
+        len: usize,
+    ) -> std::result::Result<Mapping, i32> {
         // SAFETY: a fresh shared read-only mapping; nothing else refers to it; it is unmapped in
         // Drop. MAP_POPULATE maps the (cached) pages now instead of faulting them in later.
         let p = unsafe {
@@ -45,14 +49,22 @@ impl Drop for Mapping {
 }
 
 /// Reads a task into GPU memory by DMA from the page cache.
-pub(crate) fn read_to_device(job: &Job, task: Task, lane: &mut Lane, runtime: &dyn GpuRuntime, ordinal: usize) -> Result<TaskResult> {
+pub(crate) fn read_to_device(
+    job: &Job,
+    task: Task,
+    lane: &mut Lane,
+    runtime: &dyn GpuRuntime,
+    ordinal: usize,
+) -> Result<TaskResult> {
     let file = job.file();
     let page = rustix::param::page_size() as u64;
     let start = task.offset / page * page;
     let shift = (task.offset - start) as usize;
     let map_len = (shift as u64 + task.len).div_ceil(page) * page;
     let map = Mapping::new(file.buffered_fd(), start, map_len as usize).map_err(|e| {
-        Error::from_errno(e, "mmap of the file range failed").with_path(file.path()).with_range(task.offset, task.len)
+        Error::from_errno(e, "mmap of the file range failed")
+            .with_path(file.path())
+            .with_range(task.offset, task.len)
     })?;
     // SAFETY: the mapping stays alive until after the unregister below.
     unsafe { runtime.register_host(ordinal, map.ptr, map.len, true) }
@@ -60,7 +72,8 @@ pub(crate) fn read_to_device(job: &Job, task: Task, lane: &mut Lane, runtime: &d
     let dst = job.buf.addr + task.rel;
     // SAFETY: the registered mapping covers `shift + task.len` bytes; the device range lies
     // inside the job's buffer; we synchronize before unregistering and unmapping.
-    let copied = unsafe { lane.stream.copy_to_device(dst, map.ptr.add(shift), task.len as usize) }.and_then(|_| lane.stream.synchronize());
+    let copied = unsafe { lane.stream.copy_to_device(dst, map.ptr.add(shift), task.len as usize) }
+        .and_then(|_| lane.stream.synchronize());
     // SAFETY: the copy is complete (or failed); the mapping is still alive.
     let unreg = unsafe { runtime.unregister_host(ordinal, map.ptr) };
     copied?;

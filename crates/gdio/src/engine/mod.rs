@@ -75,7 +75,10 @@ pub struct Engine {
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine").field("runtime", &self.runtime.name()).field("config", &self.config).finish()
+        f.debug_struct("Engine")
+            .field("runtime", &self.runtime.name())
+            .field("config", &self.config)
+            .finish()
     }
 }
 
@@ -85,8 +88,16 @@ impl Engine {
     /// Threads start at the first request.
     pub fn new(runtime: Arc<dyn GpuRuntime>, config: &Config) -> Engine {
         let config = config.clone();
-        let shape = LaneShape { size: config.bounce_buffer_size, count: config.bounce_buffers_per_thread.max(2) };
-        Engine { pool: Pool::new(runtime.clone(), config.threads.max(1), shape), runtime, config, counters: Counters::default() }
+        let shape = LaneShape {
+            size: config.bounce_buffer_size,
+            count: config.bounce_buffers_per_thread.max(2),
+        };
+        Engine {
+            pool: Pool::new(runtime.clone(), config.threads.max(1), shape),
+            runtime,
+            config,
+            counters: Counters::default(),
+        }
     }
 
     /// The runtime.
@@ -121,18 +132,28 @@ impl Engine {
         match (self.config.direct_io, op) {
             (DirectIoPolicy::Off, _) => DirectChoice::Never,
             (DirectIoPolicy::On, _) => DirectChoice::Always,
-            (DirectIoPolicy::Auto, Op::Read) => DirectChoice::WhenCold(self.config.hot_cache_fraction),
+            (DirectIoPolicy::Auto, Op::Read) => {
+                DirectChoice::WhenCold(self.config.hot_cache_fraction)
+            }
             (DirectIoPolicy::Auto, Op::Write) => DirectChoice::Never,
         }
     }
 
-    fn run(&self, op: Op, file: &FileHandle, buf: BufferRef, offset: u64, len: u64) -> Result<Transfer> {
+    fn run(
+        &self,
+        op: Op,
+        file: &FileHandle,
+        buf: BufferRef,
+        offset: u64,
+        len: u64,
+    ) -> Result<Transfer> {
         let align = transfer::direct_align(file);
         let tasks = plan::split(offset, len, self.config.task_size as u64, align);
         if tasks.is_empty() {
             return Ok(Transfer::default());
         }
-        let cap = if op == Op::Write { self.config.write_threads.max(1) } else { self.pool.threads() };
+        let cap =
+            if op == Op::Write { self.config.write_threads.max(1) } else { self.pool.threads() };
         let workers = tasks.len().min(cap);
         let mut job = Job::new(op, file, buf, offset, tasks, self.direct_choice(op));
         job.buffered_chunk = self.config.buffered_chunk_size.max(4096) as u64;
@@ -163,7 +184,9 @@ impl Engine {
     pub fn read(&self, file: &FileHandle, dst: BufferRef, offset: u64) -> Result<Transfer> {
         let len = dst.len as u64;
         if !file.is_readable() {
-            return Err(Error::new(ErrorKind::PermissionDenied, "handle was opened write-only").with_path(file.path()).with_range(offset, len));
+            return Err(Error::new(ErrorKind::PermissionDenied, "handle was opened write-only")
+                .with_path(file.path())
+                .with_range(offset, len));
         }
         if len == 0 {
             return Ok(Transfer::default());
@@ -173,10 +196,13 @@ impl Engine {
             size = file.refresh_size()?;
         }
         if offset > size {
-            return Err(Error::new(ErrorKind::InvalidInput, format!("offset {offset} is beyond the end of the file ({size} bytes)"))
-                .with_errno(libc::EINVAL)
-                .with_path(file.path())
-                .with_range(offset, len));
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("offset {offset} is beyond the end of the file ({size} bytes)"),
+            )
+            .with_errno(libc::EINVAL)
+            .with_path(file.path())
+            .with_range(offset, len));
         }
         let len = len.min(size - offset);
         self.run(Op::Read, file, dst, offset, len)
@@ -186,10 +212,13 @@ impl Engine {
     pub fn write(&self, file: &FileHandle, src: BufferRef, offset: u64) -> Result<Transfer> {
         let len = src.len as u64;
         if !file.is_writable() {
-            return Err(Error::new(ErrorKind::PermissionDenied, "handle was opened read-only; open it for writing")
-                .with_errno(libc::EBADF)
-                .with_path(file.path())
-                .with_range(offset, len));
+            return Err(Error::new(
+                ErrorKind::PermissionDenied,
+                "handle was opened read-only; open it for writing",
+            )
+            .with_errno(libc::EBADF)
+            .with_path(file.path())
+            .with_range(offset, len));
         }
         if len == 0 {
             return Ok(Transfer::default());

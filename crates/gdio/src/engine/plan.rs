@@ -74,7 +74,10 @@ mod tests {
         assert_eq!(t[0], Task { rel: 0, offset: 100, len: 3996 });
         assert_eq!(t[1], Task { rel: 3996, offset: 4096, len: 4096 });
         assert_eq!(t.last().unwrap().offset + t.last().unwrap().len, 10_100);
-        assert_eq!(pieces(100, 10_000, 4096), Pieces { head: 3996, middle: 4096, tail: 10_100 - 8192 });
+        assert_eq!(
+            pieces(100, 10_000, 4096),
+            Pieces { head: 3996, middle: 4096, tail: 10_100 - 8192 }
+        );
         assert_eq!(pieces(4096, 8192, 4096), Pieces { head: 0, middle: 8192, tail: 0 });
         assert_eq!(pieces(1, 100, 4096), Pieces { head: 100, middle: 0, tail: 0 });
     }

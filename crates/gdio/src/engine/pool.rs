@@ -7,8 +7,8 @@ use std::thread::JoinHandle;
 
 use super::job::Job;
 use super::lane::Lane;
-use super::transfer::{self, ReadPath};
 use super::mapped;
+use super::transfer::{self, ReadPath};
 use crate::backend::Op;
 use crate::error::{Error, Result};
 use crate::gpu::GpuRuntime;
@@ -107,7 +107,11 @@ impl Pool {
         {
             let mut q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
             for _ in 0..self.threads {
-                q.jobs.push_back(Work::Warm(Warm { ordinal, barrier: barrier.clone(), error: error.clone() }));
+                q.jobs.push_back(Work::Warm(Warm {
+                    ordinal,
+                    barrier: barrier.clone(),
+                    error: error.clone(),
+                }));
             }
         }
         self.shared.cv.notify_all();
@@ -130,12 +134,19 @@ impl Drop for Pool {
     }
 }
 
-fn lane<'a>(lanes: &'a mut HashMap<usize, Lane>, shared: &Shared, ordinal: usize) -> Result<&'a mut Lane> {
+fn lane<'a>(
+    lanes: &'a mut HashMap<usize, Lane>,
+    shared: &Shared,
+    ordinal: usize,
+) -> Result<&'a mut Lane> {
     match lanes.entry(ordinal) {
         std::collections::hash_map::Entry::Occupied(e) => Ok(e.into_mut()),
-        std::collections::hash_map::Entry::Vacant(e) => {
-            Ok(e.insert(Lane::new(&shared.runtime, ordinal, shared.shape.size, shared.shape.count)?))
-        }
+        std::collections::hash_map::Entry::Vacant(e) => Ok(e.insert(Lane::new(
+            &shared.runtime,
+            ordinal,
+            shared.shape.size,
+            shared.shape.count,
+        )?)),
     }
 }
 
@@ -170,23 +181,28 @@ fn worker_main(shared: Arc<Shared>) {
             let device = matches!(job.buf.kind, MemoryKind::Device { .. });
             let path = (job.op == Op::Read).then(|| transfer::read_path(&job, &task, device));
             let result = match (path, job.buf.kind) {
-                (path, MemoryKind::Device { ordinal }) => match lane(&mut lanes, &shared, ordinal) {
-                    Ok(l) => {
-                        used = Some(ordinal);
-                        match path {
-                            Some(ReadPath::Mapped) => mapped::read_to_device(&job, task, l, &*shared.runtime, ordinal),
-                            Some(p) => transfer::read_to_device(&job, task, l, p),
-                            None => transfer::write_from_device(&job, task, l),
+                (path, MemoryKind::Device { ordinal }) => {
+                    match lane(&mut lanes, &shared, ordinal) {
+                        Ok(l) => {
+                            used = Some(ordinal);
+                            match path {
+                                Some(ReadPath::Mapped) => {
+                                    mapped::read_to_device(&job, task, l, &*shared.runtime, ordinal)
+                                }
+                                Some(p) => transfer::read_to_device(&job, task, l, p),
+                                None => transfer::write_from_device(&job, task, l),
+                            }
                         }
+                        Err(e) => Err(e),
                     }
-                    Err(e) => Err(e),
-                },
+                }
                 (Some(p), _) => transfer::read_to_host(&job, task, p),
                 (None, _) => transfer::write_from_host(&job, task),
             };
             job.finish(task, result);
         }
-        let sync_err = used.and_then(|o| lanes.get_mut(&o)).and_then(|l| l.stream.synchronize().err());
+        let sync_err =
+            used.and_then(|o| lanes.get_mut(&o)).and_then(|l| l.stream.synchronize().err());
         job.leave(sync_err);
     }
 }

@@ -32,11 +32,14 @@ pub(crate) fn read_path(job: &Job, task: &Task, device: bool) -> ReadPath {
     let wants_mapped = job.page_cache_dma && device;
     let hot_fraction = match job.direct {
         DirectChoice::WhenCold(h) => h,
-        DirectChoice::Always if !wants_mapped => return if can_direct { ReadPath::Direct } else { ReadPath::Buffered },
+        DirectChoice::Always if !wants_mapped => {
+            return if can_direct { ReadPath::Direct } else { ReadPath::Buffered }
+        }
         DirectChoice::Never if !wants_mapped => return ReadPath::Buffered,
         _ => 0.5,
     };
-    let hot = residency::residency(file.buffered_fd(), task.offset, task.len).map(|r| r.fraction() >= hot_fraction);
+    let hot = residency::residency(file.buffered_fd(), task.offset, task.len)
+        .map(|r| r.fraction() >= hot_fraction);
     match (hot, job.direct) {
         (Some(true), _) if wants_mapped => ReadPath::Mapped,
         (_, DirectChoice::Always) if can_direct => ReadPath::Direct,
@@ -54,7 +57,14 @@ fn io_error(file: &FileHandle, what: &str, errno: i32, offset: u64, len: u64) ->
 ///
 /// # Safety
 /// `dst` must be valid for writes of `len` bytes.
-unsafe fn read_range(file: &FileHandle, dst: *mut u8, off: u64, len: u64, direct: bool, align: u64) -> Result<(u64, u64)> {
+unsafe fn read_range(
+    file: &FileHandle,
+    dst: *mut u8,
+    off: u64,
+    len: u64,
+    direct: bool,
+    align: u64,
+) -> Result<(u64, u64)> {
     let buffered = |dst: *mut u8, off: u64, len: u64| -> Result<u64> {
         // SAFETY: the caller's range covers these bytes.
         unsafe { posix::pread_full_raw(file.buffered_fd(), dst, len as usize, off) }
@@ -62,7 +72,8 @@ unsafe fn read_range(file: &FileHandle, dst: *mut u8, off: u64, len: u64, direct
             .map_err(|e| io_error(file, "buffered read failed", e, off, len))
     };
     let p = pieces(off, len, align);
-    let direct_fd = file.direct_fd().filter(|_| direct && p.middle > 0 && (dst as u64 + p.head) % align == 0);
+    let direct_fd =
+        file.direct_fd().filter(|_| direct && p.middle > 0 && (dst as u64 + p.head) % align == 0);
     let Some(dfd) = direct_fd else {
         return Ok((buffered(dst, off, len)?, 0));
     };
@@ -96,15 +107,31 @@ unsafe fn read_range(file: &FileHandle, dst: *mut u8, off: u64, len: u64, direct
 ///
 /// # Safety
 /// `src` must be valid for reads of `len` bytes.
-unsafe fn write_range(file: &FileHandle, src: *const u8, off: u64, len: u64, direct: bool, align: u64) -> Result<u64> {
+unsafe fn write_range(
+    file: &FileHandle,
+    src: *const u8,
+    off: u64,
+    len: u64,
+    direct: bool,
+    align: u64,
+) -> Result<u64> {
     let buffered = |src: *const u8, off: u64, len: u64| -> Result<()> {
         // SAFETY: the caller's range covers these bytes.
-        unsafe { posix::pwrite_all_raw(file.buffered_fd(), src, len as usize, off) }.map_err(|(done, e)| {
-            io_error(file, &format!("write failed after {done} of {len} bytes reached the file"), e, off, len)
-        })
+        unsafe { posix::pwrite_all_raw(file.buffered_fd(), src, len as usize, off) }.map_err(
+            |(done, e)| {
+                io_error(
+                    file,
+                    &format!("write failed after {done} of {len} bytes reached the file"),
+                    e,
+                    off,
+                    len,
+                )
+            },
+        )
     };
     let p = pieces(off, len, align);
-    let direct_fd = file.direct_fd().filter(|_| direct && p.middle > 0 && (src as u64 + p.head) % align == 0);
+    let direct_fd =
+        file.direct_fd().filter(|_| direct && p.middle > 0 && (src as u64 + p.head) % align == 0);
     let Some(dfd) = direct_fd else {
         buffered(src, off, len)?;
         return Ok(0);
@@ -119,7 +146,13 @@ unsafe fn write_range(file: &FileHandle, src: *const u8, off: u64, len: u64, dir
                 buffered(mid_src, mid_off, p.middle + p.tail)?;
                 return Ok(0);
             }
-            return Err(io_error(file, &format!("O_DIRECT write failed after {done} of {} bytes", p.middle), e, mid_off, p.middle));
+            return Err(io_error(
+                file,
+                &format!("O_DIRECT write failed after {done} of {} bytes", p.middle),
+                e,
+                mid_off,
+                p.middle,
+            ));
         }
         buffered(mid_src.add(p.middle as usize), mid_off + p.middle, p.tail)?;
     }
@@ -133,7 +166,8 @@ pub(crate) fn read_to_host(job: &Job, task: Task, path: ReadPath) -> Result<Task
     let direct = path == ReadPath::Direct;
     // SAFETY: the task lies inside the job's buffer, which the submitter keeps valid and
     // exclusive until the job is done.
-    let (bytes, direct_bytes) = unsafe { read_range(file, dst, task.offset, task.len, direct, direct_align(file))? };
+    let (bytes, direct_bytes) =
+        unsafe { read_range(file, dst, task.offset, task.len, direct, direct_align(file))? };
     Ok(TaskResult { bytes, direct_bytes, mapped_bytes: 0 })
 }
 
@@ -143,14 +177,21 @@ pub(crate) fn write_from_host(job: &Job, task: Task) -> Result<TaskResult> {
     let src = (job.buf.addr + task.rel) as *const u8;
     let direct = matches!(job.direct, DirectChoice::Always);
     // SAFETY: the task lies inside the job's buffer, valid until the job is done.
-    let direct_bytes = unsafe { write_range(file, src, task.offset, task.len, direct, direct_align(file))? };
+    let direct_bytes =
+        unsafe { write_range(file, src, task.offset, task.len, direct, direct_align(file))? };
     Ok(TaskResult { bytes: task.len, direct_bytes, mapped_bytes: 0 })
 }
 
 /// Usable bytes of a bounce buffer and the in-buffer shift for a chunk at `off`. A direct chunk
 /// is placed so that aligned file offsets land on aligned buffer addresses, and it ends on an
 /// aligned offset, so the chunks after the first are whole aligned blocks of the buffer's size.
-fn chunk_geometry(lane: &Lane, direct: bool, align: u64, off: u64, buffered_chunk: u64) -> (u64, u64) {
+fn chunk_geometry(
+    lane: &Lane,
+    direct: bool,
+    align: u64,
+    off: u64,
+    buffered_chunk: u64,
+) -> (u64, u64) {
     let size = lane.buffer_size() as u64;
     if direct && align < size / 2 {
         let shift = off % align;
@@ -164,7 +205,12 @@ fn chunk_geometry(lane: &Lane, direct: bool, align: u64, off: u64, buffered_chun
 
 /// Reads a task into GPU memory through the lane's bounce ring: read chunk into a pinned buffer,
 /// queue its copy, move on to the next buffer while the copy runs.
-pub(crate) fn read_to_device(job: &Job, task: Task, lane: &mut Lane, path: ReadPath) -> Result<TaskResult> {
+pub(crate) fn read_to_device(
+    job: &Job,
+    task: Task,
+    lane: &mut Lane,
+    path: ReadPath,
+) -> Result<TaskResult> {
     let file = job.file();
     let align = direct_align(file);
     let direct = path == ReadPath::Direct;
@@ -202,13 +248,14 @@ pub(crate) fn write_from_device(job: &Job, task: Task, lane: &mut Lane) -> Resul
     let mut res = TaskResult::default();
     let mut pending: Option<(usize, *const u8, u64, u64)> = None;
     let mut queued = 0u64;
-    let flush = |lane: &mut Lane, p: (usize, *const u8, u64, u64), res: &mut TaskResult| -> Result<()> {
-        lane.stream.wait(p.0)?;
-        // SAFETY: the pinned range holds `p.3` bytes copied from the device (waited for above).
-        res.direct_bytes += unsafe { write_range(file, p.1, p.2, p.3, direct, align)? };
-        res.bytes += p.3;
-        Ok(())
-    };
+    let flush =
+        |lane: &mut Lane, p: (usize, *const u8, u64, u64), res: &mut TaskResult| -> Result<()> {
+            lane.stream.wait(p.0)?;
+            // SAFETY: the pinned range holds `p.3` bytes copied from the device (waited for above).
+            res.direct_bytes += unsafe { write_range(file, p.1, p.2, p.3, direct, align)? };
+            res.bytes += p.3;
+            Ok(())
+        };
     while queued < task.len {
         let off = task.offset + queued;
         let (cap, shift) = chunk_geometry(lane, direct, align, off, job.buffered_chunk);

@@ -97,7 +97,8 @@ fn reject_non_files(f: &File, path: &Path) -> Result<()> {
             .with_path(path));
     }
     if ft != libc::S_IFREG && ft != libc::S_IFBLK {
-        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file or block device").with_path(path));
+        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file or block device")
+            .with_path(path));
     }
     Ok(())
 }
@@ -140,7 +141,8 @@ impl FileHandle {
     pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<FileHandle> {
         let path = path.as_ref();
         if !options.read && !options.write {
-            return Err(Error::new(ErrorKind::InvalidInput, "open needs read, write or both").with_path(path));
+            return Err(Error::new(ErrorKind::InvalidInput, "open needs read, write or both")
+                .with_path(path));
         }
         if options.write {
             if let Ok(md) = std::fs::metadata(path) {
@@ -152,7 +154,10 @@ impl FileHandle {
                 if md.is_file() && md.mode() & 0o222 == 0 {
                     return Err(Error::new(
                         ErrorKind::PermissionDenied,
-                        format!("file is read-only (mode {:o}); refusing to open it for writing", md.mode() & 0o7777),
+                        format!(
+                            "file is read-only (mode {:o}); refusing to open it for writing",
+                            md.mode() & 0o7777
+                        ),
                     )
                     .with_errno(libc::EACCES)
                     .with_path(path));
@@ -199,7 +204,10 @@ impl FileHandle {
         if self.info.file_type == FileType::BlockDevice {
             return Ok(self.size());
         }
-        let md = self.buffered.metadata().map_err(|e| Error::from_io(&e, "fstat failed").with_path(self.path()))?;
+        let md = self
+            .buffered
+            .metadata()
+            .map_err(|e| Error::from_io(&e, "fstat failed").with_path(self.path()))?;
         self.size.store(md.len(), Ordering::Release);
         Ok(md.len())
     }
@@ -220,15 +228,23 @@ impl FileHandle {
 
     /// Flushes written data and metadata to the device (`fsync`).
     pub fn sync_all(&self) -> Result<()> {
-        self.buffered.sync_all().map_err(|e| Error::from_io(&e, "fsync failed").with_path(self.path()))
+        self.buffered
+            .sync_all()
+            .map_err(|e| Error::from_io(&e, "fsync failed").with_path(self.path()))
     }
 
     /// Sets the file's length (`ftruncate`).
     pub fn set_len(&self, len: u64) -> Result<()> {
         if !self.is_writable() {
-            return Err(Error::new(ErrorKind::PermissionDenied, "set_len on a handle opened read-only").with_path(self.path()));
+            return Err(Error::new(
+                ErrorKind::PermissionDenied,
+                "set_len on a handle opened read-only",
+            )
+            .with_path(self.path()));
         }
-        self.buffered.set_len(len).map_err(|e| Error::from_io(&e, "ftruncate failed").with_path(self.path()))?;
+        self.buffered
+            .set_len(len)
+            .map_err(|e| Error::from_io(&e, "ftruncate failed").with_path(self.path()))?;
         self.size.store(len, Ordering::Release);
         Ok(())
     }
@@ -262,7 +278,8 @@ mod tests {
         let p = d.path().join("ro");
         std::fs::write(&p, b"keep me").unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o444)).unwrap();
-        let e = FileHandle::open_with(&p, OpenOptions::new().write(true).truncate(true)).unwrap_err();
+        let e =
+            FileHandle::open_with(&p, OpenOptions::new().write(true).truncate(true)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::PermissionDenied);
         assert!(e.to_string().contains("read-only"), "{e}");
         assert_eq!(std::fs::read(&p).unwrap(), b"keep me");

@@ -87,7 +87,9 @@ pub fn find<'a>(entries: &'a [MountEntry], path: &Path, dev: (u32, u32)) -> Opti
         .filter(|e| e.dev == dev)
         .filter(by_prefix)
         .max_by_key(|e| e.mount_point.as_os_str().len())
-        .or_else(|| entries.iter().filter(by_prefix).max_by_key(|e| e.mount_point.as_os_str().len()))
+        .or_else(|| {
+            entries.iter().filter(by_prefix).max_by_key(|e| e.mount_point.as_os_str().len())
+        })
 }
 
 /// Reads `/proc/self/mountinfo` and finds the mount of `path`.
@@ -124,8 +126,14 @@ mod tests {
     fn finds_longest_prefix_on_device() {
         let e = parse(SAMPLE);
         assert_eq!(find(&e, Path::new("/dev/shm/x"), (0, 26)).unwrap().fs_type, "tmpfs");
-        assert_eq!(find(&e, Path::new("/data/a/b"), (252, 3)).unwrap().option("data"), Some("writeback"));
-        assert_eq!(find(&e, Path::new("/home/u/f"), (252, 1)).unwrap().mount_point, PathBuf::from("/"));
+        assert_eq!(
+            find(&e, Path::new("/data/a/b"), (252, 3)).unwrap().option("data"),
+            Some("writeback")
+        );
+        assert_eq!(
+            find(&e, Path::new("/home/u/f"), (252, 1)).unwrap().mount_point,
+            PathBuf::from("/")
+        );
         // Unknown device: falls back to the longest prefix.
         assert_eq!(find(&e, Path::new("/mnt/my data/f"), (9, 9)).unwrap().fs_type, "xfs");
     }

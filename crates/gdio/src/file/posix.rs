@@ -14,12 +14,22 @@ pub fn pread_full(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> Result<usi
 ///
 /// # Safety
 /// `dst` must be valid for writes of `len` bytes for the duration of the call.
-pub unsafe fn pread_full_raw(fd: BorrowedFd<'_>, dst: *mut u8, len: usize, offset: u64) -> Result<usize, i32> {
+pub unsafe fn pread_full_raw(
+    fd: BorrowedFd<'_>,
+    dst: *mut u8,
+    len: usize,
+    offset: u64,
+) -> Result<usize, i32> {
     let mut done = 0usize;
     while done < len {
         // SAFETY: `dst + done .. dst + len` is inside the range the caller vouched for.
         let rc = unsafe {
-            libc::pread64(fd.as_raw_fd(), dst.add(done).cast(), len - done, (offset + done as u64) as libc::off64_t)
+            libc::pread64(
+                fd.as_raw_fd(),
+                dst.add(done).cast(),
+                len - done,
+                (offset + done as u64) as libc::off64_t,
+            )
         };
         if rc < 0 {
             let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
@@ -47,12 +57,22 @@ pub fn pwrite_all(fd: BorrowedFd<'_>, buf: &[u8], offset: u64) -> Result<(), (us
 ///
 /// # Safety
 /// `src` must be valid for reads of `len` bytes for the duration of the call.
-pub unsafe fn pwrite_all_raw(fd: BorrowedFd<'_>, src: *const u8, len: usize, offset: u64) -> Result<(), (usize, i32)> {
+pub unsafe fn pwrite_all_raw(
+    fd: BorrowedFd<'_>,
+    src: *const u8,
+    len: usize,
+    offset: u64,
+) -> Result<(), (usize, i32)> {
     let mut done = 0usize;
     while done < len {
         // SAFETY: `src + done .. src + len` is inside the range the caller vouched for.
         let rc = unsafe {
-            libc::pwrite64(fd.as_raw_fd(), src.add(done).cast(), len - done, (offset + done as u64) as libc::off64_t)
+            libc::pwrite64(
+                fd.as_raw_fd(),
+                src.add(done).cast(),
+                len - done,
+                (offset + done as u64) as libc::off64_t,
+            )
         };
         if rc < 0 {
             let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
@@ -81,7 +101,13 @@ mod tests {
         let p = d.path().join("f");
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let data: Vec<u8> = (0..100_003).map(|_| rng.random()).collect();
-        let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&p)
+            .unwrap();
         pwrite_all(f.as_fd(), &data, 17).unwrap();
         let mut back = vec![0u8; 200_000];
         let n = pread_full(f.as_fd(), &mut back, 17).unwrap();

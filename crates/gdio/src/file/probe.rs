@@ -57,7 +57,11 @@ impl FsInfo {
         if self.name != "ext4" {
             return None;
         }
-        let explicit = self.super_options.iter().chain(&self.mount_options).find_map(|o| o.strip_prefix("data="));
+        let explicit = self
+            .super_options
+            .iter()
+            .chain(&self.mount_options)
+            .find_map(|o| o.strip_prefix("data="));
         Some(explicit.unwrap_or("ordered").to_owned())
     }
 
@@ -66,7 +70,16 @@ impl FsInfo {
     pub fn is_distributed(&self) -> bool {
         matches!(
             self.name.as_str(),
-            "nfs" | "nfs4" | "lustre" | "wekafs" | "gpfs" | "beegfs" | "cifs" | "smb3" | "ceph" | "fuse.glusterfs"
+            "nfs"
+                | "nfs4"
+                | "lustre"
+                | "wekafs"
+                | "gpfs"
+                | "beegfs"
+                | "cifs"
+                | "smb3"
+                | "ceph"
+                | "fuse.glusterfs"
         )
     }
 }
@@ -143,7 +156,8 @@ fn logical_block_size(dev: (u32, u32), fd: BorrowedFd<'_>, is_block: bool) -> Op
     if is_block {
         let mut sz: libc::c_int = 0;
         // SAFETY: BLKSSZGET writes one int through the pointer, which points to `sz`.
-        let rc = unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&fd), libc::BLKSSZGET, &mut sz) };
+        let rc =
+            unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&fd), libc::BLKSSZGET, &mut sz) };
         if rc == 0 && sz > 0 {
             return Some(sz as u32);
         }
@@ -185,7 +199,8 @@ pub fn probe(path: &Path, fd: BorrowedFd<'_>, direct: DirectIo) -> Result<FileIn
         stx.stx_size
     };
 
-    let sfs = rustix::fs::fstatfs(fd).map_err(|e| Error::from_errno(e.raw_os_error(), "statfs failed").with_path(path))?;
+    let sfs = rustix::fs::fstatfs(fd)
+        .map_err(|e| Error::from_errno(e.raw_os_error(), "statfs failed").with_path(path))?;
     #[allow(clippy::unnecessary_cast)]
     let magic = sfs.f_type as u64;
     let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
@@ -204,7 +219,8 @@ pub fn probe(path: &Path, fd: BorrowedFd<'_>, direct: DirectIo) -> Result<FileIn
         super_options: mount.as_ref().map(|m| m.super_options.clone()).unwrap_or_default(),
     };
 
-    let has_dioalign = stx.stx_mask & StatxFlags::DIOALIGN.bits() != 0 && stx.stx_dio_offset_align != 0;
+    let has_dioalign =
+        stx.stx_mask & StatxFlags::DIOALIGN.bits() != 0 && stx.stx_dio_offset_align != 0;
     let (dio_mem_align, dio_offset_align, align_source) = if has_dioalign {
         (stx.stx_dio_mem_align, stx.stx_dio_offset_align, AlignSource::Statx)
     } else if let Some(lbs) = logical_block_size(fs_dev, fd, file_type == FileType::BlockDevice) {
@@ -232,7 +248,6 @@ pub fn probe_path(path: &Path) -> Result<FileInfo> {
     let direct = super::handle::try_open_direct(path, false);
     probe(path, file.as_fd(), direct.1)
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -57,7 +57,13 @@ fn by_cachestat(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Option<Residency> 
     // SAFETY: cachestat reads one `CachestatRange` and writes one `Cachestat`, both live locals
     // with the kernel's layout.
     let rc = unsafe {
-        libc::syscall(SYS_CACHESTAT, fd.as_raw_fd(), &range as *const CachestatRange, &mut cs as *mut Cachestat, 0u32)
+        libc::syscall(
+            SYS_CACHESTAT,
+            fd.as_raw_fd(),
+            &range as *const CachestatRange,
+            &mut cs as *mut Cachestat,
+            0u32,
+        )
     };
     if rc != 0 {
         return None;
@@ -76,7 +82,14 @@ fn by_mincore(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Option<Residency> {
     // SAFETY: a fresh shared read-only mapping of the file; nothing else refers to it and it is
     // unmapped below before returning.
     let addr = unsafe {
-        libc::mmap(std::ptr::null_mut(), map_len as usize, libc::PROT_READ, libc::MAP_SHARED, fd.as_raw_fd(), start as i64)
+        libc::mmap(
+            std::ptr::null_mut(),
+            map_len as usize,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            fd.as_raw_fd(),
+            start as i64,
+        )
     };
     if addr == libc::MAP_FAILED {
         return None;

@@ -179,7 +179,10 @@ const IOC_READ: u32 = 2;
 
 /// Linux `_IOWR(type, nr, size)` (asm-generic encoding, used by x86-64 and arm64).
 pub const fn iowr(ty: u32, nr: u32, size: usize) -> u32 {
-    ((IOC_READ | IOC_WRITE) << IOC_DIRSHIFT) | (ty << IOC_TYPESHIFT) | (nr << IOC_NRSHIFT) | ((size as u32) << IOC_SIZESHIFT)
+    ((IOC_READ | IOC_WRITE) << IOC_DIRSHIFT)
+        | (ty << IOC_TYPESHIFT)
+        | (nr << IOC_NRSHIFT)
+        | ((size as u32) << IOC_SIZESHIFT)
 }
 
 /// Upstream encodes `sizeof(struct X *)` for most commands (a quirk kept for ABI).

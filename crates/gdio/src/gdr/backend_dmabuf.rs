@@ -35,7 +35,10 @@ impl Dmabuf {
     /// Checks the driver; the error says what is missing.
     pub fn open() -> Result<Dmabuf> {
         if !cuda::lib_present() {
-            return Err(Error::new(ErrorKind::NoGpu, "no libcuda.so: the dma-buf path needs an NVIDIA CUDA 13.3+ (R610+) driver"));
+            return Err(Error::new(
+                ErrorKind::NoGpu,
+                "no libcuda.so: the dma-buf path needs an NVIDIA CUDA 13.3+ (R610+) driver",
+            ));
         }
         let v = cuda::driver_version()?;
         if v < cuda::DMABUF_MMAP_MIN_DRIVER {
@@ -48,7 +51,10 @@ impl Dmabuf {
             ));
         }
         if !cuda::has_symbol("cuMemGetHandleForAddressRange") {
-            return Err(Error::new(ErrorKind::Unsupported, "libcuda lacks cuMemGetHandleForAddressRange: install a CUDA 13.3+ (R610+) driver"));
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                "libcuda lacks cuMemGetHandleForAddressRange: install a CUDA 13.3+ (R610+) driver",
+            ));
         }
         let n = cuda::device_count()?;
         if n == 0 {
@@ -71,25 +77,45 @@ impl Dmabuf {
     pub fn pin(&self, ordinal: i32, addr: u64, size: u64, flags: PinFlags) -> Result<DmabufPin> {
         let page = super::host_page_size() as u64;
         let va = addr & !(page - 1);
-        let end = addr.checked_add(size).and_then(|e| e.checked_next_multiple_of(page)).ok_or_else(|| {
-            Error::new(ErrorKind::InvalidInput, format!("range 0x{addr:x}+{size} overflows"))
-        })?;
+        let end = addr
+            .checked_add(size)
+            .and_then(|e| e.checked_next_multiple_of(page))
+            .ok_or_else(|| {
+                Error::new(ErrorKind::InvalidInput, format!("range 0x{addr:x}+{size} overflows"))
+            })?;
         if !cuda::dmabuf_supported(ordinal)? {
-            return Err(Error::new(ErrorKind::Unsupported, format!("CUDA device {ordinal} does not support dma-buf export")));
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("CUDA device {ordinal} does not support dma-buf export"),
+            ));
         }
         let force_pcie = flags.contains(PinFlags::FORCE_PCIE);
         let fd = cuda::export_dmabuf(ordinal, va, (end - va) as usize, u64::from(force_pcie))?;
-        let mapping_type = if !force_pcie && cuda::coherent_host_page_tables(ordinal)? { MappingType::Caching } else { MappingType::Wc };
+        let mapping_type = if !force_pcie && cuda::coherent_host_page_tables(ordinal)? {
+            MappingType::Caching
+        } else {
+            MappingType::Wc
+        };
         Ok(DmabufPin { fd, va, len: end - va, mapping_type })
     }
 
     /// `mmap(NULL, len, RW, MAP_SHARED, fd, 0)`.
     pub fn mmap(&self, pin: &DmabufPin, len: usize) -> Result<*mut u8> {
         // SAFETY: a fresh shared mapping of the dma-buf; the kernel picks the address.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, pin.fd.as_raw_fd(), 0) };
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                pin.fd.as_raw_fd(),
+                0,
+            )
+        };
         if p == libc::MAP_FAILED {
             let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
-            let mut e = Error::from_errno(errno, format!("mmap of the dma-buf fd ({len} bytes) failed"));
+            let mut e =
+                Error::from_errno(errno, format!("mmap of the dma-buf fd ({len} bytes) failed"));
             if errno == libc::EOPNOTSUPP || errno == libc::ENOTSUP || errno == libc::EINVAL {
                 e = Error::from_errno(errno, format!("mmap of the dma-buf fd ({len} bytes) refused: the driver does not allow CPU mappings of this GPU's dma-bufs (needs R610+)"));
             }
@@ -109,7 +135,10 @@ mod tests {
             Ok(d) => eprintln!("dma-buf path usable here (driver {})", d.driver_version),
             Err(e) => {
                 let s = e.to_string();
-                assert!(s.contains("13.3") || s.contains("dma-buf") || s.contains("DMA_BUF"), "{s}");
+                assert!(
+                    s.contains("13.3") || s.contains("dma-buf") || s.contains("DMA_BUF"),
+                    "{s}"
+                );
             }
         }
     }

@@ -23,7 +23,11 @@ pub(crate) const API_VERSION: u32 = abi::version(super::API_MAJOR, super::API_MI
 impl Gdrdrv {
     /// Opens `path` (`O_RDWR | O_CLOEXEC`) and negotiates versions.
     pub fn open(path: &Path) -> Result<Gdrdrv> {
-        let fd = match rustix::fs::open(path, rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC, rustix::fs::Mode::empty()) {
+        let fd = match rustix::fs::open(
+            path,
+            rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        ) {
             Ok(fd) => fd,
             Err(e) => {
                 let port = path.file_name().is_some_and(|n| n != "gdrdrv");
@@ -34,7 +38,10 @@ impl Gdrdrv {
                     libc::ENXIO | libc::ENODEV => "has no driver behind it: the gdrdrv module is not loaded (or lost its major number)",
                     _ => "cannot be opened",
                 };
-                return Err(Error::from_errno(e.raw_os_error(), format!("{} {how}", path.display())));
+                return Err(Error::from_errno(
+                    e.raw_os_error(),
+                    format!("{} {how}", path.display()),
+                ));
             }
         };
         let dev = Gdrdrv { fd, path: path.to_path_buf(), version: 0 };
@@ -45,13 +52,21 @@ impl Gdrdrv {
         if p.gdrdrv_version < abi::MINIMUM_GDRDRV_VERSION {
             return Err(Error::new(
                 ErrorKind::Unsupported,
-                format!("{} is gdrdrv {}, older than 2.0: install gdrdrv 2.x from NVIDIA/gdrcopy", path.display(), fmt_version(p.gdrdrv_version)),
+                format!(
+                    "{} is gdrdrv {}, older than 2.0: install gdrdrv 2.x from NVIDIA/gdrcopy",
+                    path.display(),
+                    fmt_version(p.gdrdrv_version)
+                ),
             ));
         }
         if p.minimum_gdr_api_version > API_VERSION {
             return Err(Error::new(
                 ErrorKind::Unsupported,
-                format!("{} needs gdrapi {} or newer, this library speaks 2.6", path.display(), fmt_version(p.minimum_gdr_api_version)),
+                format!(
+                    "{} needs gdrapi {} or newer, this library speaks 2.6",
+                    path.display(),
+                    fmt_version(p.minimum_gdr_api_version)
+                ),
             ));
         }
         Ok(Gdrdrv { version: p.gdrdrv_version, ..dev })
@@ -87,7 +102,10 @@ impl Gdrdrv {
             if flags != 0 {
                 return Err(Error::new(
                     ErrorKind::Unsupported,
-                    format!("gdrdrv {} is too old for pin flags (FORCE_PCIE needs gdrdrv 2.5+)", fmt_version(self.version)),
+                    format!(
+                        "gdrdrv {} is too old for pin flags (FORCE_PCIE needs gdrdrv 2.5+)",
+                        fmt_version(self.version)
+                    ),
                 ));
             }
             return self.pin(addr, size, 0, 0);
@@ -159,23 +177,40 @@ impl Gdrdrv {
         if self.version < abi::GDRDRV_MINIMUM_VERSION_WITH_REQ_MAPPING_TYPE {
             return Ok(());
         }
-        self.ioctl(abi::IOC_REQ_MAPPING_TYPE, &mut abi::ReqMappingTypeParams { handle, mapping_type })
+        self.ioctl(
+            abi::IOC_REQ_MAPPING_TYPE,
+            &mut abi::ReqMappingTypeParams { handle, mapping_type },
+        )
     }
 
     /// `mmap(NULL, len, RW, MAP_SHARED, fd, handle << PAGE_SHIFT)`.
     pub fn mmap(&self, handle: u64, len: usize) -> Result<*mut u8> {
         let shift = super::host_page_size().trailing_zeros();
-        let offset = handle.checked_shl(shift).filter(|o| o >> shift == handle).ok_or_else(|| {
-            Error::new(ErrorKind::InvalidInput, format!("gdrdrv handle {handle} does not fit an mmap offset"))
-        })?;
+        let offset =
+            handle.checked_shl(shift).filter(|o| o >> shift == handle).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("gdrdrv handle {handle} does not fit an mmap offset"),
+                )
+            })?;
         // SAFETY: a fresh shared mapping of the device; the kernel picks the address, so no
         // existing memory is replaced.
         let p = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, self.fd.as_raw_fd(), offset as libc::off_t)
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                self.fd.as_raw_fd(),
+                offset as libc::off_t,
+            )
         };
         if p == libc::MAP_FAILED {
             let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
-            return Err(Error::from_errno(errno, format!("mmap of gdrdrv handle {handle} ({len} bytes) failed")));
+            return Err(Error::from_errno(
+                errno,
+                format!("mmap of gdrdrv handle {handle} ({len} bytes) failed"),
+            ));
         }
         Ok(p as *mut u8)
     }
@@ -196,7 +231,10 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::NotFound);
         assert!(e.to_string().contains("load the gdrdrv kernel module"), "{e}");
         let e = Gdrdrv::open(Path::new("/nonexistent/mtgdrdrv")).unwrap_err();
-        assert!(e.to_string().contains("/nonexistent/mtgdrdrv") && e.to_string().contains("port"), "{e}");
+        assert!(
+            e.to_string().contains("/nonexistent/mtgdrdrv") && e.to_string().contains("port"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -61,7 +61,10 @@ impl CopyImpl {
 
     /// Every implementation this CPU can run, slowest first.
     pub fn available() -> Vec<CopyImpl> {
-        [CopyImpl::Scalar, CopyImpl::Sse41, CopyImpl::Avx2].into_iter().filter(|i| i.is_supported()).collect()
+        [CopyImpl::Scalar, CopyImpl::Sse41, CopyImpl::Avx2]
+            .into_iter()
+            .filter(|i| i.is_supported())
+            .collect()
     }
 
     /// The implementation used by default: the widest one the CPU has (detected once).
@@ -141,7 +144,13 @@ fn plan(imp: CopyImpl, dev: usize, len: usize) -> impl Iterator<Item = (Step, us
 /// # Safety
 /// `dst` must be valid for `len` bytes of writes and `src` for `len` bytes of reads, the two
 /// must not overlap, and `imp` must be supported by this CPU ([`CopyImpl::is_supported`]).
-pub unsafe fn copy_to_mapping_with(imp: CopyImpl, ty: MappingType, dst: *mut u8, src: *const u8, len: usize) {
+pub unsafe fn copy_to_mapping_with(
+    imp: CopyImpl,
+    ty: MappingType,
+    dst: *mut u8,
+    src: *const u8,
+    len: usize,
+) {
     if len == 0 {
         return;
     }
@@ -176,7 +185,13 @@ pub unsafe fn copy_to_mapping_with(imp: CopyImpl, ty: MappingType, dst: *mut u8,
 ///
 /// # Safety
 /// Same contract as [`copy_to_mapping_with`], with `src` the mapping side.
-pub unsafe fn copy_from_mapping_with(imp: CopyImpl, ty: MappingType, dst: *mut u8, src: *const u8, len: usize) {
+pub unsafe fn copy_from_mapping_with(
+    imp: CopyImpl,
+    ty: MappingType,
+    dst: *mut u8,
+    src: *const u8,
+    len: usize,
+) {
     if len == 0 {
         return;
     }
@@ -267,9 +282,18 @@ unsafe fn small_to(dst: *mut u8, src: *const u8, len: usize) {
         unsafe {
             let (d, s) = (dst.add(i), src.add(i));
             match w {
-                8 => std::ptr::write_volatile(d as *mut u64, std::ptr::read_unaligned(s as *const u64)),
-                4 => std::ptr::write_volatile(d as *mut u32, std::ptr::read_unaligned(s as *const u32)),
-                2 => std::ptr::write_volatile(d as *mut u16, std::ptr::read_unaligned(s as *const u16)),
+                8 => std::ptr::write_volatile(
+                    d as *mut u64,
+                    std::ptr::read_unaligned(s as *const u64),
+                ),
+                4 => std::ptr::write_volatile(
+                    d as *mut u32,
+                    std::ptr::read_unaligned(s as *const u32),
+                ),
+                2 => std::ptr::write_volatile(
+                    d as *mut u16,
+                    std::ptr::read_unaligned(s as *const u16),
+                ),
                 _ => std::ptr::write_volatile(d, *s),
             }
         }
@@ -290,9 +314,18 @@ unsafe fn small_from(dst: *mut u8, src: *const u8, len: usize) {
         unsafe {
             let (d, s) = (dst.add(i), src.add(i));
             match w {
-                8 => std::ptr::write_unaligned(d as *mut u64, std::ptr::read_volatile(s as *const u64)),
-                4 => std::ptr::write_unaligned(d as *mut u32, std::ptr::read_volatile(s as *const u32)),
-                2 => std::ptr::write_unaligned(d as *mut u16, std::ptr::read_volatile(s as *const u16)),
+                8 => std::ptr::write_unaligned(
+                    d as *mut u64,
+                    std::ptr::read_volatile(s as *const u64),
+                ),
+                4 => std::ptr::write_unaligned(
+                    d as *mut u32,
+                    std::ptr::read_volatile(s as *const u32),
+                ),
+                2 => std::ptr::write_unaligned(
+                    d as *mut u16,
+                    std::ptr::read_volatile(s as *const u16),
+                ),
                 _ => *d = std::ptr::read_volatile(s),
             }
         }
@@ -442,7 +475,16 @@ mod tests {
         /// source (as `copy_from_slice` would leave it), that no byte around it changed, and
         /// that the source is untouched.
         #[allow(clippy::too_many_arguments)]
-        fn check(&mut self, imp: CopyImpl, ty: MappingType, to_mapping: bool, map_off: usize, host_off: usize, len: usize, seed: usize) {
+        fn check(
+            &mut self,
+            imp: CopyImpl,
+            ty: MappingType,
+            to_mapping: bool,
+            map_off: usize,
+            host_off: usize,
+            len: usize,
+            seed: usize,
+        ) {
             let span = len + 2 * GUARD;
             let (mi, hi) = (seed % POOL, (seed.wrapping_mul(31) + 17) % POOL);
             let map_init = &self.pool[mi..mi + span];
@@ -452,7 +494,9 @@ mod tests {
             let host_all = aligned(&mut self.host_store, span);
             host_all.copy_from_slice(host_init);
             let (m, h) = (GUARD + map_off, GUARD + host_off);
-            let ctx = || format!("{} {ty:?} to_mapping={to_mapping} map_off={map_off} host_off={host_off} len={len}", imp.name());
+            let ctx = || {
+                format!("{} {ty:?} to_mapping={to_mapping} map_off={map_off} host_off={host_off} len={len}", imp.name())
+            };
             let map_all = aligned(&mut self.map_store, span);
             let map_ptr = map_all[m..].as_mut_ptr();
             let host_all = aligned(&mut self.host_store, span);
@@ -467,10 +511,17 @@ mod tests {
             }
             let map_all = &aligned(&mut self.map_store, span)[..];
             let host_all = &aligned(&mut self.host_store, span)[..];
-            let (dst, dst_init, d, src, src_init, s) =
-                if to_mapping { (map_all, map_init, m, host_all, host_init, h) } else { (host_all, host_init, h, map_all, map_init, m) };
+            let (dst, dst_init, d, src, src_init, s) = if to_mapping {
+                (map_all, map_init, m, host_all, host_init, h)
+            } else {
+                (host_all, host_init, h, map_all, map_init, m)
+            };
             assert!(dst[d..d + len] == src_init[s..s + len], "data differs: {}", ctx());
-            assert!(dst[..d] == dst_init[..d] && dst[d + len..] == dst_init[d + len..], "wrote outside the range: {}", ctx());
+            assert!(
+                dst[..d] == dst_init[..d] && dst[d + len..] == dst_init[d + len..],
+                "wrote outside the range: {}",
+                ctx()
+            );
             assert!(src == src_init, "source changed: {}", ctx());
         }
     }

@@ -27,7 +27,10 @@ fn require_lib() -> Result<()> {
     if lib_present() {
         Ok(())
     } else {
-        Err(Error::new(ErrorKind::NoGpu, "libcuda.so not found: install the NVIDIA driver (no CUDA driver on this machine)"))
+        Err(Error::new(
+            ErrorKind::NoGpu,
+            "libcuda.so not found: install the NVIDIA driver (no CUDA driver on this machine)",
+        ))
     }
 }
 
@@ -63,7 +66,8 @@ pub fn init() -> Result<()> {
     });
     match r {
         Ok(()) => Ok(()),
-        Err((code, name)) => Err(Error::gpu(*code, name, "cuInit failed: no usable NVIDIA GPU").with_kind(ErrorKind::NoGpu)),
+        Err((code, name)) => Err(Error::gpu(*code, name, "cuInit failed: no usable NVIDIA GPU")
+            .with_kind(ErrorKind::NoGpu)),
     }
 }
 
@@ -97,7 +101,10 @@ fn device_attr(ordinal: i32, attr: sys::CUdevice_attribute) -> Result<i32> {
     let d = device(ordinal)?;
     let mut v = 0;
     // SAFETY: v is a valid out-pointer, d a device handle from cuDeviceGet.
-    check(unsafe { sys::cuDeviceGetAttribute(&mut v, attr, d) }, &format!("cuDeviceGetAttribute({attr:?}) failed"))?;
+    check(
+        unsafe { sys::cuDeviceGetAttribute(&mut v, attr, d) },
+        &format!("cuDeviceGetAttribute({attr:?}) failed"),
+    )?;
     Ok(v)
 }
 
@@ -109,7 +116,10 @@ pub fn dmabuf_supported(ordinal: i32) -> Result<bool> {
 /// `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES`: a coherent platform
 /// (Grace) where a mapping of GPU memory can be cached.
 pub fn coherent_host_page_tables(ordinal: i32) -> Result<bool> {
-    Ok(device_attr(ordinal, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES)? != 0)
+    Ok(device_attr(
+        ordinal,
+        sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
+    )? != 0)
 }
 
 /// What the driver knows about a device pointer.
@@ -133,7 +143,10 @@ fn ptr_attr<T: Default>(addr: u64, attr: sys::CUpointer_attribute) -> Result<T> 
     let mut v = T::default();
     // SAFETY: the out-pointer points to a T of the size the attribute writes (the callers
     // pick T per attribute: u64 for addresses/sizes/ids, u32/i32 for flags and types).
-    check(unsafe { sys::cuPointerGetAttribute(&mut v as *mut T as *mut c_void, attr, addr) }, &format!("cuPointerGetAttribute({attr:?}) failed for 0x{addr:x}"))?;
+    check(
+        unsafe { sys::cuPointerGetAttribute(&mut v as *mut T as *mut c_void, attr, addr) },
+        &format!("cuPointerGetAttribute({attr:?}) failed for 0x{addr:x}"),
+    )?;
     Ok(v)
 }
 
@@ -164,7 +177,10 @@ fn with_primary_ctx<T>(ordinal: i32, f: impl FnOnce() -> Result<T>) -> Result<T>
     let d = device(ordinal)?;
     let mut ctx: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: ctx is a valid out-pointer; d comes from cuDeviceGet.
-    check(unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, d) }, "cuDevicePrimaryCtxRetain failed")?;
+    check(
+        unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, d) },
+        "cuDevicePrimaryCtxRetain failed",
+    )?;
     // SAFETY: ctx was just retained.
     let pushed = check(unsafe { sys::cuCtxPushCurrent_v2(ctx) }, "cuCtxPushCurrent failed");
     let out = pushed.and_then(|()| {
@@ -233,7 +249,10 @@ impl DeviceMemory {
         let d = device(ordinal)?;
         let mut ctx: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: balanced by the release in Drop (or below on failure).
-        check(unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, d) }, "cuDevicePrimaryCtxRetain failed")?;
+        check(
+            unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, d) },
+            "cuDevicePrimaryCtxRetain failed",
+        )?;
         let ptr = with_primary_ctx(ordinal, || {
             let mut p: sys::CUdeviceptr = 0;
             // SAFETY: p is a valid out-pointer; a context is current.
@@ -273,7 +292,16 @@ impl DeviceMemory {
         self.bounds(offset, data.len())?;
         with_primary_ctx(self.ordinal, || {
             // SAFETY: the device range is inside our allocation; data is a valid slice.
-            check(unsafe { sys::cuMemcpyHtoD_v2(self.ptr + offset as u64, data.as_ptr() as *const c_void, data.len()) }, "cuMemcpyHtoD failed")
+            check(
+                unsafe {
+                    sys::cuMemcpyHtoD_v2(
+                        self.ptr + offset as u64,
+                        data.as_ptr() as *const c_void,
+                        data.len(),
+                    )
+                },
+                "cuMemcpyHtoD failed",
+            )
         })
     }
 
@@ -282,14 +310,26 @@ impl DeviceMemory {
         self.bounds(offset, out.len())?;
         with_primary_ctx(self.ordinal, || {
             // SAFETY: the device range is inside our allocation; out is a valid slice.
-            check(unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr() as *mut c_void, self.ptr + offset as u64, out.len()) }, "cuMemcpyDtoH failed")
+            check(
+                unsafe {
+                    sys::cuMemcpyDtoH_v2(
+                        out.as_mut_ptr() as *mut c_void,
+                        self.ptr + offset as u64,
+                        out.len(),
+                    )
+                },
+                "cuMemcpyDtoH failed",
+            )
         })
     }
 
     fn bounds(&self, offset: usize, len: usize) -> Result<()> {
         match offset.checked_add(len) {
             Some(end) if end <= self.size => Ok(()),
-            _ => Err(Error::new(ErrorKind::InvalidInput, format!("range {offset}+{len} is outside the {}-byte device buffer", self.size))),
+            _ => Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("range {offset}+{len} is outside the {}-byte device buffer", self.size),
+            )),
         }
     }
 }
@@ -360,9 +400,21 @@ mod tests {
             let fd = export_dmabuf(0, base, 1 << 16, 0).expect("dma-buf export");
             use std::os::fd::AsRawFd;
             // SAFETY: a fresh shared mapping of the fd; unmapped below if it succeeds.
-            let q = unsafe { libc::mmap(std::ptr::null_mut(), 1 << 16, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(), 0) };
+            let q = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    1 << 16,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    fd.as_raw_fd(),
+                    0,
+                )
+            };
             if q == libc::MAP_FAILED {
-                eprintln!("mmap of the dma-buf fd failed as expected before R610: {}", std::io::Error::last_os_error());
+                eprintln!(
+                    "mmap of the dma-buf fd failed as expected before R610: {}",
+                    std::io::Error::last_os_error()
+                );
             } else {
                 eprintln!("mmap of the dma-buf fd succeeded");
                 // SAFETY: q/len come from the mmap above.
@@ -371,4 +423,3 @@ mod tests {
         }
     }
 }
-

@@ -258,7 +258,11 @@ pub fn probe_backends(opts: &GdrOptions) -> Vec<BackendStatus> {
         Ok(d) => BackendStatus {
             name: "gdrdrv".into(),
             available: true,
-            reason: format!("gdrdrv {} at {}", backend_gdrdrv::fmt_version(d.version), d.path().display()),
+            reason: format!(
+                "gdrdrv {} at {}",
+                backend_gdrdrv::fmt_version(d.version),
+                d.path().display()
+            ),
         },
         Err(e) => BackendStatus { name: "gdrdrv".into(), available: false, reason: e.to_string() },
     };
@@ -266,7 +270,10 @@ pub fn probe_backends(opts: &GdrOptions) -> Vec<BackendStatus> {
         Ok(d) => BackendStatus {
             name: "dma-buf".into(),
             available: true,
-            reason: format!("CUDA driver API {} supports dma-buf export and CPU mmap", d.driver_version),
+            reason: format!(
+                "CUDA driver API {} supports dma-buf export and CPU mmap",
+                d.driver_version
+            ),
         },
         Err(e) => BackendStatus { name: "dma-buf".into(), available: false, reason: e.to_string() },
     };
@@ -460,7 +467,10 @@ impl Gdr {
             }
         }
         let backend = backend.ok_or_else(|| {
-            Error::new(ErrorKind::NoBackend, format!("no way to map GPU memory into the CPU here: {}", reasons.join("; and ")))
+            Error::new(
+                ErrorKind::NoBackend,
+                format!("no way to map GPU memory into the CPU here: {}", reasons.join("; and ")),
+            )
         })?;
         Ok(Gdr {
             inner: Arc::new(Inner {
@@ -486,8 +496,14 @@ impl Gdr {
     pub fn driver_version(&self) -> Result<(u32, u32)> {
         self.inner.check_process()?;
         match &self.inner.backend {
-            Backend::Gdrdrv(d) => Ok((d.version >> abi::MAJOR_VERSION_SHIFT, d.version & abi::MINOR_VERSION_MASK)),
-            Backend::DmaBuf(_) => Err(Error::new(ErrorKind::Unsupported, "the dma-buf backend is in use: there is no gdrdrv driver version").with_errno(libc::EBADF)),
+            Backend::Gdrdrv(d) => {
+                Ok((d.version >> abi::MAJOR_VERSION_SHIFT, d.version & abi::MINOR_VERSION_MASK))
+            }
+            Backend::DmaBuf(_) => Err(Error::new(
+                ErrorKind::Unsupported,
+                "the dma-buf backend is in use: there is no gdrdrv driver version",
+            )
+            .with_errno(libc::EBADF)),
         }
     }
 
@@ -507,7 +523,9 @@ impl Gdr {
             Backend::Gdrdrv(d) => match attr {
                 Attribute::UsingDmaBufMmap => Ok(0),
                 Attribute::UsePersistentMapping => d.attr(abi::GDRDRV_ATTR_USE_PERSISTENT_MAPPING),
-                Attribute::SupportPinFlagForcePcie => d.attr(abi::GDRDRV_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE),
+                Attribute::SupportPinFlagForcePcie => {
+                    d.attr(abi::GDRDRV_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE)
+                }
             },
         }
     }
@@ -524,16 +542,31 @@ impl Gdr {
 
     /// `gdr_pin_buffer`: the v1 call with the deprecated P2P token and VA space (both must be
     /// 0 with persistent mapping, the default since gdrdrv 2.5).
-    pub fn pin_v1(&self, addr: u64, size: u64, p2p_token: u64, va_space: u32) -> Result<PinnedRange> {
+    pub fn pin_v1(
+        &self,
+        addr: u64,
+        size: u64,
+        p2p_token: u64,
+        va_space: u32,
+    ) -> Result<PinnedRange> {
         self.pin_inner(addr, size, PinFlags::DEFAULT, p2p_token, va_space)
     }
 
-    fn pin_inner(&self, addr: u64, size: u64, flags: PinFlags, token: u64, va_space: u32) -> Result<PinnedRange> {
+    fn pin_inner(
+        &self,
+        addr: u64,
+        size: u64,
+        flags: PinFlags,
+        token: u64,
+        va_space: u32,
+    ) -> Result<PinnedRange> {
         self.inner.check_process()?;
         if size == 0 {
             return Err(einval("cannot pin an empty range"));
         }
-        let end = addr.checked_add(size).ok_or_else(|| einval(format!("range 0x{addr:x}+{size} overflows")))?;
+        let end = addr
+            .checked_add(size)
+            .ok_or_else(|| einval(format!("range 0x{addr:x}+{size} overflows")))?;
         // Refuse managed memory and ranges over two allocations while the driver can tell.
         let ptr = if cuda::lib_present() { Some(cuda::pointer_info(addr)?) } else { None };
         if let Some(p) = &ptr {
@@ -554,7 +587,11 @@ impl Gdr {
         }
         let (pin, va, mapped_size, page_size) = match &self.inner.backend {
             Backend::Gdrdrv(d) => {
-                let kh = if token != 0 || va_space != 0 { d.pin(addr, size, token, va_space)? } else { d.pin_v2(addr, size, flags.bits())? };
+                let kh = if token != 0 || va_space != 0 {
+                    d.pin(addr, size, token, va_space)?
+                } else {
+                    d.pin_v2(addr, size, flags.bits())?
+                };
                 let info = match d.info(kh) {
                     Ok(i) => i,
                     Err(e) => {
@@ -566,7 +603,9 @@ impl Gdr {
             }
             Backend::DmaBuf(d) => {
                 if token != 0 || va_space != 0 {
-                    return Err(einval("P2P tokens are not supported by the dma-buf backend: pass 0"));
+                    return Err(einval(
+                        "P2P tokens are not supported by the dma-buf backend: pass 0",
+                    ));
                 }
                 let ordinal = ptr.map(|p| p.device_ordinal).unwrap_or(0);
                 let p = d.pin(ordinal, addr, size, flags)?;
@@ -682,7 +721,11 @@ impl PinnedRange {
     pub fn map_len(&self, flags: MapFlags, len: usize) -> Result<*mut u8> {
         let mut st = self.state()?;
         if st.mapping.is_some() {
-            return Err(Error::new(ErrorKind::InvalidInput, "the handle is already mapped: one mapping per handle, unmap it first").with_errno(libc::EAGAIN));
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "the handle is already mapped: one mapping per handle, unmap it first",
+            )
+            .with_errno(libc::EAGAIN));
         }
         if self.h.addr != self.h.va {
             let what = match self.gdr.backend {
@@ -695,9 +738,15 @@ impl PinnedRange {
             )));
         }
         let page = host_page_size();
-        let len = len.max(1).checked_next_multiple_of(page).ok_or_else(|| einval("map length overflows"))?;
+        let len = len
+            .max(1)
+            .checked_next_multiple_of(page)
+            .ok_or_else(|| einval("map length overflows"))?;
         if len as u64 > self.h.mapped_size.next_multiple_of(page as u64) {
-            return Err(einval(format!("map length {len} exceeds the pinned {} bytes", self.h.mapped_size)));
+            return Err(einval(format!(
+                "map length {len} exceeds the pinned {} bytes",
+                self.h.mapped_size
+            )));
         }
         let wanted = flags.wanted();
         let (addr, ty) = match (&self.gdr.backend, &st.pin) {
@@ -719,7 +768,11 @@ impl PinnedRange {
                 };
                 if ty == MappingType::None {
                     unmap();
-                    return Err(Error::new(ErrorKind::Io, "gdrdrv reports the handle unmapped right after mmap").with_errno(libc::EAGAIN));
+                    return Err(Error::new(
+                        ErrorKind::Io,
+                        "gdrdrv reports the handle unmapped right after mmap",
+                    )
+                    .with_errno(libc::EAGAIN));
                 }
                 if flags != MapFlags::Default && ty != wanted {
                     unmap();
@@ -766,7 +819,10 @@ impl PinnedRange {
     }
 
     fn bounds(&self, st: &HandleState, offset: usize, len: usize) -> Result<(usize, MappingType)> {
-        let m = st.mapping.as_ref().ok_or_else(|| einval("the handle is not mapped: call map first"))?;
+        let m = st
+            .mapping
+            .as_ref()
+            .ok_or_else(|| einval("the handle is not mapped: call map first"))?;
         let usable = self.usable_len(m);
         match offset.checked_add(len) {
             Some(end) if end <= usable => Ok((m.addr + offset, m.ty)),
@@ -828,7 +884,12 @@ mod tests {
         let st = probe_backends(&opts);
         assert_eq!(st.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["gdrdrv", "dma-buf"]);
         assert!(!st[0].available);
-        assert!(st[0].reason.contains("/nonexistent/gdrdrv") && st[0].reason.contains("gdrdrv kernel module"), "{}", st[0].reason);
+        assert!(
+            st[0].reason.contains("/nonexistent/gdrdrv")
+                && st[0].reason.contains("gdrdrv kernel module"),
+            "{}",
+            st[0].reason
+        );
         for s in &st {
             assert!(!s.reason.is_empty());
             eprintln!("{}: {} ({})", s.name, s.available, s.reason);

@@ -44,7 +44,11 @@ impl DeviceBuffer {
 
     /// The buffer as the engine sees it.
     pub fn as_buffer_ref(&self) -> BufferRef {
-        BufferRef { addr: self.addr, len: self.len, kind: MemoryKind::Device { ordinal: self.ordinal } }
+        BufferRef {
+            addr: self.addr,
+            len: self.len,
+            kind: MemoryKind::Device { ordinal: self.ordinal },
+        }
     }
 
     fn check(&self, offset: usize, len: usize) -> Result<()> {

@@ -69,7 +69,10 @@ impl CudaRuntime {
         if ordinal >= self.contexts.len() {
             return Err(Error::new(
                 ErrorKind::NoGpu,
-                format!("GPU {ordinal} does not exist: this machine has {} GPU(s), numbered from 0", self.contexts.len()),
+                format!(
+                    "GPU {ordinal} does not exist: this machine has {} GPU(s), numbered from 0",
+                    self.contexts.len()
+                ),
             ));
         }
         Ok(())
@@ -82,13 +85,20 @@ impl CudaRuntime {
         if let Some(c) = self.contexts[ordinal].get() {
             return Ok(c.clone());
         }
-        let ctx = CudaContext::new(ordinal).map_err(|e| Error::gpu(e.0 as i64, &format!("{e:?}"), format!("creating the context of GPU {ordinal}")))?;
+        let ctx = CudaContext::new(ordinal).map_err(|e| {
+            Error::gpu(
+                e.0 as i64,
+                &format!("{e:?}"),
+                format!("creating the context of GPU {ordinal}"),
+            )
+        })?;
         Ok(self.contexts[ordinal].get_or_init(|| ctx).clone())
     }
 
     fn bind(&self, ordinal: usize) -> Result<Arc<CudaContext>> {
         let ctx = self.context(ordinal)?;
-        ctx.bind_to_thread().map_err(|e| Error::gpu(e.0 as i64, &format!("{e:?}"), "cuCtxSetCurrent"))?;
+        ctx.bind_to_thread()
+            .map_err(|e| Error::gpu(e.0 as i64, &format!("{e:?}"), "cuCtxSetCurrent"))?;
         Ok(ctx)
     }
 }
@@ -101,7 +111,8 @@ fn read_sysfs(path: &str) -> Option<String> {
 fn bar1_size(bus: &str) -> Option<u64> {
     let text = read_sysfs(&format!("/sys/bus/pci/devices/{bus}/resource"))?;
     let line = text.lines().nth(1)?;
-    let mut it = line.split_whitespace().map(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok());
+    let mut it =
+        line.split_whitespace().map(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok());
     let (start, end) = (it.next()??, it.next()??);
     (end > start).then(|| end - start + 1)
 }
@@ -130,17 +141,22 @@ impl GpuRuntime for CudaRuntime {
         check(unsafe { sys::cuDeviceTotalMem_v2(&mut total, dev) }, "cuDeviceTotalMem")?;
         let mut bus = [0 as std::ffi::c_char; 64];
         // SAFETY: the buffer holds 64 chars.
-        let pci_bus_id = (unsafe { sys::cuDeviceGetPCIBusId(bus.as_mut_ptr(), 64, dev) } == sys::CUresult::CUDA_SUCCESS)
+        let pci_bus_id = (unsafe { sys::cuDeviceGetPCIBusId(bus.as_mut_ptr(), 64, dev) }
+            == sys::CUresult::CUDA_SUCCESS)
             // SAFETY: NUL-terminated by the driver on success.
             .then(|| unsafe { CStr::from_ptr(bus.as_ptr()) }.to_string_lossy().to_lowercase());
-        let sys_path = |f: &str| pci_bus_id.as_ref().and_then(|b| read_sysfs(&format!("/sys/bus/pci/devices/{b}/{f}")));
+        let sys_path = |f: &str| {
+            pci_bus_id.as_ref().and_then(|b| read_sysfs(&format!("/sys/bus/pci/devices/{b}/{f}")))
+        };
         Ok(DeviceInfo {
             ordinal,
             name,
             total_memory: total as u64,
             pcie_link_speed: sys_path("current_link_speed"),
             pcie_link_width: sys_path("current_link_width").and_then(|w| w.parse().ok()),
-            bar1_size: pci_bus_id.as_deref().and_then(|b| bar1_size(b).or_else(|| super::nvml::bar1_size(b))),
+            bar1_size: pci_bus_id
+                .as_deref()
+                .and_then(|b| bar1_size(b).or_else(|| super::nvml::bar1_size(b))),
             pci_bus_id,
         })
     }
@@ -161,10 +177,14 @@ impl GpuRuntime for CudaRuntime {
             sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED,
             sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
         ];
-        let mut data: [*mut c_void; 3] =
-            [(&mut mem_type as *mut u32).cast(), (&mut managed as *mut u32).cast(), (&mut ordinal as *mut i32).cast()];
+        let mut data: [*mut c_void; 3] = [
+            (&mut mem_type as *mut u32).cast(),
+            (&mut managed as *mut u32).cast(),
+            (&mut ordinal as *mut i32).cast(),
+        ];
         // SAFETY: three attributes, each with a pointer to a live, large-enough local.
-        let r = unsafe { sys::cuPointerGetAttributes(3, attrs.as_mut_ptr(), data.as_mut_ptr(), addr) };
+        let r =
+            unsafe { sys::cuPointerGetAttributes(3, attrs.as_mut_ptr(), data.as_mut_ptr(), addr) };
         if r != sys::CUresult::CUDA_SUCCESS {
             return MemoryKind::Host;
         }
@@ -172,7 +192,9 @@ impl GpuRuntime for CudaRuntime {
             return MemoryKind::Managed;
         }
         match mem_type {
-            x if x == sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32 => MemoryKind::Device { ordinal: ordinal.max(0) as usize },
+            x if x == sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32 => {
+                MemoryKind::Device { ordinal: ordinal.max(0) as usize }
+            }
             x if x == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32 => MemoryKind::PinnedHost,
             _ => MemoryKind::Host,
         }
@@ -182,7 +204,10 @@ impl GpuRuntime for CudaRuntime {
         self.bind(ordinal)?;
         let mut p: sys::CUdeviceptr = 0;
         // SAFETY: writes one device pointer.
-        check(unsafe { sys::cuMemAlloc_v2(&mut p, len.max(1)) }, &format!("cuMemAlloc of {len} bytes on GPU {ordinal}"))?;
+        check(
+            unsafe { sys::cuMemAlloc_v2(&mut p, len.max(1)) },
+            &format!("cuMemAlloc of {len} bytes on GPU {ordinal}"),
+        )?;
         Ok(p)
     }
 
@@ -217,11 +242,17 @@ impl GpuRuntime for CudaRuntime {
         let ctx = self.bind(ordinal)?;
         let mut stream: sys::CUstream = std::ptr::null_mut();
         // SAFETY: writes one stream handle; the context is current.
-        check(unsafe { sys::cuStreamCreate(&mut stream, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32) }, "cuStreamCreate")?;
+        check(
+            unsafe {
+                sys::cuStreamCreate(&mut stream, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32)
+            },
+            "cuStreamCreate",
+        )?;
         let mut s = CudaStream { ctx, stream, events: Vec::new(), recorded: Vec::new() };
         for _ in 0..=slots.max(1) {
             let mut ev: sys::CUevent = std::ptr::null_mut();
-            let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32 | sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32;
+            let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32
+                | sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32;
             // SAFETY: writes one event handle; the context is current.
             check(unsafe { sys::cuEventCreate(&mut ev, flags) }, "cuEventCreate")?;
             s.events.push(ev);
@@ -234,11 +265,21 @@ impl GpuRuntime for CudaRuntime {
         self.bind(ordinal).map(|_| ())
     }
 
-    unsafe fn register_host(&self, ordinal: usize, ptr: *mut u8, len: usize, read_only: bool) -> Result<()> {
+    unsafe fn register_host(
+        &self,
+        ordinal: usize,
+        ptr: *mut u8,
+        len: usize,
+        read_only: bool,
+    ) -> Result<()> {
         self.bind(ordinal)?;
-        let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | if read_only { sys::CU_MEMHOSTREGISTER_READ_ONLY } else { 0 };
+        let flags = sys::CU_MEMHOSTREGISTER_PORTABLE
+            | if read_only { sys::CU_MEMHOSTREGISTER_READ_ONLY } else { 0 };
         // SAFETY: forwarded contract: the range stays mapped until unregistered.
-        check(unsafe { sys::cuMemHostRegister_v2(ptr.cast(), len, flags) }, &format!("cuMemHostRegister of {len} bytes"))
+        check(
+            unsafe { sys::cuMemHostRegister_v2(ptr.cast(), len, flags) },
+            &format!("cuMemHostRegister of {len} bytes"),
+        )
     }
 
     unsafe fn unregister_host(&self, ordinal: usize, ptr: *mut u8) -> Result<()> {
@@ -262,7 +303,9 @@ unsafe impl Send for CudaStream {}
 
 impl CudaStream {
     fn bind(&self) -> Result<()> {
-        self.ctx.bind_to_thread().map_err(|e| Error::gpu(e.0 as i64, &format!("{e:?}"), "cuCtxSetCurrent"))
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| Error::gpu(e.0 as i64, &format!("{e:?}"), "cuCtxSetCurrent"))
     }
 }
 
@@ -270,12 +313,18 @@ impl GpuStream for CudaStream {
     unsafe fn copy_to_device(&mut self, dst: u64, src: *const u8, len: usize) -> Result<()> {
         self.bind()?;
         // SAFETY: forwarded contract.
-        check(unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), len, self.stream) }, "cuMemcpyHtoDAsync")
+        check(
+            unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), len, self.stream) },
+            "cuMemcpyHtoDAsync",
+        )
     }
     unsafe fn copy_to_host(&mut self, dst: *mut u8, src: u64, len: usize) -> Result<()> {
         self.bind()?;
         // SAFETY: forwarded contract.
-        check(unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, len, self.stream) }, "cuMemcpyDtoHAsync")
+        check(
+            unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, len, self.stream) },
+            "cuMemcpyDtoHAsync",
+        )
     }
     fn record(&mut self, slot: usize) -> Result<()> {
         self.bind()?;

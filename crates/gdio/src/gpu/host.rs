@@ -35,7 +35,11 @@ pub(crate) fn alloc_aligned(len: usize) -> Result<*mut u8> {
     // SAFETY: the layout has a non-zero size.
     let p = unsafe { std::alloc::alloc(layout) };
     if p.is_null() {
-        return Err(Error::new(ErrorKind::Io, format!("out of host memory allocating {len} bytes")).with_errno(libc::ENOMEM));
+        return Err(Error::new(
+            ErrorKind::Io,
+            format!("out of host memory allocating {len} bytes"),
+        )
+        .with_errno(libc::ENOMEM));
     }
     Ok(p)
 }
@@ -84,7 +88,13 @@ impl GpuRuntime for HostRuntime {
     fn bind_thread(&self, _ordinal: usize) -> Result<()> {
         Ok(())
     }
-    unsafe fn register_host(&self, ordinal: usize, _ptr: *mut u8, _len: usize, _read_only: bool) -> Result<()> {
+    unsafe fn register_host(
+        &self,
+        ordinal: usize,
+        _ptr: *mut u8,
+        _len: usize,
+        _read_only: bool,
+    ) -> Result<()> {
         Err(self.no_gpu(ordinal))
     }
     unsafe fn unregister_host(&self, ordinal: usize, _ptr: *mut u8) -> Result<()> {

@@ -100,7 +100,13 @@ pub trait GpuRuntime: Send + Sync + std::fmt::Debug {
     ///
     /// # Safety
     /// `ptr..ptr+len` must stay mapped until [`GpuRuntime::unregister_host`] returns.
-    unsafe fn register_host(&self, ordinal: usize, ptr: *mut u8, len: usize, read_only: bool) -> Result<()>;
+    unsafe fn register_host(
+        &self,
+        ordinal: usize,
+        ptr: *mut u8,
+        len: usize,
+        read_only: bool,
+    ) -> Result<()>;
     /// Undoes [`GpuRuntime::register_host`].
     ///
     /// # Safety
@@ -113,6 +119,8 @@ pub trait GpuRuntime: Send + Sync + std::fmt::Debug {
 pub fn detect() -> (Arc<dyn GpuRuntime>, Option<String>) {
     match cuda::CudaRuntime::new() {
         Ok(rt) => (Arc::new(rt), None),
-        Err(e) => (Arc::new(host::HostRuntime::new(e.message().to_owned())), Some(e.message().to_owned())),
+        Err(e) => {
+            (Arc::new(host::HostRuntime::new(e.message().to_owned())), Some(e.message().to_owned()))
+        }
     }
 }

@@ -41,8 +41,10 @@ pub fn bar1_size(bus: &str) -> Option<u64> {
     let bus = CString::new(bus).ok()?;
     // SAFETY: signatures as in nvml.h; the handle is an opaque pointer NVML fills in.
     unsafe {
-        let by_bus: libloading::Symbol<HandleByBusId> = n.lib.get(b"nvmlDeviceGetHandleByPciBusId_v2\0").ok()?;
-        let bar1: libloading::Symbol<Bar1Info> = n.lib.get(b"nvmlDeviceGetBAR1MemoryInfo\0").ok()?;
+        let by_bus: libloading::Symbol<HandleByBusId> =
+            n.lib.get(b"nvmlDeviceGetHandleByPciBusId_v2\0").ok()?;
+        let bar1: libloading::Symbol<Bar1Info> =
+            n.lib.get(b"nvmlDeviceGetBAR1MemoryInfo\0").ok()?;
         let mut dev: *mut std::ffi::c_void = std::ptr::null_mut();
         if by_bus(bus.as_ptr(), &mut dev) != 0 {
             return None;
@@ -51,7 +53,6 @@ pub fn bar1_size(bus: &str) -> Option<u64> {
         (bar1(dev, &mut mem) == 0 && mem.total > 0).then_some(mem.total)
     }
 }
-
 
 #[cfg(test)]
 mod tests {

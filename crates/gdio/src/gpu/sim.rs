@@ -35,7 +35,10 @@ impl SimRuntime {
         if ordinal >= self.devices {
             return Err(Error::new(
                 ErrorKind::NoGpu,
-                format!("GPU {ordinal} does not exist: this machine has {} simulated GPUs", self.devices),
+                format!(
+                    "GPU {ordinal} does not exist: this machine has {} simulated GPUs",
+                    self.devices
+                ),
             ));
         }
         Ok(())
@@ -113,10 +116,19 @@ impl GpuRuntime for SimRuntime {
     fn bind_thread(&self, ordinal: usize) -> Result<()> {
         self.check_ordinal(ordinal)
     }
-    unsafe fn register_host(&self, ordinal: usize, ptr: *mut u8, len: usize, _read_only: bool) -> Result<()> {
+    unsafe fn register_host(
+        &self,
+        ordinal: usize,
+        ptr: *mut u8,
+        len: usize,
+        _read_only: bool,
+    ) -> Result<()> {
         self.check_ordinal(ordinal)?;
         if ptr as usize % 4096 != 0 || len == 0 {
-            return Err(Error::new(ErrorKind::InvalidInput, "host registration needs a page-aligned, non-empty range"));
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "host registration needs a page-aligned, non-empty range",
+            ));
         }
         Ok(())
     }
@@ -146,7 +158,8 @@ struct SimStream {
 impl SimStream {
     fn new(slots: usize, delay: std::time::Duration) -> Self {
         let (tx, rx) = mpsc::channel::<Op>();
-        let marks = Arc::new(Marks { done: Mutex::new((vec![0; slots + 1], 0)), cv: Condvar::new() });
+        let marks =
+            Arc::new(Marks { done: Mutex::new((vec![0; slots + 1], 0)), cv: Condvar::new() });
         let m = marks.clone();
         let worker = std::thread::spawn(move || {
             for op in rx {
@@ -157,7 +170,9 @@ impl SimStream {
                         }
                         // SAFETY: the queuing caller promised both ranges stay valid until the
                         // copy is known complete, which is after this runs.
-                        unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, len) };
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, len)
+                        };
                     }
                     Op::Mark { slot, seq } => {
                         let mut g = m.done.lock().unwrap_or_else(|p| p.into_inner());
@@ -168,7 +183,13 @@ impl SimStream {
                 }
             }
         });
-        SimStream { tx: Some(tx), worker: Some(worker), marks, recorded: vec![0; slots + 1], seq: 0 }
+        SimStream {
+            tx: Some(tx),
+            worker: Some(worker),
+            marks,
+            recorded: vec![0; slots + 1],
+            seq: 0,
+        }
     }
 
     fn send(&self, op: Op) -> Result<()> {
