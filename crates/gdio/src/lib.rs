@@ -44,7 +44,7 @@
 //! # }
 //! ```
 //!
-//! Modules: [`config`] (layered settings), [`file`] (open and probe), [`backend`] (scoring,
+//! Modules: [`config`] (layered settings), [`mod@file`] (open and probe), [`backend`] (scoring,
 //! selection, retry; `gds`, `compat`, `host`), [`engine`] (tasks, workers, bounce buffers),
 //! [`gpu`] (the runtime trait: CUDA, host, simulated), [`gdr`] (CPU mappings of GPU memory,
 //! GDRCopy-compatible), [`stats`], [`platform`] (what the machine offers).

@@ -101,6 +101,7 @@ fn plain_read_gbps(
 }
 
 fn cpu_seconds() -> f64 {
+    // SAFETY: rusage is plain old data; all-zero is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: getrusage writes one rusage into the zeroed local.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };

@@ -11,7 +11,7 @@
 //! - Environment variables are `GDIO_` + the key in capitals (`GDIO_ALLOW_COMPAT_MODE`,
 //!   `GDIO_FS_LUSTRE_POSIX_GDS_MIN_KB`), and the vendor variables `CUFILE_ALLOW_COMPAT_MODE`,
 //!   `CUFILE_FORCE_COMPAT_MODE`, `HIPFILE_ALLOW_COMPAT_MODE`, `HIPFILE_FORCE_COMPAT_MODE`,
-//!   `HIPFILE_UNSUPPORTED_FILE_SYSTEMS`, `CUFILE_USE_PCIP2PDMA` ([`env`]). A `GDIO_` variable
+//!   `HIPFILE_UNSUPPORTED_FILE_SYSTEMS`, `CUFILE_USE_PCIP2PDMA` ([`mod@env`]). A `GDIO_` variable
 //!   beats a vendor one.
 
 pub mod env;

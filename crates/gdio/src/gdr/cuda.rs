@@ -100,8 +100,8 @@ fn device(ordinal: i32) -> Result<sys::CUdevice> {
 fn device_attr(ordinal: i32, attr: sys::CUdevice_attribute) -> Result<i32> {
     let d = device(ordinal)?;
     let mut v = 0;
-    // SAFETY: v is a valid out-pointer, d a device handle from cuDeviceGet.
     check(
+        // SAFETY: v is a valid out-pointer, d a device handle from cuDeviceGet.
         unsafe { sys::cuDeviceGetAttribute(&mut v, attr, d) },
         &format!("cuDeviceGetAttribute({attr:?}) failed"),
     )?;
@@ -141,9 +141,9 @@ pub struct PointerInfo {
 
 fn ptr_attr<T: Default>(addr: u64, attr: sys::CUpointer_attribute) -> Result<T> {
     let mut v = T::default();
-    // SAFETY: the out-pointer points to a T of the size the attribute writes (the callers
-    // pick T per attribute: u64 for addresses/sizes/ids, u32/i32 for flags and types).
     check(
+        // SAFETY: the out-pointer points to a T of the size the attribute writes (the callers
+        // pick T per attribute: u64 for addresses/sizes/ids, u32/i32 for flags and types).
         unsafe { sys::cuPointerGetAttribute(&mut v as *mut T as *mut c_void, attr, addr) },
         &format!("cuPointerGetAttribute({attr:?}) failed for 0x{addr:x}"),
     )?;
@@ -176,8 +176,8 @@ pub fn pointer_info(addr: u64) -> Result<PointerInfo> {
 fn with_primary_ctx<T>(ordinal: i32, f: impl FnOnce() -> Result<T>) -> Result<T> {
     let d = device(ordinal)?;
     let mut ctx: sys::CUcontext = std::ptr::null_mut();
-    // SAFETY: ctx is a valid out-pointer; d comes from cuDeviceGet.
     check(
+        // SAFETY: ctx is a valid out-pointer; d comes from cuDeviceGet.
         unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, d) },
         "cuDevicePrimaryCtxRetain failed",
     )?;
@@ -248,8 +248,8 @@ impl DeviceMemory {
         // the release at the end of `with_primary_ctx` would destroy it, and the memory with it.
         let d = device(ordinal)?;
         let mut ctx: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: balanced by the release in Drop (or below on failure).
         check(
+            // SAFETY: balanced by the release in Drop (or below on failure).
             unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, d) },
             "cuDevicePrimaryCtxRetain failed",
         )?;

@@ -203,8 +203,8 @@ impl GpuRuntime for CudaRuntime {
     fn alloc_device(&self, ordinal: usize, len: usize) -> Result<u64> {
         self.bind(ordinal)?;
         let mut p: sys::CUdeviceptr = 0;
-        // SAFETY: writes one device pointer.
         check(
+            // SAFETY: writes one device pointer.
             unsafe { sys::cuMemAlloc_v2(&mut p, len.max(1)) },
             &format!("cuMemAlloc of {len} bytes on GPU {ordinal}"),
         )?;
@@ -225,8 +225,8 @@ impl GpuRuntime for CudaRuntime {
     fn alloc_pinned(&self, ordinal: usize, len: usize) -> Result<*mut u8> {
         self.bind(ordinal)?;
         let mut p: *mut c_void = std::ptr::null_mut();
-        // SAFETY: writes one pointer; PORTABLE makes it pinned for every context.
         check(
+            // SAFETY: writes one pointer; PORTABLE makes it pinned for every context.
             unsafe { sys::cuMemHostAlloc(&mut p, len.max(1), sys::CU_MEMHOSTALLOC_PORTABLE) },
             &format!("cuMemHostAlloc of {len} bytes"),
         )?;
@@ -241,8 +241,8 @@ impl GpuRuntime for CudaRuntime {
     fn new_stream(&self, ordinal: usize, slots: usize) -> Result<Box<dyn GpuStream>> {
         let ctx = self.bind(ordinal)?;
         let mut stream: sys::CUstream = std::ptr::null_mut();
-        // SAFETY: writes one stream handle; the context is current.
         check(
+            // SAFETY: writes one stream handle; the context is current.
             unsafe {
                 sys::cuStreamCreate(&mut stream, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32)
             },

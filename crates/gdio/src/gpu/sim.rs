@@ -256,14 +256,17 @@ mod tests {
         assert_eq!(rt.classify(p as u64 + 4095), MemoryKind::PinnedHost);
         let src: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
         let mut s = rt.new_stream(1, 2).unwrap();
+        // SAFETY: d is a 4096-byte device allocation; src holds 4096 bytes.
         unsafe { s.copy_to_device(d, src.as_ptr(), 4096).unwrap() };
         s.record(0).unwrap();
         s.wait(0).unwrap();
         let mut back = vec![0u8; 4096];
+        // SAFETY: back holds 4096 bytes; d is a 4096-byte device allocation.
         unsafe { s.copy_to_host(back.as_mut_ptr(), d, 4096).unwrap() };
         s.synchronize().unwrap();
         assert_eq!(back, src);
         assert!(rt.alloc_device(2, 1).is_err());
+        // SAFETY: d and p came from this runtime and are freed once.
         unsafe {
             rt.free_device(1, d);
             rt.free_pinned(p, 4096);
