@@ -16,7 +16,7 @@ fn cuda() -> Option<Arc<CudaRuntime>> {
     match CudaRuntime::new() {
         Ok(rt) => Some(Arc::new(rt)),
         Err(e) => {
-            eprintln!("SKIPPED: no CUDA GPU here: {e}");
+            gpu_skip(&format!("no CUDA GPU here: {e}"));
             None
         }
     }

@@ -373,7 +373,7 @@ mod tests {
     #[test]
     fn gpu_pointer_attributes_and_dmabuf_export() {
         if !lib_present() || device_count().map_or(true, |n| n == 0) {
-            eprintln!("skipped: no CUDA GPU on this machine");
+            crate::gpu::gpu_skip("no CUDA GPU on this machine");
             return;
         }
         eprintln!("CUDA driver API version {}", driver_version().unwrap());

@@ -124,3 +124,13 @@ pub fn detect() -> (Arc<dyn GpuRuntime>, Option<String>) {
         }
     }
 }
+
+/// For the crate's own GPU tests: a test that found no GPU prints `SKIPPED: why`, or fails when
+/// `GDIO_REQUIRE_GPU=1` (set on the GPU machine, so a broken GPU machine cannot look green).
+#[cfg(test)]
+pub(crate) fn gpu_skip(why: &str) {
+    if std::env::var("GDIO_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        panic!("GDIO_REQUIRE_GPU=1 but this GPU test would be skipped: {why}");
+    }
+    eprintln!("SKIPPED: {why}");
+}

@@ -63,3 +63,12 @@ pub fn random_range(r: &mut impl Rng, size: usize) -> (u64, usize) {
     let len = r.random_range(0..(size - off + 5000));
     (off as u64, len)
 }
+
+/// A GPU test found no GPU: prints `SKIPPED: why`, or fails the test when `GDIO_REQUIRE_GPU=1`
+/// (set on the GPU machine, so that a broken GPU machine cannot look green).
+pub fn gpu_skip(why: &str) {
+    if std::env::var("GDIO_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        panic!("GDIO_REQUIRE_GPU=1 but this GPU test would be skipped: {why}");
+    }
+    eprintln!("SKIPPED: {why}");
+}
