@@ -341,6 +341,18 @@ impl GpuStream for CudaStream {
         // SAFETY: the event was recorded on this stream.
         check(unsafe { sys::cuEventSynchronize(self.events[slot]) }, "cuEventSynchronize")
     }
+    fn query(&mut self, slot: usize) -> Result<bool> {
+        if !self.recorded[slot] {
+            return Ok(true);
+        }
+        self.bind()?;
+        // SAFETY: the event was recorded on this stream.
+        let r = unsafe { sys::cuEventQuery(self.events[slot]) };
+        if r == sys::CUresult::CUDA_ERROR_NOT_READY {
+            return Ok(false);
+        }
+        check(r, "cuEventQuery").map(|_| true)
+    }
     fn synchronize(&mut self) -> Result<()> {
         let last = self.events.len() - 1;
         self.record(last)?;

@@ -57,7 +57,10 @@ pub trait GpuStream: Send {
     /// Records marker `slot` (0..[`GpuStream::slots`]) after the copies queued so far.
     fn record(&mut self, slot: usize) -> Result<()>;
     /// Blocks until marker `slot` has been reached (returns at once if it was never recorded).
+    /// Blocks in the kernel, never spins.
     fn wait(&mut self, slot: usize) -> Result<()>;
+    /// True when marker `slot` has been reached (or was never recorded); never blocks.
+    fn query(&mut self, slot: usize) -> Result<bool>;
     /// Blocks until every queued copy is done.
     fn synchronize(&mut self) -> Result<()>;
     /// Number of marker slots.

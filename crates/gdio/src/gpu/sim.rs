@@ -224,6 +224,10 @@ impl GpuStream for SimStream {
     fn wait(&mut self, slot: usize) -> Result<()> {
         self.wait_slot(slot)
     }
+    fn query(&mut self, slot: usize) -> Result<bool> {
+        let want = self.recorded[slot];
+        Ok(self.marks.done.lock().unwrap_or_else(|p| p.into_inner()).0[slot] >= want)
+    }
     fn synchronize(&mut self) -> Result<()> {
         let last = self.recorded.len() - 1;
         self.record(last)?;
