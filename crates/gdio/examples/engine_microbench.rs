@@ -106,6 +106,43 @@ fn bench_async(
     slots: u64,
     deadline: Instant,
 ) -> gdio::Result<()> {
-    let _ = (mem, driver, file, done, size, inflight, slots, deadline);
-    Err(gdio::Error::new(gdio::ErrorKind::InvalidInput, "async mode is not built yet"))
+    enum H {
+        Host(gdio::IoHandle<Vec<u8>>),
+        Dev(gdio::IoHandle<gdio::DeviceBuffer>),
+    }
+    let mut i = 1u64;
+    let mut next_off = || {
+        i = (i * 6_364_136_223_846_793_005 + 1_442_695_040_888_963_407) >> 1;
+        (i % slots) * size as u64
+    };
+    let mut q = std::collections::VecDeque::new();
+    for _ in 0..inflight {
+        let h = if mem == "sim" {
+            H::Dev(driver.submit_read(file, next_off(), driver.alloc_device(0, size)?, 0, size)?)
+        } else {
+            H::Host(driver.submit_read(file, next_off(), vec![0u8; size], 0, size)?)
+        };
+        q.push_back(h);
+    }
+    while let Some(h) = q.pop_front() {
+        let again = Instant::now() < deadline;
+        match h {
+            H::Host(h) => {
+                let (r, buf) = h.wait();
+                r?;
+                if again {
+                    q.push_back(H::Host(driver.submit_read(file, next_off(), buf, 0, size)?));
+                }
+            }
+            H::Dev(h) => {
+                let (r, buf) = h.wait();
+                r?;
+                if again {
+                    q.push_back(H::Dev(driver.submit_read(file, next_off(), buf, 0, size)?));
+                }
+            }
+        }
+        done.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
 }
