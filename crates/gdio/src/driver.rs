@@ -609,4 +609,71 @@ impl Driver {
             None => Ok(out),
         }
     }
+
+    /// Enqueues `op` on the caller's GPU stream `stream` (a `CUstream`, or a
+    /// [`SimRuntime`](crate::gpu::sim::SimRuntime) stream handle) with `cuFileReadAsync`'s
+    /// semantics: it starts after the work queued on the stream before it, later work on the
+    /// stream waits for it, and the size and offsets in `params` are read when the stream
+    /// reaches it; the result (bytes, or a negative errno) lands in `*params.bytes_p`. See
+    /// [`stream_io`](crate::stream_io) for every ordering guarantee. `buf_base` must be
+    /// device memory; a stream of another GPU or context is an error here.
+    ///
+    /// # Safety
+    /// `stream` is a live stream; the `params` pointers stay valid until the stream has run the
+    /// I/O; `buf_base + *buf_offset_p .. + *size_p` is device memory valid for the I/O and not
+    /// otherwise accessed until then.
+    pub unsafe fn submit_on_stream(
+        &self,
+        op: Op,
+        file: &Arc<FileHandle>,
+        buf_base: u64,
+        params: crate::stream_io::StreamIoParams,
+        stream: u64,
+    ) -> Result<()> {
+        let MemoryKind::Device { ordinal } = self.runtime.classify(buf_base) else {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("address 0x{buf_base:x} is not device memory; stream-ordered I/O needs GPU memory"),
+            )
+            .with_errno(libc::EINVAL)
+            .with_path(file.path()));
+        };
+        self.check_gpu(ordinal)?;
+        let req = Request {
+            op,
+            file: file.info(),
+            memory: MemoryKind::Device { ordinal },
+            file_offset: 0,
+            buf_addr: buf_base,
+            len: EXPLAIN_LEN,
+        };
+        let config = self.loaded.config();
+        let engine = self.backends.iter().find_map(|b| {
+            let e = b.engine()?;
+            b.score(&req, config).accepts().then(|| (e.clone(), b.name()))
+        });
+        let Some((engine, name)) = engine else {
+            return Err(Error::new(
+                ErrorKind::NoBackend,
+                "stream-ordered I/O runs on the compat engine, which this configuration does not allow",
+            )
+            .with_errno(libc::ENOTSUP)
+            .with_path(file.path()));
+        };
+        // SAFETY: forwarded contract.
+        unsafe {
+            crate::stream_io::enqueue(
+                &self.runtime,
+                engine,
+                name,
+                self.stats.clone(),
+                op,
+                file,
+                buf_base,
+                ordinal,
+                params,
+                stream,
+            )
+        }
+    }
 }

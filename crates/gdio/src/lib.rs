@@ -63,6 +63,7 @@ pub mod memory;
 pub mod platform;
 pub mod request;
 pub mod stats;
+pub mod stream_io;
 pub mod submit;
 
 pub use batch::{Batch, BatchEntry, BatchEvent, BatchState, BatchStatus};
@@ -74,4 +75,5 @@ pub use gpu::{DeviceBuffer, PinnedBuffer};
 pub use memory::{BufferRef, IoBuf, IoBufMut, MemoryKind};
 pub use request::Op;
 pub use stats::{BackendStats, StatsSnapshot};
+pub use stream_io::StreamIoParams;
 pub use submit::IoHandle;

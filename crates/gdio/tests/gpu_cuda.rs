@@ -147,7 +147,10 @@ fn gpu_many_async_reads_in_flight_complete_out_of_order() {
         for (off, h) in hs.into_iter().rev() {
             let (n, dev) = h.wait();
             assert_eq!(n.unwrap(), size);
-            assert!(dev.to_vec().unwrap() == data[off as usize..off as usize + size], "size {size}");
+            assert!(
+                dev.to_vec().unwrap() == data[off as usize..off as usize + size],
+                "size {size}"
+            );
         }
     }
     // Dropping handles with I/O in flight, then freeing their buffers: no fault, no stray write.
@@ -227,5 +230,46 @@ fn gpu_vectored_reads_match_the_file() {
     for (i, &(off, b, len)) in pieces.iter().enumerate() {
         assert_eq!(got[i], len);
         assert!(back[b..b + len] == data[off as usize..off as usize + len], "piece {i}");
+    }
+}
+
+#[test]
+fn gpu_stream_ordered_read_runs_between_earlier_and_later_stream_work() {
+    use cudarc::driver::DevicePtr;
+    let Some(rt) = cuda() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(56, 16 << 20);
+    let f = Arc::new(FileHandle::open(write_file(d.path(), "s", &data)).unwrap());
+    let drv = driver(&rt, Config::default());
+    let ctx = rt.context(0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let mut slice = stream.alloc_zeros::<u8>(16 << 20).unwrap();
+    for round in 0..4 {
+        let len = (4 << 20) + round * 12_345;
+        let (size, foff, boff) = (len, (round * 1_000_003) as i64, (round * 4096) as i64);
+        let mut bytes: isize = -999;
+        // Earlier stream work: zero the whole buffer. If the read ran first, zeros would win.
+        stream.memset_zeros(&mut slice).unwrap();
+        let base = {
+            let (p, _sync) = slice.device_ptr(&stream);
+            p
+        };
+        let params = gdio::StreamIoParams {
+            size_p: &size,
+            file_offset_p: &foff,
+            buf_offset_p: &boff,
+            bytes_p: &mut bytes,
+        };
+        // SAFETY: the stream, parameters and slice live until the synchronize below.
+        unsafe {
+            drv.submit_on_stream(gdio::Op::Read, &f, base, params, stream.cu_stream() as u64)
+        }
+        .unwrap();
+        let back = stream.clone_dtoh(&slice).unwrap();
+        stream.synchronize().unwrap();
+        assert_eq!(bytes, len as isize);
+        let (fo, bo) = (foff as usize, boff as usize);
+        assert!(back[bo..bo + len] == data[fo..fo + len], "round {round}");
+        assert!(back[..bo].iter().all(|&b| b == 0));
     }
 }

@@ -12,8 +12,8 @@ use gdio::{DirectIoPolicy, FileHandle, OpenOptions};
 fn failed_write_counts_every_byte_that_reached_the_file() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("w");
-    let f = FileHandle::open_with(&p, OpenOptions::new().read(true).write(true).create(true))
-        .unwrap();
+    let f =
+        FileHandle::open_with(&p, OpenOptions::new().read(true).write(true).create(true)).unwrap();
     let len = 8usize << 20;
     let limit: u64 = (3 << 20) + (1 << 19);
     let data = random_bytes(40, len);
@@ -35,7 +35,10 @@ fn failed_write_counts_every_byte_that_reached_the_file() {
         let on_disk = std::fs::metadata(&p).unwrap().len();
         assert_eq!(on_disk, limit);
         let msg = e.to_string();
-        assert!(msg.contains(&format!("{limit} of the {len} bytes of this write reached the file")), "{msg}");
+        assert!(
+            msg.contains(&format!("{limit} of the {len} bytes of this write reached the file")),
+            "{msg}"
+        );
         assert_eq!(std::fs::read(&p).unwrap(), &data[..limit as usize]);
         f.set_len(0).unwrap();
     }

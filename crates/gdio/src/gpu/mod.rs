@@ -110,6 +110,25 @@ pub trait GpuRuntime: Send + Sync + std::fmt::Debug {
         len: usize,
         read_only: bool,
     ) -> Result<()>;
+    /// Enqueues `f` on the caller's stream `stream` (a raw stream handle of this runtime, e.g.
+    /// a `CUstream`) of GPU `ordinal`: `f` runs on a runtime thread once the work queued on the
+    /// stream before it has finished, and work queued after it waits until `f` returns. A
+    /// stream of another GPU or context is an error. `f` must not call the GPU runtime.
+    ///
+    /// # Safety
+    /// `stream` must be a live stream of this process until `f` has run.
+    unsafe fn launch_host_fn(
+        &self,
+        ordinal: usize,
+        stream: u64,
+        f: Box<dyn FnOnce() + Send>,
+    ) -> Result<()> {
+        let _ = (stream, f);
+        Err(crate::error::Error::new(
+            crate::error::ErrorKind::Unsupported,
+            format!("the {} runtime has no streams for GPU {ordinal}", self.name()),
+        ))
+    }
     /// Undoes [`GpuRuntime::register_host`].
     ///
     /// # Safety
