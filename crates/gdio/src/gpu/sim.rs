@@ -17,6 +17,9 @@ struct Allocations {
     pinned: BTreeMap<u64, usize>,
 }
 
+/// A caller's stream: its GPU ordinal and the stream.
+type UserStream = (usize, Arc<Mutex<SimStream>>);
+
 /// A runtime with `devices` simulated GPUs.
 #[derive(Clone)]
 pub struct SimRuntime {
@@ -24,7 +27,7 @@ pub struct SimRuntime {
     allocs: Arc<Mutex<Allocations>>,
     copy_delay: std::time::Duration,
     /// Callers' streams by handle, with their GPU ordinal.
-    streams: Arc<Mutex<BTreeMap<u64, (usize, Arc<Mutex<SimStream>>)>>>,
+    streams: Arc<Mutex<BTreeMap<u64, UserStream>>>,
 }
 
 impl std::fmt::Debug for SimRuntime {
@@ -65,7 +68,7 @@ impl SimRuntime {
         self.streams.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
     }
 
-    fn user_stream(&self, id: u64) -> Result<(usize, Arc<Mutex<SimStream>>)> {
+    fn user_stream(&self, id: u64) -> Result<UserStream> {
         self.streams.lock().unwrap_or_else(|p| p.into_inner()).get(&id).cloned().ok_or_else(|| {
             Error::new(
                 ErrorKind::InvalidInput,
