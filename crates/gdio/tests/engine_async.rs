@@ -493,3 +493,30 @@ fn random_data_random_offsets_async_host_and_sim_every_byte() {
         }
     }
 }
+
+#[test]
+fn cold_reads_with_several_direct_reads_in_flight_per_worker() {
+    for (where_, d) in dirs() {
+        let data = random_bytes(41, 3 * 1024 * 1024 + 5555);
+        let p = write_file(d.path(), "cold", &data);
+        let f = FileHandle::open(&p).unwrap();
+        for in_flight in [1, 3, 5] {
+            let config =
+                Config { direct_reads_in_flight: in_flight, ..tiny_config(DirectIoPolicy::On, 2) };
+            let drv = sim_driver(config, 1);
+            let mut r = rng(42 + in_flight as u64);
+            for _ in 0..10 {
+                let (off, len) = random_range(&mut r, data.len());
+                let mut dev = drv.alloc_device(0, len.max(1)).unwrap();
+                let n = drv.read(&f, off, &mut dev, 0, len).unwrap();
+                let want = expect(&data, off, len);
+                assert_eq!(n, want.len());
+                let mut back = vec![0u8; n];
+                dev.copy_to_host(0, &mut back).unwrap();
+                assert_eq!(back, want, "{where_} in flight {in_flight} off {off} len {len}");
+            }
+        }
+    }
+    let e = gdio::Config { direct_reads_in_flight: 0, ..Config::default() }.validate().unwrap_err();
+    assert!(e.to_string().contains("direct_reads_in_flight"), "{e}");
+}

@@ -101,6 +101,8 @@ pub struct Job {
     pub(crate) page_cache_dma: bool,
     /// Bytes per buffered read into a bounce buffer.
     pub(crate) buffered_chunk: u64,
+    /// `O_DIRECT` reads a worker keeps in flight for this job's cold ranges in GPU memory.
+    pub(crate) direct_in_flight: usize,
     counters: Option<Arc<Counters>>,
     notifier: Option<Arc<Notifier>>,
     state: Mutex<State>,
@@ -150,6 +152,7 @@ impl Job {
             direct,
             page_cache_dma: false,
             buffered_chunk: u64::MAX,
+            direct_in_flight: 1,
             counters,
             notifier: None,
             state: Mutex::new(State { done, ..State::default() }),

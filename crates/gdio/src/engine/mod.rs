@@ -83,7 +83,10 @@ impl Engine {
         let config = config.clone();
         let shape = LaneShape {
             size: config.bounce_buffer_size,
-            count: config.bounce_buffers_per_thread.max(2),
+            count: config
+                .bounce_buffers_per_thread
+                .max(2)
+                .max(config.direct_reads_in_flight.clamp(1, 64) + 1),
         };
         Engine {
             pool: Pool::new(runtime.clone(), config.threads.max(1), shape),
@@ -204,6 +207,7 @@ impl Engine {
             Some(self.counters.clone()),
         );
         job.buffered_chunk = self.config.buffered_chunk_size.max(4096) as u64;
+        job.direct_in_flight = self.config.direct_reads_in_flight.clamp(1, 64);
         job.page_cache_dma = self.config.page_cache_dma && op == Op::Read;
         job
     }

@@ -243,30 +243,71 @@ fn read_chunks(
     let file = job.file();
     let align = direct_align(file);
     let direct = path == ReadPath::Direct;
-    let res = &mut ran.result;
-    while res.bytes < task.len {
-        let off = task.offset + res.bytes;
-        let (cap, shift) = chunk_geometry(lane, direct, align, off, job.buffered_chunk);
-        let n = cap.min(task.len - res.bytes);
-        let slot = lane.take_slot()?;
-        // SAFETY: `shift + n <= buffer size` by `chunk_geometry`; the slot's previous copy is done.
-        let buf = unsafe { lane.buffers[slot].as_mut_ptr().add(shift as usize) };
-        // SAFETY: `buf` has room for `n` bytes (above).
-        let (got, d) = unsafe { read_range(file, buf, off, n, direct, align)? };
-        if got > 0 {
-            let dst = job.buf.addr + task.rel + res.bytes;
-            // SAFETY: the device range lies inside the job's buffer; the pinned source stays
-            // untouched until the slot's marker is waited for.
-            unsafe { lane.stream.copy_to_device(dst, buf, got as usize)? };
-            ran.last = Some((lane.record(slot)?, slot));
+    // Cold ranges: several O_DIRECT reads at once, each into its own bounce buffer.
+    let group = if direct { job.direct_in_flight.clamp(1, lane.buffers.len() - 1) } else { 1 };
+    let mut chunks: Vec<(usize, usize, u64, u64)> = Vec::with_capacity(group);
+    while ran.result.bytes < task.len {
+        chunks.clear();
+        let mut pos = ran.result.bytes;
+        while chunks.len() < group && pos < task.len {
+            let off = task.offset + pos;
+            let (cap, shift) = chunk_geometry(lane, direct, align, off, job.buffered_chunk);
+            let n = cap.min(task.len - pos);
+            let slot = lane.take_slot()?;
+            // SAFETY: `shift + n <= buffer size` by `chunk_geometry`; the slot's previous copy
+            // is done.
+            let buf = unsafe { lane.buffers[slot].as_mut_ptr().add(shift as usize) };
+            chunks.push((slot, buf as usize, off, n));
+            pos += n;
         }
-        res.bytes += got;
-        res.direct_bytes += d;
-        if got < n {
-            break;
+        let read = |&(_, buf, off, n): &(usize, usize, u64, u64)| {
+            // SAFETY: each chunk's bounce range has room for `n` bytes and belongs to this
+            // chunk alone until its copy is queued below.
+            unsafe { read_range(file, buf as *mut u8, off, n, direct, align) }
+        };
+        let results: Vec<Result<(u64, u64)>> = if chunks.len() == 1 {
+            vec![read(&chunks[0])]
+        } else {
+            read_concurrently(&chunks, &read)
+        };
+        for (&(slot, buf, _, n), r) in chunks.iter().zip(results) {
+            let (got, d) = r?;
+            if got > 0 {
+                let dst = job.buf.addr + task.rel + ran.result.bytes;
+                // SAFETY: the device range lies inside the job's buffer; the pinned source
+                // stays untouched until the slot's marker is waited for.
+                unsafe { lane.stream.copy_to_device(dst, buf as *const u8, got as usize)? };
+                ran.last = Some((lane.record(slot)?, slot));
+            }
+            ran.result.bytes += got;
+            ran.result.direct_bytes += d;
+            if got < n {
+                return Ok(());
+            }
         }
     }
     Ok(())
+}
+
+/// Reads every chunk at once: the first on this thread, the others on scoped threads (a
+/// thread costs microseconds; a cold read of a bounce buffer, milliseconds). A thread the OS
+/// refuses reads its chunk here, after the others.
+fn read_concurrently(
+    chunks: &[(usize, usize, u64, u64)],
+    read: &(dyn Fn(&(usize, usize, u64, u64)) -> Result<(u64, u64)> + Sync),
+) -> Vec<Result<(u64, u64)>> {
+    std::thread::scope(|s| {
+        let helpers: Vec<_> = chunks[1..]
+            .iter()
+            .map(|c| std::thread::Builder::new().spawn_scoped(s, move || read(c)).ok())
+            .collect();
+        let mut out = vec![read(&chunks[0])];
+        for (c, h) in chunks[1..].iter().zip(helpers) {
+            let r = h.and_then(|h| h.join().ok()).unwrap_or_else(|| read(c));
+            out.push(r);
+        }
+        out
+    })
 }
 
 /// Writes a task from GPU memory: copy chunk N+1 to a pinned buffer while chunk N is written.
