@@ -1,7 +1,11 @@
 //! Microbenchmark of the engine's per-request cost: many small requests in flight on host
 //! memory or a simulated GPU, from a file in the page cache.
 //!
-//! `cargo run --release -p gdio --example engine_microbench -- [host|sim] SIZE_KIB IN_FLIGHT SECONDS [sync|async]`
+//! `cargo run --release -p gdio --example engine_microbench -- [host|sim|gpu] SIZE_KIB IN_FLIGHT SECONDS [sync|async]`
+//!
+//! `host`: host memory on a runtime without GPU; `sim`: a simulated GPU; `gpu`: GPU 0 through
+//! CUDA (the GPU machine). The file (64 MiB, in `GDIO_BENCH_DIR`, default `/dev/shm`) is read
+//! at random offsets aligned to the request size.
 //!
 //! `sync` keeps IN_FLIGHT requests in flight with that many caller threads each calling
 //! `Driver::read`; `async` keeps them in flight from one thread with `Driver::submit_read`.
@@ -33,9 +37,13 @@ fn main() -> gdio::Result<()> {
             config,
             Arc::new(gdio::gpu::sim::SimRuntime::new(1, Duration::ZERO)),
         )?,
+        "gpu" => Driver::new(config)?,
         _ => Driver::with_runtime(config, Arc::new(gdio::gpu::host::HostRuntime::new("bench")))?,
     });
     let file = Arc::new(FileHandle::open(&path)?);
+    if mem == "gpu" {
+        driver.prepare_gpu(0)?;
+    }
     let _ = std::fs::remove_file(&path);
     let done = Arc::new(AtomicU64::new(0));
     let slots = (file_len / size) as u64;
@@ -75,7 +83,7 @@ fn bench_mode(
             (driver.clone(), file.clone(), done.clone(), mem.to_owned());
         threads.push(std::thread::spawn(move || -> gdio::Result<()> {
             let mut host = vec![0u8; size];
-            let mut dev = if mem == "sim" { Some(driver.alloc_device(0, size)?) } else { None };
+            let mut dev = if mem != "host" { Some(driver.alloc_device(0, size)?) } else { None };
             let mut i = t as u64 * 7919;
             while Instant::now() < deadline {
                 i = (i * 6_364_136_223_846_793_005 + 1_442_695_040_888_963_407) >> 1;
@@ -117,7 +125,7 @@ fn bench_async(
     };
     let mut q = std::collections::VecDeque::new();
     for _ in 0..inflight {
-        let h = if mem == "sim" {
+        let h = if mem != "host" {
             H::Dev(driver.submit_read(file, next_off(), driver.alloc_device(0, size)?, 0, size)?)
         } else {
             H::Host(driver.submit_read(file, next_off(), vec![0u8; size], 0, size)?)
