@@ -388,7 +388,7 @@ impl EngineIo {
     /// Blocks until the I/O has finished and returns what it moved.
     pub fn wait(&self) -> Result<Transfer> {
         let t = Engine::transfer(&self.job);
-        if self.job.op == Op::Write && t.is_ok() {
+        if self.job.op == Op::Write && self.job.len > 0 && t.is_ok() {
             self.job.file().note_written_end(self.job.offset + self.job.len);
         }
         t

@@ -233,6 +233,9 @@ pub(crate) fn read_to_device(job: &Job, task: Task, lane: &mut Lane, path: ReadP
     ran
 }
 
+/// A chunk of a task read into a bounce buffer: (slot, buffer address, file offset, bytes).
+type Chunk = (usize, usize, u64, u64);
+
 fn read_chunks(
     job: &Job,
     task: Task,
@@ -245,7 +248,7 @@ fn read_chunks(
     let direct = path == ReadPath::Direct;
     // Cold ranges: several O_DIRECT reads at once, each into its own bounce buffer.
     let group = if direct { job.direct_in_flight.clamp(1, lane.buffers.len() - 1) } else { 1 };
-    let mut chunks: Vec<(usize, usize, u64, u64)> = Vec::with_capacity(group);
+    let mut chunks: Vec<Chunk> = Vec::with_capacity(group);
     while ran.result.bytes < task.len {
         chunks.clear();
         let mut pos = ran.result.bytes;
@@ -260,7 +263,7 @@ fn read_chunks(
             chunks.push((slot, buf as usize, off, n));
             pos += n;
         }
-        let read = |&(_, buf, off, n): &(usize, usize, u64, u64)| {
+        let read = |&(_, buf, off, n): &Chunk| {
             // SAFETY: each chunk's bounce range has room for `n` bytes and belongs to this
             // chunk alone until its copy is queued below.
             unsafe { read_range(file, buf as *mut u8, off, n, direct, align) }
@@ -293,8 +296,8 @@ fn read_chunks(
 /// thread costs microseconds; a cold read of a bounce buffer, milliseconds). A thread the OS
 /// refuses reads its chunk here, after the others.
 fn read_concurrently(
-    chunks: &[(usize, usize, u64, u64)],
-    read: &(dyn Fn(&(usize, usize, u64, u64)) -> Result<(u64, u64)> + Sync),
+    chunks: &[Chunk],
+    read: &(dyn Fn(&Chunk) -> Result<(u64, u64)> + Sync),
 ) -> Vec<Result<(u64, u64)>> {
     std::thread::scope(|s| {
         let helpers: Vec<_> = chunks[1..]
