@@ -1,6 +1,7 @@
 //! `gdio gdr sanity`: checks the mapping path end to end on a real GPU, with random data
 //! cross-checked against cuMemcpy, and every rule that must be refused.
 
+use crate::out::outln;
 use std::process::ExitCode;
 
 use gdio::gdr::{Attribute, DeviceMemory, Gdr, MapFlags, MappingType, PinFlags, GPU_PAGE_SIZE};
@@ -78,7 +79,7 @@ fn versions_and_attributes(g: &Gdr, _gpu: i32, v: bool) -> R {
         "USING_DMA_BUF_MMAP disagrees with the backend",
     )?;
     if v {
-        println!(
+        outln!(
             "  runtime {:?}, driver {:?}, persistent {persistent}, dma-buf {dmabuf}",
             gdio::gdr::runtime_version(),
             g.driver_version().ok()
@@ -93,7 +94,7 @@ fn basic_pin_map_copy(g: &Gdr, gpu: i32, v: bool) -> R {
     let r = g.pin(base, size as u64, PinFlags::DEFAULT)?;
     let info = r.map(MapFlags::Default)?;
     if v {
-        println!("  {info:?}");
+        outln!("  {info:?}");
     }
     expect(
         info.va == base && info.mapped && info.mapped_size >= size as u64,
@@ -272,7 +273,7 @@ struct Row {
 pub fn run(a: SanityArgs) -> ExitCode {
     if a.list {
         for (name, _) in TESTS {
-            println!("{name}");
+            outln!("{name}");
         }
         return ExitCode::SUCCESS;
     }
@@ -285,7 +286,7 @@ pub fn run(a: SanityArgs) -> ExitCode {
         Err(code) => return code,
     };
     if !a.common.json {
-        println!("backend: {}", g.backend().name());
+        outln!("backend: {}", g.backend().name());
     }
     let mut rows = Vec::new();
     for (name, test) in TESTS {
@@ -300,9 +301,9 @@ pub fn run(a: SanityArgs) -> ExitCode {
         };
         if !a.common.json {
             if detail.is_empty() {
-                println!("{name}: {result}");
+                outln!("{name}: {result}");
             } else {
-                println!("{name}: {result} ({detail})");
+                outln!("{name}: {result} ({detail})");
             }
         }
         rows.push(Row { name, result, detail });
@@ -310,13 +311,13 @@ pub fn run(a: SanityArgs) -> ExitCode {
     let count = |r: &str| rows.iter().filter(|x| x.result == r).count();
     let (passed, failed, waived) = (count("passed"), count("failed"), count("waived"));
     if a.common.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({ "tool": "sanity", "ok": failed == 0, "backend": g.backend().name(),
                 "total": rows.len(), "passed": passed, "failed": failed, "waived": waived, "tests": rows })
         );
     } else {
-        println!("Total: {}, Passed: {passed}, Failed: {failed}, Waived: {waived}", rows.len());
+        outln!("Total: {}, Passed: {passed}, Failed: {failed}, Waived: {waived}", rows.len());
     }
     if failed == 0 {
         ExitCode::SUCCESS
