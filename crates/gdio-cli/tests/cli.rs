@@ -660,3 +660,32 @@ fn file_that_does_not_exist_is_created_then_removed_unless_keep() {
     assert!(o.status.success(), "{}", stderr_of(&o));
     assert_eq!(std::fs::read(&p).unwrap(), kept);
 }
+
+#[test]
+fn a_refused_thread_is_an_error_not_a_panic() {
+    // RLIMIT_NPROC of 8 (as an unprivileged user: root is exempt from it) and 64 requests in
+    // flight, each from its own thread.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .unwrap();
+    let script = format!(
+        "ulimit -u 8 && exec '{}' bench --size 8M --io-size 4K --queue-depth 64 --target host --iterations 1 --dir '{}'",
+        env!("CARGO_BIN_EXE_gdio"),
+        dir.path().display()
+    );
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cmd = if root { Command::new("setpriv") } else { Command::new("bash") };
+    if root {
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "bash"]);
+    }
+    let o = cmd.arg("-c").arg(&script).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr_of(&o));
+    assert!(
+        stderr_of(&o).contains("refused") || stderr_of(&o).contains("thread"),
+        "{}",
+        stderr_of(&o)
+    );
+    assert_no_panic(&o);
+    assert!(listing(dir.path()).is_empty());
+}

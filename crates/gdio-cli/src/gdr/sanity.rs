@@ -228,16 +228,27 @@ fn threads_share_handles(g: &Gdr, gpu: i32, _v: bool) -> R {
     let r = g.pin(base, size as u64, PinFlags::DEFAULT)?;
     r.map(MapFlags::Default)?;
     let datas: Vec<Vec<u8>> = (0..8).map(|_| random(4096)).collect();
-    std::thread::scope(|s| {
+    let failed = std::thread::scope(|s| {
+        let mut handles = Vec::new();
         for (i, d) in datas.iter().enumerate() {
             let r = &r;
-            s.spawn(move || {
-                for _ in 0..100 {
-                    r.copy_to_mapping(i * 4096, d).expect("copy from a thread");
-                }
+            let h = std::thread::Builder::new().spawn_scoped(s, move || {
+                (0..100).try_for_each(|_| r.copy_to_mapping(i * 4096, d).map_err(|e| e.to_string()))
             });
+            match h {
+                Ok(h) => handles.push(h),
+                Err(e) => return Some(format!("the system refused a thread: {e}")),
+            }
         }
+        handles.into_iter().find_map(|h| match h.join() {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e),
+            Err(_) => Some("a copy thread panicked".into()),
+        })
     });
+    if let Some(e) = failed {
+        return Ok(Outcome::Fail(e));
+    }
     for (i, d) in datas.iter().enumerate() {
         let mut b = vec![0u8; 4096];
         r.copy_from_mapping(i * 4096, &mut b)?;
