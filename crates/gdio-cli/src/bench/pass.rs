@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use gdio::{Driver, FileHandle};
 
-use super::data::{on_threads, AlignedBuf};
+use super::data::on_threads;
 use super::progress::Progress;
 
 /// The order of the requests.
@@ -49,8 +49,9 @@ pub enum Mover<'a> {
     Gdio { driver: &'a Driver, file: &'a FileHandle, base: u64, device: bool, write: bool },
     /// A plain `pread` into host memory at `base` (the host-target limit).
     PlainRead { fd: BorrowedFd<'a>, base: usize },
-    /// A plain `pwrite` from host memory `src`, reused in a ring (the write limit).
-    PlainWrite { fd: BorrowedFd<'a>, src: &'a AlignedBuf },
+    /// A plain `pwrite` from host memory `ring`: the bytes at the same offset when it holds
+    /// the whole range, else reused in a ring (the write limit).
+    PlainWrite { fd: BorrowedFd<'a>, ring: &'a [u8] },
 }
 
 impl Mover<'_> {
@@ -73,8 +74,7 @@ impl Mover<'_> {
                 gdio::file::posix::pread_full_raw(fd, (base + off as usize) as *mut u8, n, off)
             }
             .map_err(|e| format!("pread at offset {off} failed: {}", os(e))),
-            Mover::PlainWrite { fd, src } => {
-                let ring = src.as_slice();
+            Mover::PlainWrite { fd, ring } => {
                 let mut done = 0usize;
                 while done < n {
                     let p = ((off + done as u64) % ring.len() as u64) as usize;

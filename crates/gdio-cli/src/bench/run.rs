@@ -44,6 +44,9 @@ fn parse_target(s: &str) -> Result<Target, String> {
     }
 }
 
+/// Host memory the write limit reuses for a GPU target: larger than any CPU cache.
+const WRITE_RING: usize = 256 << 20;
+
 fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(|a, b| a.total_cmp(b));
@@ -185,9 +188,12 @@ impl<'a> Bench<'a> {
             None => files::generated_size(args),
         };
         let dir = args.dir.clone().unwrap_or_else(std::env::temp_dir);
-        let mut need = (threads + args.queue_depth + 4) as u64 * CHUNK as u64 + (64 << 20);
+        // One CHUNK per plain-I/O thread, the write limit's ring, verification buffers.
+        let mut need = (threads + 4) as u64 * CHUNK as u64 + (64 << 20);
         if target == Target::Host {
             need += planned.div_ceil(4096) * 4096;
+        } else if args.mode != Mode::Read && !args.sweep {
+            need += planned.min(WRITE_RING as u64);
         }
         if args.file.as_ref().is_none_or(|p| !p.exists()) && files::on_tmpfs(&dir) {
             need += planned; // the generated file itself lives in memory
@@ -425,9 +431,19 @@ impl<'a> Bench<'a> {
     fn plain_write_limit(&self, dir: &std::path::Path, shape: Shape) -> Result<f64, String> {
         let size = self.size();
         let scratch = files::scratch_in(dir)?;
-        let mut src = AlignedBuf::new((size as usize).min(32 * CHUNK))?;
-        data::fill_random(src.as_mut_slice(), 3, self.threads)?;
-        let mover = Mover::PlainWrite { fd: scratch.file.as_fd(), src: &src };
+        // From the bench's memory for the host target (as gdio writes it); for a GPU target
+        // from a ring of host memory too large for the CPU caches.
+        let ring_buf;
+        let ring = match &self.mem {
+            Memory::Host(h) => &h.as_slice()[..size as usize],
+            Memory::Device(_) => {
+                let mut r = AlignedBuf::new((size as usize).min(WRITE_RING))?;
+                data::fill_random(r.as_mut_slice(), 3, self.threads)?;
+                ring_buf = r;
+                ring_buf.as_slice()
+            }
+        };
+        let mover = Mover::PlainWrite { fd: scratch.file.as_fd(), ring };
         let progress =
             Progress::new("plain write".into(), size * self.passes() as u64, self.args.json);
         let mut m = Measured::default();
