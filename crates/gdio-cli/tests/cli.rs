@@ -689,3 +689,44 @@ fn a_refused_thread_is_an_error_not_a_panic() {
     assert_no_panic(&o);
     assert!(listing(dir.path()).is_empty());
 }
+
+#[test]
+fn simulated_gpu_bench_verifies_every_path_through_device_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, data) = random_file(dir.path(), 9 * 1024 * 1024 + 4321, 20);
+    let runs: &[&[&str]] = &[
+        // Write without a read first: the device memory is loaded from the input file.
+        &["--mode", "write", "--io-size", "1M", "--file", p.to_str().unwrap()],
+        // Generated input, random order, read then write.
+        &[
+            "--mode",
+            "both",
+            "--pattern",
+            "random",
+            "--io-size",
+            "64K",
+            "--queue-depth",
+            "8",
+            "--size",
+            "5M",
+        ],
+        &["--sweep", "--size", "8M", "--warmup", "0"],
+    ];
+    for args in runs {
+        let o = gdio()
+            .args(["bench", "--sim-gpu", "--iterations", "1", "--json", "--dir"])
+            .arg(dir.path())
+            .args(*args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr_of(&o));
+        let v = json_of(&o);
+        assert!(v["limits"]["pinned_h2d_gbps"].as_f64().unwrap() > 0.0);
+        for r in v["results"].as_array().unwrap() {
+            assert_eq!(r["target"], "gpu:0", "{args:?}");
+            assert_eq!(r["verified"], true, "{args:?}: {r}");
+        }
+    }
+    assert_eq!(std::fs::read(&p).unwrap(), data);
+    assert_eq!(listing(dir.path()), ["data-20.bin"]);
+}

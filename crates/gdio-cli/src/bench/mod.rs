@@ -113,6 +113,10 @@ pub struct BenchArgs {
     /// Keep the generated input file (named gdio-bench-*.bin in --dir, or --file).
     #[arg(long)]
     pub keep: bool,
+    /// Tests only: one simulated GPU (host memory, copies that complete late) instead of the
+    /// machine's, so that CI covers the GPU paths of the bench.
+    #[arg(long, hide = true)]
+    pub sim_gpu: bool,
     /// Print one JSON object on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
