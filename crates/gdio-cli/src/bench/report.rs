@@ -126,6 +126,15 @@ impl BenchReport {
                 format_size(r.direct_bytes),
                 format_size(r.page_cache_dma_bytes)
             );
+            outln!(
+                "{:<6} {} requests of {} x {} in flight: {:.0} per second; limit {}",
+                "",
+                r.pattern.label(),
+                format_size(r.io_size),
+                r.queue_depth,
+                r.iops,
+                r.limit_gbps.map(|l| format!("{l:.2} GB/s")).unwrap_or_else(|| "-".into())
+            );
             if let Some(f) = r.fsync_seconds {
                 outln!("{:<6} fsync after the last write: {f:.3} s (not in the GB/s)", "");
             }
