@@ -7,8 +7,8 @@
 #
 # usage: bench/sweep-h200.sh            (from the repository root)
 # env:   GDIO (default .dev/bin/gdio or target/release/gdio), OUT (default /tmp/gdio-sweep),
-#        SIZE (8G), THREADS (8,16,32), ITER (3), TARGET (gpu:0), SWEEP_SMALL_BYTES (1 GiB:
-#        the sample KvikIO reads for rows under 1 MiB)
+#        SIZE (8G), THREADS (8,16,32), ITER (3), TARGET (gpu:0), DIRS ("/dev/shm /tmp"),
+#        SWEEP_SMALL_BYTES (1 GiB: the sample KvikIO reads for rows under 1 MiB)
 # needs: the peers' wheels from ../shared/tools/fetch-peer-wheels in .whl/ (installed to /tmp/site).
 # Writes every JSON line to $OUT/results.jsonl and the table to $OUT/summary.txt.
 set -uo pipefail
@@ -19,6 +19,7 @@ SIZE=${SIZE:-8G}
 THREADS=${THREADS:-8,16,32}
 ITER=${ITER:-3}
 TARGET=${TARGET:-gpu:0}
+DIRS=${DIRS:-/dev/shm /tmp}
 log=$OUT/results.jsonl
 : > "$log"
 if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
@@ -26,8 +27,8 @@ if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 
-for dir in /dev/shm /tmp; do
-  fs=$( [ $dir = /tmp ] && echo ext4 || echo tmpfs )
+for dir in $DIRS; do
+  fs=$(stat -f -c %T "$dir" | sed 's/ext2\/ext3/ext4/')
   f=$dir/gdio-sweep-8g.bin
   [ -f "$f" ] || "$GDIO" make-file "$f" --size "$SIZE" || exit 1
   cat "$f" > /dev/null # into the page cache
