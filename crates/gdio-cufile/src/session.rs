@@ -303,6 +303,8 @@ pub fn open() -> CUfileError_t {
             Ok(s) => g.session = Some(Arc::new(s)),
             Err(e) => return e,
         }
+        // Staged values apply to this open only (cuFile's guide: staging is then cleared).
+        g.staged = Staged::default();
     }
     g.use_count += 1;
     CUfileError_t::OK
@@ -315,6 +317,7 @@ pub fn ensure_open() -> Result<Arc<Session>, CUfileError_t> {
         return Ok(s.clone());
     }
     let s = Arc::new(build_session(&g.staged)?);
+    g.staged = Staged::default();
     g.session = Some(s.clone());
     g.use_count = 1;
     Ok(s)
