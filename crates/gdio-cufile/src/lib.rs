@@ -980,3 +980,10 @@ pub extern "C" fn cuFileGetBARSizeInKB(gpuIndex: c_int, barSize: *mut usize) -> 
         }
     })
 }
+
+/// Marks this `libcufile.so.0` as gdio's (`gdio check` looks for it): gdio's version, as a
+/// NUL-terminated string.
+#[no_mangle]
+pub extern "C" fn gdio_cufile_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
