@@ -739,9 +739,11 @@ fn async_io(
         put(bytes_p, -(code::INVALID_VALUE as isize));
         return err(code::INVALID_VALUE);
     }
-    // SAFETY (both reads): non-NULL argument pointers from the caller, per cufile.h.
-    let args = || unsafe {
-        (size_p.read_unaligned(), file_offset_p.read_unaligned(), buf_offset_p.read_unaligned())
+    let args = || {
+        // SAFETY: non-NULL argument pointers from the caller, per cufile.h.
+        unsafe {
+            (size_p.read_unaligned(), file_offset_p.read_unaligned(), buf_offset_p.read_unaligned())
+        }
     };
     let fixed = session::streams().flags(stream as u64).is_some_and(|f| f.all_fixed());
     let early = fixed.then(args);
