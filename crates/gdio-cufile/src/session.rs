@@ -8,6 +8,7 @@ use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
+use gdio::gpu::GpuRuntime;
 use gdio::iobatch::{BatchTable, StreamTable};
 use gdio::op_stats::OpStats;
 use gdio::{Config, Driver, FileHandle, LoadedConfig, MemoryKind};
@@ -121,8 +122,10 @@ impl Session {
             return Err(code::MEMORY_ALREADY_REGISTERED);
         }
         let kind = self.driver.runtime().classify(base);
+        let cuda = self.driver.runtime().name() == "cuda";
         if let MemoryKind::Device { ordinal } = kind {
-            match crate::cuda::allocation(base) {
+            let range = if cuda { crate::cuda::allocation(base) } else { Some((base, len as u64)) };
+            match range {
                 Some((b, size)) if base + len as u64 > b + size => {
                     return Err(code::CUDA_POINTER_RANGE_ERROR)
                 }
@@ -189,6 +192,18 @@ fn global() -> MutexGuard<'static, Global> {
 pub fn streams() -> &'static StreamTable {
     static S: OnceLock<StreamTable> = OnceLock::new();
     S.get_or_init(StreamTable::default)
+}
+
+fn runtime_override() -> &'static Mutex<Option<Arc<dyn GpuRuntime>>> {
+    static R: OnceLock<Mutex<Option<Arc<dyn GpuRuntime>>>> = OnceLock::new();
+    R.get_or_init(Mutex::default)
+}
+
+/// For tests (Rust only, not part of the C ABI): the next open builds its driver on `runtime`
+/// (for example [`gdio::gpu::sim::SimRuntime`]) instead of the machine's; `None` restores
+/// detection. Device allocation bounds (5014) are checked only on CUDA.
+pub fn set_runtime_for_tests(runtime: Option<Arc<dyn GpuRuntime>>) {
+    *runtime_override().lock().unwrap_or_else(|p| p.into_inner()) = runtime;
 }
 
 /// Stats level 0–3.
@@ -266,7 +281,15 @@ fn build_session(staged: &Staged) -> Result<Session, CUfileError_t> {
         log::set_threshold(l);
     }
     let loaded = load_config(&params);
-    let driver = Driver::from_loaded(loaded).map_err(|e| {
+    let forced = runtime_override().lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let driver = match forced {
+        Some(rt) => {
+            let config = loaded.config().clone();
+            Driver::with_backends(loaded, rt, |e| Driver::standard_backends(e, &config))
+        }
+        None => Driver::from_loaded(loaded),
+    };
+    let driver = driver.map_err(|e| {
         log::log(Level::Error, || format!("cuFileDriverOpen: {e}"));
         CUfileError_t::code(code::INTERNAL_ERROR)
     })?;
