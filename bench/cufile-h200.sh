@@ -4,7 +4,11 @@
 # pinned host->device copy, (c) KvikIO compat OFF on our library vs KvikIO compat ON (same
 # threads) and gdio bench with KvikIO's request shape, on an 8 GiB page-cached file.
 #
-# usage: bench/cufile-h200.sh [all|kvikio-tests|torch|perf]   (from the repository root)
+# (d) `registered`: cuFileRead of 4 KiB-1 MiB into device memory with and without
+# cuFileBufRegister. (e) `nvidia`: NVIDIA's own compat mode, made to run by writing the udev
+# properties it wants (needs root; the file is removed again), against ours, hot and cold.
+#
+# usage: bench/cufile-h200.sh [all|kvikio-tests|torch|perf|registered|nvidia]   (repo root)
 # needs: LIB = gdio's library (default .dev/lib/libcufile.so.0, else target/release/libcufile.so),
 #        GDIO = gdio release binary (default .dev/bin/gdio, else target/release/gdio),
 #        the peer wheels from ../shared/tools/fetch-peer-wheels in .whl/ (installed to /tmp/site).
@@ -65,11 +69,39 @@ perf() {
   done
 }
 
+registered() {
+  [ -f "$F" ] || "$GDIO" make-file "$F" --size 8G
+  LD_PRELOAD="$OURS" python3 bench/cufile_registered.py "$F" >> "$log" 2>> "$OUT/registered-stderr.txt"
+}
+
+nvidia() {
+  [ -f "$F" ] || "$GDIO" make-file "$F" --size 8G
+  local dev udev
+  dev=$(findmnt -no MAJ:MIN -T "$(dirname "$F")" | tr -d ' ')
+  udev=/run/udev/data/b$dev
+  mkdir -p /run/udev/data && printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' > "$udev"
+  cat "$F" > /dev/null
+  CUFILE_ENV_PATH_JSON="$CFG" PEER_LABEL=nvidia python3 bench/cufile_kvikio_read.py off "$F" 16 2 \
+    | sed 's/"libcufile": "none"/"libcufile": "nvidia", "cache": "hot"/' >> "$log" 2>> "$OUT/nvidia-stderr.txt"
+  sync; echo 3 > /proc/sys/vm/drop_caches
+  CUFILE_ENV_PATH_JSON="$CFG" python3 bench/cufile_kvikio_read.py off "$F" 16 0 \
+    | sed 's/"libcufile": "none"/"libcufile": "nvidia", "cache": "cold"/' >> "$log" 2>> "$OUT/nvidia-stderr.txt"
+  rm -f "$udev"
+  cat "$F" > /dev/null
+  env LD_PRELOAD="$OURS" CUFILE_ENV_PATH_JSON="$CFG" python3 bench/cufile_kvikio_read.py off "$F" 16 2 \
+    | sed 's/"compat_mode"/"cache": "hot", "compat_mode"/' >> "$log" 2>> "$OUT/nvidia-stderr.txt"
+  sync; echo 3 > /proc/sys/vm/drop_caches
+  env LD_PRELOAD="$OURS" CUFILE_ENV_PATH_JSON="$CFG" python3 bench/cufile_kvikio_read.py off "$F" 16 0 \
+    | sed 's/"compat_mode"/"cache": "cold", "compat_mode"/' >> "$log" 2>> "$OUT/nvidia-stderr.txt"
+}
+
 case $what in
   kvikio-tests) kvikio_tests ;;
   torch) torch_gds ;;
   perf) perf ;;
-  all) kvikio_tests; torch_gds; perf ;;
+  registered) registered ;;
+  nvidia) nvidia ;;
+  all) kvikio_tests; torch_gds; perf; registered ;;
 esac
 
 python3 - "$log" <<'PY'
@@ -82,9 +114,16 @@ for r in rows:
         print(f"{r['test']:<28} registered={r.get('registered', '-')!s:<5} equal={r['equal']}")
     elif r.get("test") == "torch_gds_load_8g":
         print(f"torch.cuda.gds 8 GiB load    {r['gds_gbps']:.1f} GB/s vs pinned H2D {r['pinned_h2d_gbps']:.1f} GB/s = {r['ratio']:.2f}x (goal >= 0.85) verified={r['verified']}")
+for r in rows:
+    if r.get("test") == "cufile_read_registered":
+        print(f"cuFileRead {r['size']:>8} B registered={r['registered']!s:<5} {r['us_per_call']:.1f} us/call")
+cache = [r for r in rows if r.get("cache")]
+for r in cache:
+    who = "NVIDIA's" if r["libcufile"] == "nvidia" else "gdio's"
+    print(f"KvikIO OFF on {who:<8} {r['cache']:<4} {r['gbps']:.2f} GB/s (16 threads)")
 by = {}
 for r in rows:
-    if r.get("peer") == "kvikio":
+    if r.get("peer") == "kvikio" and not r.get("cache"):
         by.setdefault(r["threads"], {})[r["compat_mode"]] = r["gbps"]
     elif str(r.get("label", "")).startswith("gdio bench 4M"):
         g = r.get("gbps")
