@@ -40,6 +40,7 @@ fn platform_report() -> Value {
         "nvidia_fs": platform::nvidia_fs(),
         "pci_p2pdma": platform::pci_p2pdma(),
         "libcufile": platform::libcufile(),
+        "libcufile_choice": crate::cufile_choice::report(),
         "io_uring": platform::io_uring(),
     })
 }
@@ -149,6 +150,7 @@ fn print(report: &Value) {
     outln!("  nvidia-fs            {}", yes_no(&p["nvidia_fs"]));
     outln!("  pci p2pdma           {}", yes_no(&p["pci_p2pdma"]));
     outln!("  libcufile            {}", yes_no(&p["libcufile"]));
+    crate::cufile_choice::print(&p["libcufile_choice"]);
     outln!("  io_uring             {}", yes_no(&p["io_uring"]));
     for b in report["gdr"].as_array().into_iter().flatten() {
         let ok = if b["available"].as_bool() == Some(true) { "yes" } else { "no" };
