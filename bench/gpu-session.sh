@@ -17,7 +17,7 @@ S=$OUT/summary.txt
 say() { echo "$*" | tee -a "$S"; }
 export GDIO=$PWD/.dev/bin/gdio
 export LIB=$PWD/.dev/lib/libcufile.so.0
-export GDIO_REQUIRE_GPU=1
+export GDIO_REQUIRE_GPU=1 L S
 if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >"$L/pip.txt" 2>&1
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
@@ -30,6 +30,7 @@ phase() { # name limit_s command...
   local name=$1 lim=$2; shift 2
   local t0=$SECONDS
   echo ">> $name" >&2
+  if declare -F "$1" >/dev/null; then export -f "$1"; set -- bash -c "$1"; fi
   timeout --kill-after=10 "$lim" "$@" >"$L/$name.txt" 2>&1
   local rc=$?
   say "[$name] exit $rc in $((SECONDS - t0)) s"
