@@ -60,6 +60,7 @@ pub mod gdr;
 pub mod gpu;
 pub mod memory;
 pub mod platform;
+pub mod safetensors;
 pub mod stats;
 
 pub use config::{Config, ConfigEntry, DirectIoPolicy, LoadedConfig, Source};
