@@ -84,7 +84,7 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    /// Every view, in plan order.
+    /// Every view, in the order they landed.
     pub fn views(&self) -> &[TensorView] {
         &self.views
     }
@@ -216,6 +216,7 @@ pub fn load_stream(
         cancel,
         seen: Vec::with_capacity(plan.len()),
         failed: None,
+        bytes_read: 0,
     })
 }
 
@@ -228,6 +229,7 @@ pub struct LoadStream {
     cancel: Arc<AtomicBool>,
     seen: Vec<TensorView>,
     failed: Option<Error>,
+    bytes_read: u64,
 }
 
 impl std::fmt::Debug for LoadStream {
@@ -252,14 +254,14 @@ impl LoadStream {
         to_vec(&self.allocations, view)
     }
 
-    fn join(&mut self) -> Result<u64> {
+    fn join(&mut self) -> Result<()> {
         self.rx = None;
-        match self.handle.take() {
-            Some(h) => h.join().unwrap_or_else(|_| {
+        if let Some(h) = self.handle.take() {
+            self.bytes_read = h.join().unwrap_or_else(|_| {
                 Err(Error::new(ErrorKind::Io, "the safetensors loader thread panicked"))
-            }),
-            None => Ok(0),
+            })?;
         }
+        Ok(())
     }
 
     /// Waits for the rest and returns every view (in plan order is not promised: in the
@@ -271,9 +273,9 @@ impl LoadStream {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
-        let bytes_read = self.join()?;
+        self.join()?;
         let views = std::mem::take(&mut self.seen);
-        Ok(Loaded { allocations: self.allocations.clone(), views, bytes_read })
+        Ok(Loaded { allocations: self.allocations.clone(), views, bytes_read: self.bytes_read })
     }
 }
 
