@@ -222,7 +222,9 @@ pub fn parse_header(json: &[u8], file_len: u64, path: Option<&Path>) -> Result<H
     let mut metadata = BTreeMap::new();
     let mut tensors = Vec::with_capacity(entries.0.len());
     for (name, v) in &entries.0 {
-        if name == METADATA_KEY {
+        if name == METADATA_KEY && v.is_null() {
+            continue;
+        } else if name == METADATA_KEY {
             let obj =
                 v.as_object().ok_or_else(|| bad(path, "\"__metadata__\" is not a JSON object"))?;
             for (k, v) in obj {
