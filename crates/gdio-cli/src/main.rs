@@ -6,6 +6,7 @@ mod check;
 mod config;
 mod explain;
 mod gdr;
+mod safetensors;
 mod units;
 
 use std::path::PathBuf;
@@ -32,6 +33,10 @@ enum Command {
     /// GPU memory mapped into the CPU (GDRCopy): sanity, copybw, copylat, apiperf.
     #[command(subcommand)]
     Gdr(gdr::GdrCommand),
+    /// Load a safetensors checkpoint (files, a folder, or an index) into GPU or host memory.
+    Load(safetensors::LoadArgs),
+    /// Read a safetensors checkpoint into GPU (or host) memory and save it from there.
+    Save(safetensors::SaveArgs),
     /// Write a file of random bytes (for benchmarks).
     MakeFile {
         /// File to create (overwritten).
@@ -51,6 +56,8 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench::main(a),
         Command::Check(a) => check::main(a),
         Command::Gdr(c) => gdr::run(c),
+        Command::Load(a) => safetensors::load_main(a),
+        Command::Save(a) => safetensors::save_main(a),
         Command::MakeFile { path, size, seed } => {
             match bench::data::make_random_file(&path, size, seed) {
                 Ok(()) => ExitCode::SUCCESS,
