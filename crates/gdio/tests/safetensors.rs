@@ -526,3 +526,29 @@ fn an_interrupted_save_never_leaves_a_partial_file_under_the_final_name() {
     assert!(save(&driver, &dup, &dst, &SaveOptions::default()).is_err());
     assert_eq!(std::fs::read(&dst).unwrap(), old);
 }
+
+#[test]
+fn cuda_views_lend_loaded_gpu_memory() {
+    let driver = Arc::new(Driver::new(gdio::Config::default()).unwrap());
+    if driver.runtime().device_count() == 0 {
+        return common::gpu_skip("no GPU: cudarc views need one");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tensors = random_tensors(10, 30, 100_000);
+    let path = dir.path().join("m.safetensors");
+    write_with_crate(&path, &tensors, None);
+    let ckpt = Checkpoint::open(&path).unwrap();
+    let loaded =
+        load(&driver, &ckpt, &Plan::all(&ckpt, &[Target::Gpu(0)]), &LoadOptions::default())
+            .unwrap();
+    assert_loaded(&loaded, &tensors, Target::Gpu(0));
+    let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+    let stream = ctx.default_stream();
+    for t in tensors.iter().filter(|t| !t.data.is_empty()) {
+        let v = loaded.get(&t.name, Target::Gpu(0)).unwrap();
+        let got = loaded.with_cuda_view(v, &stream, |cv| stream.clone_dtoh(cv).unwrap()).unwrap();
+        assert_eq!(got, t.data, "{}", t.name);
+    }
+    // The memory is still gdio's and intact after the views were returned.
+    assert_loaded(&loaded, &tensors, Target::Gpu(0));
+}
