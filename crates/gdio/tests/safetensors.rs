@@ -398,7 +398,7 @@ fn a_file_truncated_mid_tensor_names_the_tensor() {
     let (_, meta) = {
         let mut b = ckpt_bytes.clone();
         b.extend_from_slice(&[0; 3]);
-        safetensors::SafeTensors::read_metadata(&b).map(|(n, m)| (n, m)).unwrap()
+        safetensors::SafeTensors::read_metadata(&b).unwrap()
     };
     // The first tensor (by offset) that ends past the cut is the one named.
     let data_len = meta.data_len() as u64 - 3;
@@ -461,7 +461,7 @@ fn save_then_load_round_trips_through_gpu_and_the_crate_reads_it() {
         let meta = BTreeMap::from([("k".to_owned(), "v".to_owned())]);
         let opts = SaveOptions { fsync: true, metadata: meta, ..SaveOptions::default() };
         let saved = save(&driver, &out, &dst, &opts).unwrap();
-        assert_eq!(saved.files, [dst.clone()]);
+        assert_eq!(saved.files, std::slice::from_ref(&dst));
         let bytes = std::fs::read(&dst).unwrap();
         assert_eq!(saved.total_bytes, bytes.len() as u64);
         let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
@@ -505,7 +505,7 @@ fn an_interrupted_save_never_leaves_a_partial_file_under_the_final_name() {
     assert!(e.to_string().contains("device memory"), "{e}");
     assert_eq!(std::fs::read(&dst).unwrap(), old, "final name untouched");
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(left, [dst.clone()], "no temporary file left");
+    assert_eq!(left, std::slice::from_ref(&dst), "no temporary file left");
 
     // Cancelled midway, sharded: no shard and no index appear.
     let cancel = Arc::new(AtomicBool::new(true));
@@ -514,7 +514,7 @@ fn an_interrupted_save_never_leaves_a_partial_file_under_the_final_name() {
         save(&driver, &tensors_of(&tensors), dir.path().join("s.safetensors"), &opts).unwrap_err();
     assert!(e.to_string().contains("cancelled"), "{e}");
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(left, [dst.clone()]);
+    assert_eq!(left, std::slice::from_ref(&dst));
 
     // Bad input is refused before anything is written.
     let e = SaveTensor::host("x", Dtype::F32, &[3], &[0; 8]).unwrap_err();
