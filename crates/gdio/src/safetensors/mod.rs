@@ -5,10 +5,10 @@
 //!   `*.safetensors.index.json`.
 //! - [`plan`]: what goes where ([`Plan`], [`Target`]): all tensors, those matching name
 //!   patterns, or a caller's list of tensors and tensor slices per device.
-//! - [`load`]: one allocation per file and target, filled by large aligned reads, tensors
+//! - [`mod@load`]: one allocation per file and target, filled by large aligned reads, tensors
 //!   handed out as they land ([`load_stream`]), several GPUs filled by reading each byte once
 //!   and copying between GPUs.
-//! - [`save`]: GPU or host tensors to a file or a sharded checkpoint, through a temporary name.
+//! - [`mod@save`]: GPU or host tensors to a file or a sharded checkpoint, through a temporary name.
 //!
 //! ```
 //! use std::sync::Arc;
