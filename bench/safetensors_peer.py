@@ -53,37 +53,50 @@ def load_safetensors(files):
     return time.perf_counter() - t0, len(keep)
 
 
+def tensor_names(files):
+    names = []
+    for p in files:
+        with open(p, "rb") as f:
+            n = struct.unpack("<Q", f.read(8))[0]
+            names += [k for k in json.loads(f.read(n)) if k != "__metadata__"]
+    return names
+
+
 def load_fastsafetensors(files):
+    """fastsafetensors' documented entry point (examples/run_single.py), without GDS."""
     torch = cuda_ready()
+    names = tensor_names(files)
+    from fastsafetensors import SafeTensorsFileLoader, SingleGroup
     t0 = time.perf_counter()
-    n = 0
-    try:
-        from fastsafetensors import fastsafe_open
-        with fastsafe_open(filenames=files, nogds=True, device="cuda:0") as f:
-            keep = {k: f.get_tensor(k) for k in f.keys()}
-            torch.cuda.synchronize()
-            n = len(keep)
-    except ImportError:
-        from fastsafetensors import SafeTensorsFileLoader, SingleGroup
-        loader = SafeTensorsFileLoader(SingleGroup(), "cuda:0", nogds=True)
-        loader.add_filenames({0: files})
-        fb = loader.copy_files_to_device()
-        keep = {k: fb.get_tensor(k) for k in fb.key_to_rank_lidx.keys()}
-        torch.cuda.synchronize()
-        n = len(keep)
-    return time.perf_counter() - t0, n
+    loader = SafeTensorsFileLoader(SingleGroup(), torch.device("cuda:0"), nogds=True)
+    loader.add_filenames({0: files})
+    fb = loader.copy_files_to_device()
+    keep = {k: fb.get_tensor(tensor_name=k) for k in names}
+    torch.cuda.synchronize()
+    secs = time.perf_counter() - t0
+    n = len(keep)
+    del keep
+    fb.close()
+    loader.close()
+    return secs, n
 
 
 def load_instanttensor(files):
     torch = cuda_ready()
     from instanttensor import safe_open
-    t0 = time.perf_counter()
-    keep = {}
-    with safe_open(files, framework="pt", device="cuda:0") as f:
-        for name, t in f.tensors():
-            keep[name] = t
-    torch.cuda.synchronize()
-    return time.perf_counter() - t0, len(keep)
+    last = None
+    for device in ("cuda:0", torch.device("cuda:0"), 0):
+        try:
+            t0 = time.perf_counter()
+            keep = {}
+            with safe_open(files, framework="pt", device=device) as f:
+                for name, t in f.tensors():
+                    keep[name] = t
+            torch.cuda.synchronize()
+            return time.perf_counter() - t0, len(keep)
+        except (TypeError, ValueError) as e:  # a device spelling it does not take
+            last = e
+    raise last
 
 
 def h2d(_files):
