@@ -227,6 +227,17 @@ fn two_gpus_get_everything_and_storage_is_read_once() {
 }
 
 #[test]
+fn handles_are_send_and_sync_for_bindings() {
+    fn both<T: Send + Sync>() {}
+    both::<Checkpoint>();
+    both::<Plan>();
+    both::<gdio::safetensors::LoadStream>();
+    both::<Loaded>();
+    both::<gdio::safetensors::TensorView>();
+    both::<SaveTensor<'static>>();
+}
+
+#[test]
 fn targets_parse() {
     assert_eq!(Target::parse_list("host").unwrap(), [Target::Host]);
     assert_eq!(Target::parse_list("gpu").unwrap(), [Target::Gpu(0)]);

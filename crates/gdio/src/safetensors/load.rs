@@ -251,7 +251,7 @@ pub fn load_stream(
         .spawn(move || state.run(tx))
         .map_err(|e| Error::from_io(&e, "cannot start the loader thread"))?;
     Ok(LoadStream {
-        rx: Some(rx),
+        rx: Some(Mutex::new(rx)),
         ready: ready.into_iter().collect(),
         handle: Some(handle),
         allocations,
@@ -264,7 +264,8 @@ pub fn load_stream(
 
 /// The views of a load as they land (completion order); see [`load_stream`].
 pub struct LoadStream {
-    rx: Option<mpsc::Receiver<TensorView>>,
+    // In a mutex so the stream is Sync (bindings such as PyO3 want that).
+    rx: Option<Mutex<mpsc::Receiver<TensorView>>>,
     ready: std::collections::VecDeque<TensorView>,
     handle: Option<std::thread::JoinHandle<Result<u64>>>,
     allocations: Allocations,
@@ -329,8 +330,8 @@ impl Iterator for LoadStream {
             self.seen.push(v.clone());
             return Some(Ok(v));
         }
-        let rx = self.rx.as_ref()?;
-        match rx.recv() {
+        let got = self.rx.as_ref()?.lock().unwrap_or_else(|p| p.into_inner()).recv();
+        match got {
             Ok(v) => {
                 self.seen.push(v.clone());
                 Some(Ok(v))
