@@ -71,6 +71,7 @@ def write_checkpoint(dirpath, size_gib, seed=1):
             weight_map[f"model.layers.{i}.weight"] = name
         save_file(sd, os.path.join(dirpath, name), metadata={"format": "pt"})
         del sd
+    torch.cuda.empty_cache()
     with open(idx, "w") as f:
         json.dump({"metadata": {"total_size": sum(sizes)}, "weight_map": weight_map}, f)
     return idx
