@@ -38,6 +38,7 @@ fn platform_report() -> Value {
         "nvidia_fs": platform::nvidia_fs(),
         "pci_p2pdma": platform::pci_p2pdma(),
         "libcufile": platform::libcufile(),
+        "libcufile_choice": crate::cufile_choice::report(),
         "io_uring": platform::io_uring(),
     })
 }
@@ -118,6 +119,7 @@ fn print(report: &Value) {
     println!("  nvidia-fs            {}", yes_no(&p["nvidia_fs"]));
     println!("  pci p2pdma           {}", yes_no(&p["pci_p2pdma"]));
     println!("  libcufile            {}", yes_no(&p["libcufile"]));
+    crate::cufile_choice::print(&p["libcufile_choice"]);
     println!("  io_uring             {}", yes_no(&p["io_uring"]));
     for b in report["gdr"].as_array().into_iter().flatten() {
         let ok = if b["available"].as_bool() == Some(true) { "yes" } else { "no" };

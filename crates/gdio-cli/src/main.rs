@@ -4,6 +4,7 @@
 mod bench;
 mod check;
 mod config;
+mod cufile_choice;
 mod explain;
 mod gdr;
 mod safetensors;
