@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use crate::out::outln;
+
 /// What the loader gives for `libcufile.so.0`, and where gdio's library is.
 pub fn report() -> Value {
     let loaded = loaded_library();
@@ -70,7 +72,7 @@ pub fn print(v: &Value) {
         (Some(f), _) => format!("NVIDIA's ({f})"),
         _ => "none found by the loader".into(),
     };
-    println!("  libcufile.so.0 here  {loaded}");
+    outln!("  libcufile.so.0 here  {loaded}");
     let ours = v["gdio_library"].as_str().map(Path::new);
     let lib = ours
         .map(|p| p.display().to_string())
@@ -79,14 +81,14 @@ pub fn print(v: &Value) {
         .and_then(Path::parent)
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "/path/to/gdio".into());
-    println!(
+    outln!(
         "  choose gdio's        LD_PRELOAD={lib} works for every client (KvikIO, torch.cuda.gds,"
     );
-    println!("                       cuda-python, DALI); PyTorch needs it: its DT_RPATH finds the");
-    println!(
+    outln!("                       cuda-python, DALI); PyTorch needs it: its DT_RPATH finds the");
+    outln!(
         "                       nvidia-cufile wheel's copy first. LD_LIBRARY_PATH={dir} works for"
     );
-    println!(
+    outln!(
         "                       programs linked with -lcufile and DALI. Unset both for NVIDIA's."
     );
 }

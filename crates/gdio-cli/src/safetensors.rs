@@ -16,6 +16,7 @@ use gdio::Driver;
 use serde_json::json;
 
 use crate::bench::progress::Progress;
+use crate::out::outln;
 use crate::units::{format_size, parse_size};
 
 /// Arguments of `gdio load`.
@@ -252,9 +253,9 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
             "mismatch": mismatch,
             "resave": resave,
         });
-        println!("{v}");
+        outln!("{v}");
     } else {
-        println!(
+        outln!(
             "loaded {} tensors, {} into {} in {:.3} s: {:.2} GB/s ({} read from {} file(s))",
             run.loaded.views().len() / run.targets.len().max(1),
             format_size(bytes),
@@ -265,10 +266,10 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
             ckpt.files().len()
         );
         if verified {
-            println!("verified: every tensor matches a plain read of the file");
+            outln!("verified: every tensor matches a plain read of the file");
         }
         if !resave.is_null() {
-            println!("resaved: {resave}");
+            outln!("resaved: {resave}");
         }
     }
     match mismatch {
@@ -309,7 +310,7 @@ pub fn save_main(a: SaveArgs) -> ExitCode {
         Err(e) => return fail("save", e),
     };
     if a.json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "tensors": run.loaded.views().len(),
@@ -325,7 +326,7 @@ pub fn save_main(a: SaveArgs) -> ExitCode {
             })
         );
     } else {
-        println!(
+        outln!(
             "saved {} tensors, {} from {} in {:.3} s: {:.2} GB/s -> {}",
             run.loaded.views().len(),
             format_size(saved.total_bytes),
