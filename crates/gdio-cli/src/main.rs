@@ -10,6 +10,7 @@ mod gdr;
 mod makefile;
 mod newfile;
 mod out;
+mod safetensors;
 mod signals;
 mod units;
 
@@ -39,6 +40,10 @@ enum Command {
     /// GPU memory mapped into the CPU (GDRCopy): sanity, copybw, copylat, apiperf.
     #[command(subcommand)]
     Gdr(gdr::GdrCommand),
+    /// Load a safetensors checkpoint (files, a folder, or an index) into GPU or host memory.
+    Load(safetensors::LoadArgs),
+    /// Read a safetensors checkpoint into GPU (or host) memory and save it from there.
+    Save(safetensors::SaveArgs),
     /// Write a file of random bytes (for benchmarks).
     MakeFile(makefile::MakeFileArgs),
 }
@@ -50,6 +55,8 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench::main(a),
         Command::Check(a) => check::main(a),
         Command::Gdr(c) => gdr::run(c),
+        Command::Load(a) => safetensors::load_main(a),
+        Command::Save(a) => safetensors::save_main(a),
         Command::MakeFile(a) => makefile::main(a),
     }
 }

@@ -64,6 +64,7 @@ pub mod memory;
 pub mod op_stats;
 pub mod platform;
 pub mod request;
+pub mod safetensors;
 pub mod stats;
 pub mod stream_io;
 pub mod submit;

@@ -324,6 +324,37 @@ impl GpuRuntime for CudaRuntime {
         // SAFETY: forwarded contract: registered, no copy in flight.
         check(unsafe { sys::cuMemHostUnregister(ptr.cast()) }, "cuMemHostUnregister")
     }
+    unsafe fn copy_peer(
+        &self,
+        dst_ordinal: usize,
+        dst: u64,
+        src_ordinal: usize,
+        src: u64,
+        len: usize,
+    ) -> Result<()> {
+        let dctx = self.context(dst_ordinal)?;
+        let sctx = self.bind(src_ordinal)?;
+        if dst_ordinal != src_ordinal {
+            // Direct access over NVLink or PCIe where the GPUs allow it (else cuMemcpyPeer
+            // stages through host memory). Enabling twice reports ALREADY_ENABLED: fine.
+            // SAFETY: both contexts are live primary contexts; the source one is current.
+            let r = unsafe { sys::cuCtxEnablePeerAccess(dctx.cu_ctx(), 0) };
+            let ok = [
+                sys::CUresult::CUDA_SUCCESS,
+                sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED,
+                sys::CUresult::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
+            ];
+            if !ok.contains(&r) {
+                check(r, "cuCtxEnablePeerAccess")?;
+            }
+        }
+        // SAFETY: the caller promised both ranges are device memory of these GPUs, valid and
+        // not written by anything else until this synchronous copy returns.
+        check(
+            unsafe { sys::cuMemcpyPeer(dst, dctx.cu_ctx(), src, sctx.cu_ctx(), len) },
+            "cuMemcpyPeer",
+        )
+    }
 }
 
 /// A CUDA stream with one event per marker slot (plus one for `synchronize`).
