@@ -208,6 +208,7 @@ impl Driver {
     }
 
     fn route(&self, op: Op, file: &FileHandle, buf: BufferRef, offset: u64) -> Result<usize> {
+        file.check_range(offset, buf.len as u64)?;
         if let MemoryKind::Device { ordinal } = buf.kind {
             self.check_gpu(ordinal)?;
         }

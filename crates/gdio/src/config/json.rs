@@ -112,11 +112,8 @@ pub type FileSetting = (String, Value);
 
 /// Reads and parses the config file at `path` into settings, in file order.
 pub fn read(path: &Path) -> Result<Vec<FileSetting>> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::from_io(&e, "cannot read the config file")
-            .with_kind(ErrorKind::Config)
-            .with_path(path)
-    })?;
+    let text = crate::file::open::read_small_text(path, crate::file::MAX_CONFIG_BYTES)
+        .map_err(|e| e.with_kind(ErrorKind::Config))?;
     parse(&text, &path.display().to_string())
 }
 

@@ -183,6 +183,7 @@ impl Engine {
     /// file ends first. An offset past the end of the file is an error.
     pub fn read(&self, file: &FileHandle, dst: BufferRef, offset: u64) -> Result<Transfer> {
         let len = dst.len as u64;
+        file.check_range(offset, len)?;
         if !file.is_readable() {
             return Err(Error::new(ErrorKind::PermissionDenied, "handle was opened write-only")
                 .with_path(file.path())
@@ -211,6 +212,7 @@ impl Engine {
     /// Writes all `src.len` bytes of `src` at `offset`.
     pub fn write(&self, file: &FileHandle, src: BufferRef, offset: u64) -> Result<Transfer> {
         let len = src.len as u64;
+        file.check_range(offset, len)?;
         if !file.is_writable() {
             return Err(Error::new(
                 ErrorKind::PermissionDenied,
