@@ -510,7 +510,7 @@ impl GdsBackend {
                     format!("{what} failed: {code} {}", op_error_name(code)),
                 )
                 .with_errno(op_error_errno(code))
-                .with_driver_code(code)
+                .with_driver_code(crate::error::CodeDomain::CuFile, code)
                 .with_path(file.path())
                 .with_range(offset, buf.len as u64));
             }
