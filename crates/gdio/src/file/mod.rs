@@ -1,5 +1,7 @@
 //! Files: opening, the one-time probe, the mount table, and page-cache residency.
 
+#[cfg(any(test, feature = "fault-injection"))]
+pub mod fault;
 mod handle;
 pub mod info;
 pub mod mountinfo;
