@@ -1,7 +1,7 @@
 //! `pread`/`pwrite` loops that finish what they start: they retry `EINTR`, continue after short
 //! transfers, and stop at end of file like `pread` does.
 //!
-//! Every system call passes the fault-injection seam ([`super::fault`]) first when the crate is
+//! Every system call passes the fault-injection seam (`file::fault`) first when the crate is
 //! built for its tests or with the `fault-injection` feature.
 
 use std::os::fd::{AsRawFd, BorrowedFd};

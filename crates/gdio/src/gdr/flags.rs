@@ -39,7 +39,7 @@ impl MappingType {
     }
 }
 
-/// Flags of [`Gdr::pin`] (`gdr_pin_flags_t`).
+/// Flags of [`Gdr::pin`](super::Gdr::pin) (`gdr_pin_flags_t`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct PinFlags(u32);
 
@@ -65,7 +65,7 @@ impl PinFlags {
     }
 }
 
-/// What [`PinnedRange::map`] asks for (`gdr_map_flags`).
+/// What [`PinnedRange::map`](super::PinnedRange::map) asks for (`gdr_map_flags`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum MapFlags {
     /// `GDR_MAP_FLAG_DEFAULT`: whatever the backend picks.
