@@ -4,11 +4,15 @@
 mod bench;
 mod check;
 mod config;
+mod cufile_choice;
 mod explain;
 mod gdr;
+mod makefile;
+mod newfile;
+mod out;
+mod signals;
 mod units;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -21,6 +25,9 @@ struct Cli {
     command: Command,
 }
 
+/// The subcommands. A new one is a variant here, an `Args` struct and a `main` in its own
+/// module, and one line in `main` below; a command that writes files creates them through
+/// `newfile` (checked target, unnamed until complete, removed on error or signal).
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Read a file into GPU (or host) memory and write it back, verified, with GB/s, latency,
@@ -33,32 +40,16 @@ enum Command {
     #[command(subcommand)]
     Gdr(gdr::GdrCommand),
     /// Write a file of random bytes (for benchmarks).
-    MakeFile {
-        /// File to create (overwritten).
-        path: PathBuf,
-        /// Size, e.g. 8G.
-        #[arg(long, value_parser = units::parse_size)]
-        size: u64,
-        /// Seed of the random bytes.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-    },
+    MakeFile(makefile::MakeFileArgs),
 }
 
 fn main() -> ExitCode {
+    out::init();
     let cli = Cli::parse();
     match cli.command {
         Command::Bench(a) => bench::main(a),
         Command::Check(a) => check::main(a),
         Command::Gdr(c) => gdr::run(c),
-        Command::MakeFile { path, size, seed } => {
-            match bench::data::make_random_file(&path, size, seed) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("gdio make-file: {e}");
-                    ExitCode::from(2)
-                }
-            }
-        }
+        Command::MakeFile(a) => makefile::main(a),
     }
 }

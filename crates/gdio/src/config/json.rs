@@ -122,10 +122,18 @@ fn setting(key: impl Into<String>, value: &Value, written: impl Into<String>) ->
     FileSetting { key: key.into(), value: value.clone(), written: written.into() }
 }
 
+/// Reads the text of a config file: a regular file of at most
+/// [`MAX_CONFIG_BYTES`](crate::file::MAX_CONFIG_BYTES). A FIFO, a device (`/dev/zero`), a
+/// directory or a larger file is refused at once, without blocking or reading it, with an error
+/// naming the file. Every reader of a cufile.json (gdio's config, the libcufile ABI) uses this.
+pub fn read_text(path: &Path) -> Result<String> {
+    crate::file::open::read_small_text(path, crate::file::MAX_CONFIG_BYTES)
+        .map_err(|e| e.with_kind(ErrorKind::Config))
+}
+
 /// Reads and parses the config file at `path` into settings, in file order.
 pub fn read(path: &Path) -> Result<Vec<FileSetting>> {
-    let text = crate::file::open::read_small_text(path, crate::file::MAX_CONFIG_BYTES)
-        .map_err(|e| e.with_kind(ErrorKind::Config))?;
+    let text = read_text(path)?;
     parse(&text, &path.display().to_string())
 }
 

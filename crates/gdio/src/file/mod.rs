@@ -2,6 +2,7 @@
 
 #[cfg(any(test, feature = "fault-injection"))]
 pub mod fault;
+pub mod from_fd;
 mod handle;
 pub mod info;
 pub mod mountinfo;
@@ -10,6 +11,7 @@ pub mod posix;
 pub mod probe;
 pub mod residency;
 
+pub use from_fd::FdRefusal;
 pub use handle::{FileHandle, OpenOptions, MAX_FILE_END};
 pub use info::{AlignSource, DirectIo, FileInfo, FileType, FsInfo};
 pub use open::MAX_CONFIG_BYTES;
