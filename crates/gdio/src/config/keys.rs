@@ -39,6 +39,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("bounce_buffer_size", KeyKind::Count),
     ("buffered_chunk_size", KeyKind::Count),
     ("bounce_buffers_per_thread", KeyKind::Count),
+    ("direct_reads_in_flight", KeyKind::Count),
     ("direct_io", KeyKind::DirectIo),
     ("hot_cache_fraction", KeyKind::Fraction),
     ("page_cache_dma", KeyKind::Bool),
@@ -92,6 +93,7 @@ pub const BOUNDS: &[(&str, Bound)] = &[
     ("bounce_buffer_size", Bound { min: 4096, max: MAX_SIZE, multiple_of: 4096 }),
     ("buffered_chunk_size", Bound::new(4096, MAX_SIZE)),
     ("bounce_buffers_per_thread", Bound::new(2, 64)),
+    ("direct_reads_in_flight", Bound::new(1, 64)),
     // KiB: up to 1 TiB, so `* 1024` never overflows.
     ("posix_gds_min_kb", Bound::new(0, 1 << 30)),
 ];
@@ -206,6 +208,7 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "bounce_buffers_per_thread" => {
             config.bounce_buffers_per_thread = as_usize(origin, key, value)?
         }
+        "direct_reads_in_flight" => config.direct_reads_in_flight = as_usize(origin, key, value)?,
         "direct_io" => {
             let s = value
                 .as_str()
@@ -272,6 +275,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "bounce_buffer_size" => config.bounce_buffer_size.into(),
         "buffered_chunk_size" => config.buffered_chunk_size.into(),
         "bounce_buffers_per_thread" => config.bounce_buffers_per_thread.into(),
+        "direct_reads_in_flight" => config.direct_reads_in_flight.into(),
         "direct_io" => serde_json::to_value(config.direct_io).unwrap_or(Value::Null),
         "hot_cache_fraction" => config.hot_cache_fraction.into(),
         "page_cache_dma" => config.page_cache_dma.into(),
