@@ -72,7 +72,7 @@ pub mod submit;
 pub use batch::{Batch, BatchEntry, BatchEvent, BatchState, BatchStatus};
 pub use config::{Config, ConfigEntry, DirectIoPolicy, LoadedConfig, Source};
 pub use driver::{Decision, Driver};
-pub use error::{Error, ErrorKind, Result};
+pub use error::{CodeDomain, Error, ErrorKind, Result};
 pub use file::{FileHandle, FileInfo, OpenOptions};
 pub use gpu::{DeviceBuffer, PinnedBuffer};
 pub use memory::{BufferRef, IoBuf, IoBufMut, MemoryKind};

@@ -7,6 +7,7 @@
 
 pub mod buffer;
 pub mod cuda;
+pub(crate) mod cuda_error;
 pub mod host;
 mod nvml;
 pub mod sim;
