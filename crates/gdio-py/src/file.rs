@@ -87,6 +87,7 @@ impl CuFile {
             memory: b.memory,
             file_offset,
             sync: b.sync,
+            tail: false,
         };
         Ok((rt, file, b, part))
     }
@@ -165,7 +166,15 @@ impl CuFile {
             check_size(&file, b.len, 0, size, offsets[i]).map_err(to_py)?;
             parts.push((
                 at,
-                Part { dir, addr: b.addr, len: size, memory: b.memory, file_offset: offsets[i], sync: b.sync },
+                Part {
+                    dir,
+                    addr: b.addr,
+                    len: size,
+                    memory: b.memory,
+                    file_offset: offsets[i],
+                    sync: b.sync,
+                    tail: false,
+                },
             ));
             at += size;
             keep.push(b.keep);

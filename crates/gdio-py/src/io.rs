@@ -35,12 +35,22 @@ pub struct Part {
     pub file_offset: u64,
     /// Stream `(ordinal, handle)` to synchronize first.
     pub sync: Option<(usize, u64)>,
+    /// A later part of a split read: starting at or past the end of the file reads 0 bytes
+    /// (the request as a whole started inside the file), not an error.
+    pub tail: bool,
 }
 
 impl Part {
     /// Runs the transfer now on this thread. Returns the bytes moved.
     pub fn run(&self, driver: &Driver, file: &FileHandle) -> gdio::Result<usize> {
         if self.len == 0 {
+            return Ok(0);
+        }
+        if self.tail
+            && self.dir == Dir::Read
+            && self.file_offset >= file.size()
+            && self.file_offset >= file.refresh_size()?
+        {
             return Ok(0);
         }
         if let Some((ordinal, s)) = self.sync {
@@ -105,6 +115,7 @@ pub fn split(whole: Part, task_size: Option<usize>) -> Vec<Part> {
             addr: whole.addr + at as u64,
             len: step.min(whole.len - at.min(whole.len)),
             file_offset: whole.file_offset + at as u64,
+            tail: at > 0,
             ..whole
         })
         .collect()
@@ -132,7 +143,15 @@ mod tests {
     use super::*;
 
     fn part(len: usize) -> Part {
-        Part { dir: Dir::Read, addr: 1000, len, memory: Memory::Host, file_offset: 50, sync: None }
+        Part {
+            dir: Dir::Read,
+            addr: 1000,
+            len,
+            memory: Memory::Host,
+            file_offset: 50,
+            sync: None,
+            tail: false,
+        }
     }
 
     #[test]
