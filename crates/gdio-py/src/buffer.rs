@@ -134,9 +134,8 @@ fn from_cai(
         .cast::<PyDict>()
         .map_err(|_| PyTypeError::new_err("__cuda_array_interface__ is not a dict"))?;
     let get = |k: &str| -> PyResult<Bound<'_, PyAny>> {
-        cai.get_item(k)?.ok_or_else(|| {
-            PyTypeError::new_err(format!("__cuda_array_interface__ has no '{k}'"))
-        })
+        cai.get_item(k)?
+            .ok_or_else(|| PyTypeError::new_err(format!("__cuda_array_interface__ has no '{k}'")))
     };
     let (addr, read_only): (u64, bool) = get("data")?.extract()?;
     let shape: Vec<u64> = get("shape")?.extract()?;
@@ -187,7 +186,8 @@ fn from_cai(
             }
             if s == stream::PER_THREAD as u64 {
                 let py = obj.py();
-                py.detach(|| stream::synchronize(driver, ordinal, s)).map_err(crate::error::to_py)?;
+                py.detach(|| stream::synchronize(driver, ordinal, s))
+                    .map_err(crate::error::to_py)?;
                 None
             } else {
                 Some((ordinal, s))
@@ -201,15 +201,15 @@ fn from_buffer_protocol(obj: &Bound<'_, PyAny>, access: Access) -> PyResult<IoBu
     let py = obj.py();
     // SAFETY: `obj` is live; PyMemoryView_FromObject returns a new reference or NULL with an
     // exception set, which `from_owned_ptr_or_err` turns into a PyErr.
-    let mv = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyMemoryView_FromObject(obj.as_ptr())) }?;
+    let mv =
+        unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyMemoryView_FromObject(obj.as_ptr())) }?;
     let mut view = MaybeUninit::<ffi::Py_buffer>::zeroed();
     // SAFETY: `view` is zeroed storage for one Py_buffer; the memoryview fills it on success.
-    let rc = unsafe { ffi::PyObject_GetBuffer(mv.as_ptr(), view.as_mut_ptr(), ffi::PyBUF_C_CONTIGUOUS) };
+    let rc =
+        unsafe { ffi::PyObject_GetBuffer(mv.as_ptr(), view.as_mut_ptr(), ffi::PyBUF_C_CONTIGUOUS) };
     if rc != 0 {
         let e = PyErr::fetch(py);
-        return Err(PyBufferError::new_err(format!(
-            "gdio needs a contiguous buffer: {e}"
-        )));
+        return Err(PyBufferError::new_err(format!("gdio needs a contiguous buffer: {e}")));
     }
     // SAFETY: PyObject_GetBuffer succeeded, so `view` is initialised.
     let mut view = unsafe { view.assume_init() };

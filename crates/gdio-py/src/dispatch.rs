@@ -37,9 +37,7 @@ impl Dispatch {
         let shared = Arc::new(Shared::default());
         for i in 0..workers {
             let s = shared.clone();
-            std::thread::Builder::new()
-                .name(format!("gdio-py-{i}"))
-                .spawn(move || worker(&s))?;
+            std::thread::Builder::new().name(format!("gdio-py-{i}")).spawn(move || worker(&s))?;
         }
         Ok(Dispatch { shared, workers })
     }

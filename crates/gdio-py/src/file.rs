@@ -43,7 +43,9 @@ fn parse_flags(flags: &str) -> PyResult<OpenOptions> {
         }
     }
     if !read && !write {
-        return Err(PyValueError::new_err(format!("flags {flags:?} open for neither read nor write")));
+        return Err(PyValueError::new_err(format!(
+            "flags {flags:?} open for neither read nor write"
+        )));
     }
     Ok(OpenOptions::new().read(read).write(write).create(create).truncate(truncate))
 }
@@ -104,8 +106,10 @@ impl CuFile {
         task_size: Option<usize>,
     ) -> PyResult<Future> {
         let (rt, file, b, whole) = self.prepare(py, dir, buf, size, file_offset, buf_offset)?;
-        let parts: Vec<(usize, Part)> =
-            split(whole, task_size).into_iter().map(|p| ((p.addr - whole.addr) as usize, p)).collect();
+        let parts: Vec<(usize, Part)> = split(whole, task_size)
+            .into_iter()
+            .map(|p| ((p.addr - whole.addr) as usize, p))
+            .collect();
         let completion = Arc::new(Completion::new(parts.len(), b.keep));
         submit(&rt, &file, parts, &completion);
         Ok(Future::new(completion))
@@ -143,9 +147,12 @@ impl CuFile {
         let file = self.handle().map_err(to_py)?;
         let rt = runtime(py)?;
         let bufs: Vec<Bound<'_, PyAny>> = bufs.try_iter()?.collect::<PyResult<_>>()?;
-        let offsets: Vec<u64> = file_offsets.try_iter()?.map(|o| o?.extract()).collect::<PyResult<_>>()?;
+        let offsets: Vec<u64> =
+            file_offsets.try_iter()?.map(|o| o?.extract()).collect::<PyResult<_>>()?;
         let sizes: Option<Vec<usize>> = match sizes {
-            Some(s) if !s.is_none() => Some(s.try_iter()?.map(|o| o?.extract()).collect::<PyResult<_>>()?),
+            Some(s) if !s.is_none() => {
+                Some(s.try_iter()?.map(|o| o?.extract()).collect::<PyResult<_>>()?)
+            }
             _ => None,
         };
         if offsets.len() != bufs.len() || sizes.as_ref().is_some_and(|s| s.len() != bufs.len()) {
@@ -179,7 +186,8 @@ impl CuFile {
             at += size;
             keep.push(b.keep);
         }
-        let completion = Arc::new(Completion::new(parts.len(), crate::buffer::Keepalive::join(keep)));
+        let completion =
+            Arc::new(Completion::new(parts.len(), crate::buffer::Keepalive::join(keep)));
         submit(&rt, &file, parts, &completion);
         Ok(Future::new(completion))
     }
@@ -201,10 +209,13 @@ impl CuFile {
         let (rt, file, b, mut part) = self.prepare(py, dir, buf, size, file_offset, dev_offset)?;
         if !matches!(part.memory, Memory::Device(_) | Memory::Any) {
             return Err(to_py(
-                Error::new(ErrorKind::InvalidInput, "raw_read_async/raw_write_async need device memory")
-                    .with_errno(libc::EINVAL)
-                    .with_path(file.path())
-                    .with_range(file_offset, part.len as u64),
+                Error::new(
+                    ErrorKind::InvalidInput,
+                    "raw_read_async/raw_write_async need device memory",
+                )
+                .with_errno(libc::EINVAL)
+                .with_path(file.path())
+                .with_range(file_offset, part.len as u64),
             ));
         }
         let ordinal = match part.memory {
@@ -421,7 +432,11 @@ impl CuFile {
 
     fn __repr__(&self) -> String {
         let state = if self.closed() { "closed" } else { "open" };
-        format!("<gdio.CuFile {:?} flags={:?} {state}>", self.path.display().to_string(), self.flags)
+        format!(
+            "<gdio.CuFile {:?} flags={:?} {state}>",
+            self.path.display().to_string(),
+            self.flags
+        )
     }
 }
 

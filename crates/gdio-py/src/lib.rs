@@ -88,7 +88,8 @@ fn config_set(
     py: Python<'_>,
     pairs: Vec<(String, Bound<'_, PyAny>)>,
 ) -> PyResult<Vec<(String, Py<PyAny>)>> {
-    let pairs = pairs.iter().map(|(k, v)| Ok((k.clone(), to_json(v)?))).collect::<PyResult<Vec<_>>>()?;
+    let pairs =
+        pairs.iter().map(|(k, v)| Ok((k.clone(), to_json(v)?))).collect::<PyResult<Vec<_>>>()?;
     let old = state::set(&pairs).map_err(to_py)?;
     old.iter().map(|(k, v)| Ok((k.clone(), from_json(py, v)?))).collect()
 }
@@ -103,7 +104,10 @@ fn page_cache_info(file: &Bound<'_, PyAny>, offset: u64, length: u64) -> PyResul
         let size = rustix_size(fd)?;
         let len = if length == 0 { size.saturating_sub(offset) } else { length };
         let r = gdio::file::residency::residency(fd, offset, len).ok_or_else(|| {
-            gdio::Error::new(gdio::ErrorKind::Unsupported, "neither cachestat nor mincore works here")
+            gdio::Error::new(
+                gdio::ErrorKind::Unsupported,
+                "neither cachestat nor mincore works here",
+            )
         })?;
         Ok((r.cached_pages, r.total_pages))
     };

@@ -25,6 +25,7 @@ pub fn synchronize(driver: &Driver, ordinal: usize, stream: u64) -> gdio::Result
     // SAFETY: the CUDA runtime is loaded (checked above) and GPU `ordinal`'s context is current
     // on this thread; `stream` is a stream handle the caller gave us (or a special value CUDA
     // defines), valid in that context.
-    unsafe { cudarc::driver::result::stream::synchronize(handle) }
-        .map_err(|e| Error::gpu(e.0 as i64, &format!("{e:?}"), format!("synchronizing CUDA stream 0x{stream:x}")))
+    unsafe { cudarc::driver::result::stream::synchronize(handle) }.map_err(|e| {
+        Error::gpu(e.0 as i64, &format!("{e:?}"), format!("synchronizing CUDA stream 0x{stream:x}"))
+    })
 }
