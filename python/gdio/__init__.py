@@ -34,11 +34,19 @@ __all__ = [
     "Future",
     "GdioError",
     "IOFuture",
+    "__version__",
     "defaults",
     "get_page_cache_info",
     "runtime_info",
     "wait",
 ]
+
+try:
+    from importlib.metadata import version as _version
+
+    __version__ = _version("gdio")
+except Exception:  # noqa: BLE001 - running from a source tree without metadata
+    __version__ = "0+unknown"
 
 File = CuFile
 """``gdio.File`` is ``gdio.CuFile``."""

@@ -155,3 +155,10 @@ def test_runtime_without_gpu_imports():
     info = gdio.runtime_info()
     assert info["runtime"] in ("cuda", "host")
     assert info["future_workers"] == gdio.defaults.num_threads()
+
+
+def test_version_matches_cli():
+    import subprocess, sys
+
+    out = subprocess.run([sys.executable, "-m", "gdio", "--version"], capture_output=True, text=True).stdout
+    assert out.split() == ["gdio", gdio.__version__]
