@@ -117,3 +117,19 @@ def test_get_timeout_and_done(data_file):
         assert fut.done()
         assert fut.exception() is None
         assert fut.result() == 4096
+
+
+def test_bytearray_resizable_right_after_get(data_file, rng):
+    """The future lets go of the buffer by the time get() returns (a held export would make
+    bytearray refuse to resize)."""
+    path, data = data_file
+    with gdio.CuFile(path) as f:
+        for _ in range(200):
+            ba = bytearray(rng.randrange(1, 300_000))
+            off = rng.randrange(0, len(data) - len(ba))
+            assert f.pread(ba, file_offset=off, task_size=65536).get() == len(ba)
+            assert bytes(ba) == data[off : off + len(ba)]
+            ba.extend(b"x")  # raises BufferError if an export is still held
+            fut = f.pread(bytearray(1000), file_offset=off)
+            gdio.wait([fut])
+            assert fut.done()

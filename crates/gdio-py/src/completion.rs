@@ -29,7 +29,8 @@ pub struct Completion {
 }
 
 impl Completion {
-    /// A completion waiting for `parts` parts; `keep` is dropped when the last one ends.
+    /// A completion waiting for `parts` parts; `keep` holds the buffer until the outcome is
+    /// collected (see `release`).
     pub fn new(parts: usize, keep: Keepalive) -> Completion {
         let c = Completion {
             state: Mutex::new(State {
@@ -92,15 +93,34 @@ impl Completion {
                 return;
             }
             self.finish_locked(&mut s);
-            (std::mem::take(&mut s.callbacks), s.keep.take())
+            let callbacks = std::mem::take(&mut s.callbacks);
+            // Without callbacks the buffer stays held until Python collects the outcome
+            // (`release`, or the future's last reference going away): released here, without
+            // the GIL, PyO3 would only queue the release, and a bytearray could still refuse
+            // to resize after `get()` returned.
+            let keep = if callbacks.is_empty() { None } else { s.keep.take() };
+            (callbacks, keep)
         };
         self.done.notify_all();
-        // Python objects dropped without the GIL are released by PyO3 the next time it holds
-        // it, so a future without callbacks never takes the GIL here.
-        drop(keep);
         if !callbacks.is_empty() {
-            Python::attach(|py| run_callbacks(py, callbacks));
+            Python::attach(|py| {
+                drop(keep);
+                run_callbacks(py, callbacks)
+            });
         }
+    }
+
+    /// Lets go of the buffer once done (called with the GIL held, so the release is
+    /// immediate).
+    pub fn release(&self) {
+        let keep = {
+            let mut s = self.lock();
+            if s.outcome.is_none() {
+                return;
+            }
+            s.keep.take()
+        };
+        drop(keep);
     }
 
     /// The outcome, if done.

@@ -37,6 +37,13 @@ fn outcome_to_py(o: Outcome) -> PyResult<usize> {
     o.map_err(to_py)
 }
 
+impl Future {
+    fn collect(&self, o: Outcome) -> PyResult<usize> {
+        self.completion.release();
+        outcome_to_py(o)
+    }
+}
+
 #[pymethods]
 impl Future {
     /// Waits (without the GIL) and returns the bytes read or written; raises the I/O's
@@ -44,7 +51,7 @@ impl Future {
     #[pyo3(signature = (timeout=None))]
     fn get(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<usize> {
         if let Some(o) = self.completion.outcome() {
-            return outcome_to_py(o);
+            return self.collect(o);
         }
         let timeout = match timeout {
             None => None,
@@ -53,7 +60,7 @@ impl Future {
         };
         let c = self.completion.clone();
         match py.detach(move || c.wait(timeout)) {
-            Some(o) => outcome_to_py(o),
+            Some(o) => self.collect(o),
             None => Err(PyTimeoutError::new_err("the gdio I/O did not finish in time")),
         }
     }
@@ -71,7 +78,11 @@ impl Future {
 
     /// Whether the I/O has finished (successfully or not).
     fn done(&self) -> bool {
-        self.completion.outcome().is_some()
+        let done = self.completion.outcome().is_some();
+        if done {
+            self.completion.release();
+        }
+        done
     }
 
     /// The exception the I/O raised, or None (waits for it first).
