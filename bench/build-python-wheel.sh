@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:-target/wheels}")"
 venv="${GDIO_WHEEL_VENV:-target/wheel-venv}"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+mkdir -p "$out" && rm -f "$out"/gdio-*.whl
 "$venv/bin/python" -m pip install -q "maturin>=1.9,<2"
 (cd python && "../$venv/bin/maturin" build --release --locked -o "$out")
 ls -l "$out"/gdio-*.whl
