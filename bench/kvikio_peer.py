@@ -3,7 +3,13 @@
 with gdio in the same run. Prints one JSON object per measurement on stdout.
 
 usage: kvikio_peer.py read|write PATH THREADS[,THREADS...] ITERATIONS
+       kvikio_peer.py sweep PATH THREADS[,THREADS...] ITERATIONS [FS]
+sweep: the request shapes of `gdio bench --sweep` (the same rows, the same scaling to the file
+size), each request a KvikIO `pread` future, the same number in flight as gdio; one JSON line per
+row and thread count. Rows of requests under 1 MiB read a random sample of SWEEP_SMALL_BYTES
+(default 1 GiB) of the file (Python's cost per future would otherwise take minutes).
 """
+import collections
 import json
 import os
 import sys
@@ -43,7 +49,97 @@ def check_sample(path, buf, size):
     return True
 
 
+# The rows of `gdio bench --sweep` (crates/gdio-cli/src/bench/sweep.rs ROWS): keep in step.
+ROWS = [
+    (4 << 10, 64, "random"),
+    (64 << 10, 64, "seq"),
+    (1 << 20, 32, "seq"),
+    (4 << 20, 16, "seq"),
+    (16 << 20, 8, "seq"),
+    (64 << 20, 4, "seq"),
+    (1 << 30, 2, "seq"),
+]
+
+
+def fmt_size(b):
+    units = ["B", "KiB", "MiB", "GiB", "TiB"]
+    v, i = float(b), 0
+    while v >= 1024 and i < len(units) - 1:
+        v, i = v / 1024, i + 1
+    return f"{b} B" if i == 0 else f"{v:.1f} {units[i]}".replace(".0 ", " ")
+
+
+def row_label(io, depth, pattern):
+    return f"{fmt_size(io)} random x {depth}" if pattern == "random" else f"{fmt_size(io)} x {depth}"
+
+
+def scaled_io_size(io, depth, size):
+    share = (size // depth) // 4096 * 4096
+    return min(io, max(share, 4096))
+
+
+def sweep(path, threads, iters, fs):
+    import numpy
+    size = os.path.getsize(path)
+    small_budget = int(os.environ.get("SWEEP_SMALL_BYTES", 1 << 30))
+    buf = cupy.empty(size, dtype=cupy.uint8)
+    with kvikio.CuFile(path, "r") as f, open(path, "rb") as plain:
+        for io, depth, pattern in ROWS:
+            ios = scaled_io_size(io, depth, size)
+            count = -(-size // ios)
+            if pattern == "random":
+                order = numpy.random.default_rng(7).permutation(count)
+            else:
+                order = numpy.arange(count)
+            if ios < (1 << 20):
+                order = order[: max(1, min(count, small_budget // ios))]
+            blocks = [int(b) for b in order]
+            moved = sum(min(ios, size - b * ios) for b in blocks)
+            for n in threads:
+                set_threads(n)
+                times = []
+                for i in range(iters + 1):  # the first pass warms up, as in gdio bench
+                    if i == iters:
+                        buf.fill(0xA5)  # only the last pass can make the sample right
+                        cupy.cuda.runtime.deviceSynchronize()
+                    pending = collections.deque()
+                    got = 0
+                    t = time.perf_counter()
+                    for b in blocks:
+                        off = b * ios
+                        ln = min(ios, size - off)
+                        if len(pending) >= depth:
+                            got += pending.popleft().get()
+                        pending.append(f.pread(buf[off:off + ln], ln, off))
+                    while pending:
+                        got += pending.popleft().get()
+                    cupy.cuda.runtime.deviceSynchronize()
+                    if i > 0:
+                        times.append(time.perf_counter() - t)
+                    assert got == moved, f"short read: {got} of {moved}"
+                ok = True
+                for b in blocks[:: max(1, len(blocks) // 16)][:16]:
+                    off = b * ios
+                    ln = min(ios, size - off, 1 << 20)
+                    plain.seek(off)
+                    if buf[off:off + ln].get().tobytes() != plain.read(ln):
+                        ok = False
+                times.sort()
+                med = times[len(times) // 2]
+                print(json.dumps({
+                    "peer": "kvikio", "op": "sweep", "version": kvikio.__version__,
+                    "compat_mode": compat_mode(), "fs": fs, "path": path, "label": row_label(io, depth, pattern),
+                    "pattern": pattern, "io_size": ios, "queue_depth": depth, "threads": n,
+                    "bytes": moved, "seconds": med, "gbps": moved / med / 1e9,
+                    "iops": len(blocks) / med, "verified_sample": ok,
+                }), flush=True)
+
+
 def main():
+    if sys.argv[1] == "sweep":
+        sweep(sys.argv[2], [int(t) for t in sys.argv[3].split(",")], int(sys.argv[4]),
+              sys.argv[5] if len(sys.argv) > 5 else "")
+        return
     op, path, threads, iters = sys.argv[1], sys.argv[2], [int(t) for t in sys.argv[3].split(",")], int(sys.argv[4])
     size = os.path.getsize(path)
     buf = cupy.empty(size, dtype=cupy.uint8)

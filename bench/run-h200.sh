@@ -49,7 +49,7 @@ sweep)
     gd "tmpfs t$t bounce$bs" --file /dev/shm/gdio-bench-8g.bin --mode read --iterations 3 --threads $t --task-size 4M --bounce-size $bs --io-size 1G --queue-depth 2
   done; done
   for t in 4 8 16; do for bs in 2M 8M; do
-    gd "ext4 write t$t bounce$bs" --file /tmp/gdio-bench-8g.bin --out /tmp/gdio-bench-out.bin --mode write --iterations 3 --threads $t --task-size 8M --bounce-size $bs --io-size 1G --queue-depth 2
+    gd "ext4 write t$t bounce$bs" --file /tmp/gdio-bench-8g.bin --out /tmp/gdio-bench-out.bin --overwrite --mode write --iterations 3 --threads $t --task-size 8M --bounce-size $bs --io-size 1G --queue-depth 2
   done; done
   kv read /tmp/gdio-bench-8g.bin 8,16,32 3
   kv read /dev/shm/gdio-bench-8g.bin 16 3
@@ -73,9 +73,9 @@ full)
   # Writes into the page cache (fsync timed apart) against KvikIO with its O_DIRECT writes
   # switched off (KvikIO 26.10 writes with O_DIRECT by default: KVIKIO_AUTO_DIRECT_IO_WRITE=1),
   # and O_DIRECT writes against KvikIO's default.
-  gd "ext4 write" --file /tmp/gdio-bench-8g.bin --out /tmp/gdio-bench-out.bin --mode write --iterations 3 $R
+  gd "ext4 write" --file /tmp/gdio-bench-8g.bin --out /tmp/gdio-bench-out.bin --overwrite --mode write --iterations 3 $R
   KVIKIO_AUTO_DIRECT_IO_WRITE=0 kv write /tmp/gdio-bench-8g.bin 8,16,32 3
-  gdv "ext4 write direct" _direct --file /tmp/gdio-bench-8g.bin --out /tmp/gdio-bench-out.bin --mode write --iterations 3 --direct on $R
+  gdv "ext4 write direct" _direct --file /tmp/gdio-bench-8g.bin --out /tmp/gdio-bench-out.bin --overwrite --mode write --iterations 3 --direct on $R
   PEER_VARIANT=_direct kv write /tmp/gdio-bench-8g.bin 16 3
   gd "ext4 cold" --file /tmp/gdio-bench-8g.bin --mode read --iterations 2 --warmup 0 --cold $R
   # NVIDIA's own cuFile on this disk, through KvikIO with compat mode OFF (GDS or nothing).

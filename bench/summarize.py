@@ -37,6 +37,9 @@ def main():
                     lim = r["limits"].get("pinned_h2d_gbps")
             else:
                 lim = r["limits"].get("pinned_d2h_gbps")
+            # The row's own limit when the bench gives one (writes: a plain pwrite of host
+            # memory into the same filesystem, same run).
+            lim = res.get("limit_gbps") or lim
             p = peers.get((res["op"] + r.get("peer_variant", ""), path))
             pk = p["gbps"] if p else None
             print(f"{label + ' ' + res['op']:<34} {res['gbps']:>9.2f} {lim or 0:>7.2f} "

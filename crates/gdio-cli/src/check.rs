@@ -1,5 +1,7 @@
 //! `gdio check`: what this machine offers and, for each path, what gdio found out about it.
 
+use crate::out::outln;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -38,28 +40,58 @@ fn platform_report() -> Value {
         "nvidia_fs": platform::nvidia_fs(),
         "pci_p2pdma": platform::pci_p2pdma(),
         "libcufile": platform::libcufile(),
+        "libcufile_choice": crate::cufile_choice::report(),
         "io_uring": platform::io_uring(),
     })
 }
 
-/// A directory is probed through a small temporary file made inside it, so the report tells what
-/// files there would get.
-fn path_report(p: &std::path::Path) -> Value {
-    if p.is_dir() {
-        let tmp = match tempfile::Builder::new().prefix(".gdio-check-").tempfile_in(p) {
-            Ok(t) => t,
-            Err(e) => {
-                return json!({ "path": p.display().to_string(), "error": format!("directory {}: cannot create a probe file in it: {e}", p.display()) })
+/// What `check` probes for one path: the path itself, or for a directory a 1 MiB file made in
+/// it with no name (`O_TMPFILE`, or a random name removed at once), so that the report tells
+/// what files there would get and a killed `check` leaves nothing in the directory.
+enum Probe {
+    Path,
+    Dir(std::fs::File),
+    DirFailed(String),
+}
+
+impl Probe {
+    fn of(p: &std::path::Path) -> Probe {
+        if !p.is_dir() {
+            return Probe::Path;
+        }
+        match tempfile::tempfile_in(p) {
+            Ok(f) => {
+                let _ = f.set_len(1 << 20);
+                Probe::Dir(f)
             }
-        };
-        let _ = tmp.as_file().set_len(1 << 20);
-        let mut v = file_report(tmp.path());
-        v["path"] = json!(p.display().to_string());
-        v["file_type"] = json!("directory");
-        v["probed_via"] = json!("a temporary file in the directory");
-        return v;
+            Err(e) => Probe::DirFailed(format!(
+                "directory {}: cannot create a probe file in it: {e}",
+                p.display()
+            )),
+        }
     }
-    file_report(p)
+
+    /// The path the library probes.
+    fn target(&self, p: &std::path::Path) -> PathBuf {
+        match self {
+            Probe::Dir(f) => PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd())),
+            _ => p.to_path_buf(),
+        }
+    }
+}
+
+fn path_report(p: &std::path::Path, probe: &Probe) -> Value {
+    match probe {
+        Probe::Path => file_report(p),
+        Probe::DirFailed(e) => json!({ "path": p.display().to_string(), "error": e }),
+        Probe::Dir(_) => {
+            let mut v = file_report(&probe.target(p));
+            v["path"] = json!(p.display().to_string());
+            v["file_type"] = json!("directory");
+            v["probed_via"] = json!("a temporary file in the directory");
+            v
+        }
+    }
 }
 
 fn file_report(p: &std::path::Path) -> Value {
@@ -83,14 +115,14 @@ fn yes_no(v: &Value) -> String {
 
 fn print(report: &Value) {
     let p = &report["platform"];
-    println!("platform");
-    println!("  gpu runtime          {}", p["gpu_runtime"].as_str().unwrap_or("?"));
+    outln!("platform");
+    outln!("  gpu runtime          {}", p["gpu_runtime"].as_str().unwrap_or("?"));
     if let Some(w) = p["no_gpu_reason"].as_str() {
-        println!("  no GPU because       {w}");
+        outln!("  no GPU because       {w}");
     }
     for g in p["gpus"].as_array().into_iter().flatten() {
         if let Some(e) = g["error"].as_str() {
-            println!("  gpu {}                {e}", g["ordinal"]);
+            outln!("  gpu {}                {e}", g["ordinal"]);
             continue;
         }
         let mem = g["total_memory"].as_u64().unwrap_or(0);
@@ -102,7 +134,7 @@ fn print(report: &Value) {
             .as_u64()
             .map(crate::units::format_size)
             .unwrap_or_else(|| "unknown".into());
-        println!(
+        outln!(
             "  gpu {}                {} | {} | {} | BAR1 {} | {}",
             g["ordinal"],
             g["name"].as_str().unwrap_or("?"),
@@ -112,26 +144,27 @@ fn print(report: &Value) {
             g["pci_bus_id"].as_str().unwrap_or("")
         );
     }
-    println!("  cuda driver          {}", p["cuda_driver_version"].as_str().unwrap_or("none"));
-    println!("  nvidia driver        {}", p["nvidia_driver_version"].as_str().unwrap_or("none"));
-    println!("  kernel               {}", p["kernel"].as_str().unwrap_or("?"));
-    println!("  nvidia-fs            {}", yes_no(&p["nvidia_fs"]));
-    println!("  pci p2pdma           {}", yes_no(&p["pci_p2pdma"]));
-    println!("  libcufile            {}", yes_no(&p["libcufile"]));
-    println!("  io_uring             {}", yes_no(&p["io_uring"]));
+    outln!("  cuda driver          {}", p["cuda_driver_version"].as_str().unwrap_or("none"));
+    outln!("  nvidia driver        {}", p["nvidia_driver_version"].as_str().unwrap_or("none"));
+    outln!("  kernel               {}", p["kernel"].as_str().unwrap_or("?"));
+    outln!("  nvidia-fs            {}", yes_no(&p["nvidia_fs"]));
+    outln!("  pci p2pdma           {}", yes_no(&p["pci_p2pdma"]));
+    outln!("  libcufile            {}", yes_no(&p["libcufile"]));
+    crate::cufile_choice::print(&p["libcufile_choice"]);
+    outln!("  io_uring             {}", yes_no(&p["io_uring"]));
     for b in report["gdr"].as_array().into_iter().flatten() {
         let ok = if b["available"].as_bool() == Some(true) { "yes" } else { "no" };
-        println!(
+        outln!(
             "  gdr {:<16} {ok} ({})",
             b["name"].as_str().unwrap_or("?"),
             b["reason"].as_str().unwrap_or("")
         );
     }
     for f in report["paths"].as_array().into_iter().flatten() {
-        println!();
-        println!("{}", f["path"].as_str().unwrap_or("?"));
+        outln!();
+        outln!("{}", f["path"].as_str().unwrap_or("?"));
         if let Some(e) = f["error"].as_str() {
-            println!("  error                {e}");
+            outln!("  error                {e}");
             continue;
         }
         let fs = &f["fs"];
@@ -142,23 +175,23 @@ fn print(report: &Value) {
             .chain(fs["super_options"].as_array().into_iter().flatten())
             .filter_map(|o| o.as_str().map(str::to_owned))
             .collect();
-        println!("  type                 {}", f["file_type"].as_str().unwrap_or("?"));
+        outln!("  type                 {}", f["file_type"].as_str().unwrap_or("?"));
         if f["file_type"] != "directory" {
-            println!("  size                 {} bytes", f["size"]);
+            outln!("  size                 {} bytes", f["size"]);
         }
-        println!(
+        outln!(
             "  filesystem           {} (magic 0x{:x}) on {} from {}",
             fs["name"].as_str().unwrap_or("?"),
             fs["magic"].as_u64().unwrap_or(0),
             fs["mount_point"].as_str().unwrap_or("?"),
             fs["source"].as_str().unwrap_or("?")
         );
-        println!("  mount options        {}", opts.join(","));
+        outln!("  mount options        {}", opts.join(","));
         if let Some(m) = fs["ext4_data_mode"].as_str() {
-            println!("  ext4 data mode       {m}");
+            outln!("  ext4 data mode       {m}");
         }
         let d = &f["direct_io"];
-        println!(
+        outln!(
             "  O_DIRECT             {}",
             if d["supported"].as_bool() == Some(true) {
                 "yes".to_owned()
@@ -166,7 +199,7 @@ fn print(report: &Value) {
                 format!("no: {}", d["reason"].as_str().unwrap_or(""))
             }
         );
-        println!(
+        outln!(
             "  DIO alignment        memory {} / offset {} (from {})",
             f["dio_mem_align"],
             f["dio_offset_align"],
@@ -192,29 +225,20 @@ pub fn main(args: CheckArgs) -> ExitCode {
         }
     };
     // Directories are explained through a probe file made inside them.
-    let mut keep = Vec::new();
-    let targets: Vec<PathBuf> = args
-        .paths
-        .iter()
-        .map(|p| {
-            if p.is_dir() {
-                if let Ok(t) = tempfile::Builder::new().prefix(".gdio-check-").tempfile_in(p) {
-                    let _ = t.as_file().set_len(1 << 20);
-                    let path = t.path().to_path_buf();
-                    keep.push(t);
-                    return path;
-                }
-            }
-            p.clone()
-        })
-        .collect();
+    let probes: Vec<Probe> = args.paths.iter().map(|p| Probe::of(p)).collect();
+    let targets: Vec<PathBuf> =
+        args.paths.iter().zip(&probes).map(|(p, pr)| pr.target(p)).collect();
     let mut explained = crate::explain::explain_paths(&driver, &loaded, &targets, args.memory);
-    let probes: Vec<Value> = args.paths.iter().map(|p| path_report(p)).collect();
-    let failed = probes.iter().any(|p| p.get("error").is_some());
+    let reports: Vec<Value> =
+        args.paths.iter().zip(&probes).map(|(p, pr)| path_report(p, pr)).collect();
+    let failed = reports.iter().any(|p| p.get("error").is_some());
     if let Some(paths) = explained["paths"].as_array_mut() {
         for (i, p) in paths.iter_mut().enumerate() {
             p["path"] = json!(args.paths[i].display().to_string());
-            p["probe"] = probes[i].clone();
+            if let Some(e) = reports[i].get("error") {
+                p["error"] = e.clone(); // one reason per path, the same in both parts
+            }
+            p["probe"] = reports[i].clone();
         }
     }
     let report = json!({
@@ -224,13 +248,13 @@ pub fn main(args: CheckArgs) -> ExitCode {
         "paths": explained["paths"],
     });
     if args.json {
-        println!("{report}");
+        outln!("{report}");
     } else {
-        print(&json!({ "platform": report["platform"], "gdr": report["gdr"], "paths": probes }));
-        println!();
+        print(&json!({ "platform": report["platform"], "gdr": report["gdr"], "paths": reports }));
+        outln!();
         crate::explain::print_explain(&explained);
     }
-    drop(keep);
+    drop(probes);
     if failed {
         ExitCode::from(1)
     } else {

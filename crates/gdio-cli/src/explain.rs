@@ -2,6 +2,7 @@
 //! host memory, aligned and unaligned, with every other backend's reason, and the effective
 //! configuration with the source of each value.
 
+use crate::out::outln;
 use std::path::PathBuf;
 
 use gdio::backend::Op;
@@ -118,7 +119,7 @@ fn s(v: &Value) -> String {
 
 /// Prints what [`explain_paths`] returned as tables for people.
 pub fn print_explain(v: &Value) {
-    println!(
+    outln!(
         "configuration{}:",
         v["config_file"].as_str().map(|f| format!(" (file {f})")).unwrap_or_default()
     );
@@ -126,18 +127,18 @@ pub fn print_explain(v: &Value) {
     let w = rows.iter().map(|e| s(&e["key"]).len()).max().unwrap_or(0);
     for e in &rows {
         let origin = e.get("origin").map(|o| format!(" ({})", s(o))).unwrap_or_default();
-        println!("  {:<w$}  {:<24}  {}{}", s(&e["key"]), s(&e["value"]), s(&e["source"]), origin);
+        outln!("  {:<w$}  {:<24}  {}{}", s(&e["key"]), s(&e["value"]), s(&e["source"]), origin);
     }
     let size = v["explained_size"].as_u64().unwrap_or(0);
     for p in v["paths"].as_array().cloned().unwrap_or_default() {
-        println!();
-        println!("{}", s(&p["path"]));
+        outln!();
+        outln!("{}", s(&p["path"]));
         if let Some(e) = p.get("error") {
-            println!("  cannot check: {}", s(e));
+            outln!("  cannot check: {}", s(e));
             continue;
         }
         let f = &p["file"];
-        println!(
+        outln!(
             "  {} on {}{}, O_DIRECT {}, DIO alignment offset {} memory {} ({})",
             s(&f["type"]),
             s(&f["fs"]),
@@ -151,7 +152,7 @@ pub fn print_explain(v: &Value) {
             s(&f["dio_mem_align"]),
             s(&f["align_source"]),
         );
-        println!("  a {size}-byte I/O:");
+        outln!("  a {size}-byte I/O:");
         for d in p["decisions"].as_array().cloned().unwrap_or_default() {
             let what = format!(
                 "{} {} {}",
@@ -161,9 +162,9 @@ pub fn print_explain(v: &Value) {
             );
             let backend =
                 if d["backend"].is_null() { "NONE (fails)".to_owned() } else { s(&d["backend"]) };
-            println!("    {what:<24} -> {backend}");
+            outln!("    {what:<24} -> {backend}");
             for r in d["rejected"].as_array().cloned().unwrap_or_default() {
-                println!("      {:<7} no: {}", s(&r["backend"]), s(&r["reason"]));
+                outln!("      {:<7} no: {}", s(&r["backend"]), s(&r["reason"]));
             }
         }
     }

@@ -7,12 +7,16 @@
 mod bench;
 mod check;
 mod config;
+mod cufile_choice;
 mod explain;
 mod gdr;
+mod makefile;
+mod newfile;
+mod out;
+mod signals;
 mod units;
 
 use std::ffi::OsString;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -25,6 +29,9 @@ struct Cli {
     command: Command,
 }
 
+/// The subcommands. A new one is a variant here, an `Args` struct and a `main` in its own
+/// module, and one line in `dispatch` below; a command that writes files creates them through
+/// `newfile` (checked target, unnamed until complete, removed on error or signal).
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Read a file into GPU (or host) memory and write it back, verified, with GB/s, latency,
@@ -37,22 +44,14 @@ enum Command {
     #[command(subcommand)]
     Gdr(gdr::GdrCommand),
     /// Write a file of random bytes (for benchmarks).
-    MakeFile {
-        /// File to create (overwritten).
-        path: PathBuf,
-        /// Size, e.g. 8G.
-        #[arg(long, value_parser = units::parse_size)]
-        size: u64,
-        /// Seed of the random bytes.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-    },
+    MakeFile(makefile::MakeFileArgs),
 }
 
 /// Runs the `gdio` command line on `args` (the first is the program name) and returns the exit
 /// status: 0 on success. Prints to stdout and stderr like the binary; `--help` and argument
 /// errors print clap's text.
 pub fn run(args: Vec<OsString>) -> i32 {
+    out::init();
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -73,14 +72,6 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Bench(a) => bench::main(a),
         Command::Check(a) => check::main(a),
         Command::Gdr(c) => gdr::run(c),
-        Command::MakeFile { path, size, seed } => {
-            match bench::data::make_random_file(&path, size, seed) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("gdio make-file: {e}");
-                    ExitCode::from(2)
-                }
-            }
-        }
+        Command::MakeFile(a) => makefile::main(a),
     }
 }

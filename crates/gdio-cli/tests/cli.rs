@@ -145,3 +145,588 @@ fn check_refuses_a_bad_boolean_naming_the_variable() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("HIPFILE_ALLOW_COMPAT_MODE") && err.contains("maybe"), "{err}");
 }
+
+// ---- Hardening (issue 8) and the bench's shapes (issue 7) ----
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn assert_no_panic(out: &std::process::Output) {
+    let err = stderr_of(out);
+    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{err}");
+}
+
+fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A small bench on host memory writing to `out`.
+fn bench_write(
+    file: &std::path::Path,
+    out: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Output {
+    gdio()
+        .args([
+            "bench",
+            "--mode",
+            "write",
+            "--iterations",
+            "1",
+            "--warmup",
+            "0",
+            "--target",
+            "host",
+            "--io-size",
+            "1M",
+            "--file",
+        ])
+        .arg(file)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn out_that_is_the_input_is_refused_through_any_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let (f, data) = random_file(dir.path(), 3 * 1024 * 1024 + 77, 11);
+    let sym = dir.path().join("sym");
+    std::os::unix::fs::symlink(&f, &sym).unwrap();
+    let hard = dir.path().join("hard");
+    std::fs::hard_link(&f, &hard).unwrap();
+    for out in [&f, &sym, &hard] {
+        for extra in [&[][..], &["--overwrite"][..]] {
+            let o = bench_write(&f, out, extra);
+            assert_eq!(o.status.code(), Some(2), "{}: {}", out.display(), stderr_of(&o));
+            assert!(stderr_of(&o).contains("same device and inode"), "{}", stderr_of(&o));
+            assert_eq!(std::fs::read(&f).unwrap(), data, "input changed via {}", out.display());
+        }
+    }
+    assert!(std::fs::symlink_metadata(&sym).unwrap().file_type().is_symlink());
+    assert_eq!(listing(dir.path()), ["data-11.bin", "hard", "sym"]);
+}
+
+#[test]
+fn existing_out_needs_overwrite_and_must_be_writable() {
+    let dir = tempfile::tempdir().unwrap();
+    let (f, data) = random_file(dir.path(), 2 * 1024 * 1024 + 5, 12);
+    let (other, other_data) = random_file(dir.path(), 4096, 13);
+    let o = bench_write(&f, &other, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr_of(&o).contains("--overwrite"), "{}", stderr_of(&o));
+    assert_eq!(std::fs::read(&other).unwrap(), other_data);
+    // A symbolic link as --out is never followed, even with --overwrite.
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&other, &link).unwrap();
+    let o = bench_write(&f, &link, &["--overwrite"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr_of(&o).contains("symbolic link"), "{}", stderr_of(&o));
+    assert_eq!(std::fs::read(&other).unwrap(), other_data);
+    // Read-only: refused even with --overwrite (and even for root).
+    std::fs::set_permissions(&other, std::os::unix::fs::PermissionsExt::from_mode(0o444)).unwrap();
+    let o = bench_write(&f, &other, &["--overwrite"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr_of(&o).contains("read-only"), "{}", stderr_of(&o));
+    assert_eq!(std::fs::read(&other).unwrap(), other_data);
+    // Writable with --overwrite: replaced by the input's bytes, verified.
+    std::fs::set_permissions(&other, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let o = bench_write(&f, &other, &["--overwrite", "--json"]);
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    assert_eq!(json_of(&o)["results"][0]["verified"], true);
+    assert_eq!(std::fs::read(&other).unwrap(), data);
+    assert_eq!(std::fs::read(&f).unwrap(), data);
+}
+
+#[test]
+fn write_mode_never_touches_the_input_and_refuses_untrusted_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (f, data) = random_file(dir.path(), 5 * 1024 * 1024 + 3, 14);
+    let o = gdio()
+        .args([
+            "bench",
+            "--mode",
+            "write",
+            "--iterations",
+            "2",
+            "--target",
+            "host",
+            "--json",
+            "--file",
+        ])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    let v = json_of(&o);
+    assert_eq!(v["results"][0]["verified"], true);
+    assert!(v["results"][0]["limit_gbps"].as_f64().unwrap() > 0.0);
+    assert!(v["limits"]["host_write_gbps"].as_f64().unwrap() > 0.0);
+    assert_eq!(std::fs::read(&f).unwrap(), data);
+    assert_eq!(listing(dir.path()), ["data-14.bin"], "the bench left its output beside the input");
+    for p in ["/proc/self/status", "/sys/kernel/mm/transparent_hugepage/enabled"] {
+        if !std::path::Path::new(p).exists() {
+            continue;
+        }
+        let o = gdio()
+            .args(["bench", "--mode", "write", "--target", "host", "--file", p])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{p}");
+        assert!(stderr_of(&o).contains("does not say how many bytes"), "{p}: {}", stderr_of(&o));
+    }
+}
+
+#[test]
+fn planted_symlinks_at_old_temp_names_are_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (victim, victim_data) = random_file(dir.path(), 4096, 15);
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    // The names of the old bench for the next few hundred process ids.
+    let last: u64 = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(1000);
+    for pid in last + 1..last + 300 {
+        for name in [format!("gdio-bench-{pid}.bin"), format!("gdio-bench-{pid}-out.bin")] {
+            std::os::unix::fs::symlink(&victim, tmp.join(name)).unwrap();
+        }
+    }
+    let before = listing(&tmp);
+    let o = gdio()
+        .args([
+            "bench",
+            "--size",
+            "2M",
+            "--io-size",
+            "512K",
+            "--iterations",
+            "1",
+            "--target",
+            "host",
+            "--dir",
+        ])
+        .arg(&tmp)
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    assert_eq!(std::fs::read(&victim).unwrap(), victim_data);
+    assert_eq!(listing(&tmp), before, "the bench left or changed files");
+}
+
+#[test]
+fn make_file_refuses_read_only_and_symlink_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ro, ro_data) = random_file(dir.path(), 8192, 16);
+    std::fs::set_permissions(&ro, std::os::unix::fs::PermissionsExt::from_mode(0o444)).unwrap();
+    let o = gdio().args(["make-file", "--size", "1M"]).arg(&ro).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr_of(&o).contains("read-only"), "{}", stderr_of(&o));
+    assert_eq!(std::fs::read(&ro).unwrap(), ro_data);
+    let (w, w_data) = random_file(dir.path(), 8192, 17);
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&w, &link).unwrap();
+    let o = gdio().args(["make-file", "--size", "1M"]).arg(&link).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr_of(&o).contains("symbolic link"), "{}", stderr_of(&o));
+    assert_eq!(std::fs::read(&w).unwrap(), w_data);
+    // A writable regular file is replaced whole, with the seed's bytes (same seed, same bytes).
+    let o = gdio().args(["make-file", "--size", "9M", "--seed", "3"]).arg(&w).output().unwrap();
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    let a = std::fs::read(&w).unwrap();
+    assert_eq!(a.len(), 9 << 20);
+    let b_path = dir.path().join("b");
+    assert!(gdio()
+        .args(["make-file", "--size", "9M", "--seed", "3"])
+        .arg(&b_path)
+        .status()
+        .unwrap()
+        .success());
+    assert_eq!(std::fs::read(&b_path).unwrap(), a);
+    assert!(a.iter().filter(|&&x| x == 0).count() < a.len() / 100);
+    assert_eq!(listing(dir.path()), ["b", "data-16.bin", "data-17.bin", "link"]);
+}
+
+#[test]
+fn make_file_that_fails_midway_leaves_the_target_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, t_data) = random_file(dir.path(), 4096, 18);
+    // A file-size limit of 1 MiB (ulimit counts 1024-byte blocks in bash, 512 in some shells):
+    // the write of 8 MiB fails with EFBIG part way.
+    let script = format!(
+        "ulimit -f 1024 && exec '{}' make-file --size 8M '{}'",
+        env!("CARGO_BIN_EXE_gdio"),
+        t.display()
+    );
+    let o = Command::new("sh").arg("-c").arg(&script).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr_of(&o));
+    let err = stderr_of(&o);
+    assert!(err.contains("bytes had reached the file") && err.contains("was not changed"), "{err}");
+    assert_no_panic(&o);
+    assert_eq!(std::fs::read(&t).unwrap(), t_data);
+    assert_eq!(listing(dir.path()), ["data-18.bin"], "partial file left behind");
+    let fresh = dir.path().join("fresh");
+    let script = format!(
+        "ulimit -f 1024 && exec '{}' make-file --size 8M '{}'",
+        env!("CARGO_BIN_EXE_gdio"),
+        fresh.display()
+    );
+    let o = Command::new("sh").arg("-c").arg(&script).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr_of(&o));
+    assert_eq!(listing(dir.path()), ["data-18.bin"], "partial file left behind");
+}
+
+#[test]
+fn bad_numbers_exit_2_naming_the_flag() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["bench", "--size", "1e30"], "--size"),
+        (&["bench", "--size", "0"], "--size"),
+        (&["bench", "--warmup", "18446744073709551615"], "--warmup"),
+        (&["bench", "--iterations", "0"], "--iterations"),
+        (&["bench", "--io-size", "0"], "--io-size"),
+        (&["bench", "--io-size", "1e30"], "--io-size"),
+        (&["bench", "--queue-depth", "0"], "--queue-depth"),
+        (&["bench", "--queue-depth", "100000"], "--queue-depth"),
+        (&["bench", "--threads", "0"], "--threads"),
+        (&["bench", "--threads", "5000"], "--threads"),
+        (&["bench", "--task-size", "1"], "--task-size"),
+        (&["bench", "--bounce-size", "1e30"], "--bounce-size"),
+        (&["make-file", "/nonexistent/x", "--size", "1e30"], "--size"),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (args, flag) in cases {
+        let o = gdio().args(*args).arg("--dir").arg(dir.path()).output().unwrap();
+        let o = if args[0] == "make-file" { gdio().args(*args).output().unwrap() } else { o };
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr_of(&o));
+        assert!(stderr_of(&o).contains(flag), "{args:?}: {}", stderr_of(&o));
+        assert_no_panic(&o);
+    }
+    assert!(listing(dir.path()).is_empty());
+}
+
+#[test]
+fn a_bench_larger_than_memory_is_refused_before_it_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = gdio()
+        .args(["bench", "--target", "host", "--size", "1024T", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr_of(&o));
+    assert!(stderr_of(&o).contains("of host memory"), "{}", stderr_of(&o));
+    assert!(listing(dir.path()).is_empty());
+}
+
+#[test]
+fn closed_or_full_stdout_ends_quietly() {
+    let script = format!("'{}' check /tmp | head -1", env!("CARGO_BIN_EXE_gdio"));
+    let o = Command::new("sh").arg("-c").arg(&script).output().unwrap();
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1);
+    assert_no_panic(&o);
+    assert!(stderr_of(&o).is_empty(), "{}", stderr_of(&o));
+    if std::path::Path::new("/dev/full").exists() {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let o = gdio().args(["check", "/tmp"]).stdout(full).output().unwrap();
+        assert_eq!(o.status.code(), Some(1));
+        assert!(stderr_of(&o).contains("cannot write to standard output"), "{}", stderr_of(&o));
+        assert_no_panic(&o);
+    }
+}
+
+#[test]
+fn sigterm_during_a_bench_or_make_file_leaves_no_file() {
+    for args in [
+        &["bench", "--size", "1G", "--io-size", "1M", "--target", "host", "--iterations", "50"][..],
+        &["bench", "--size", "1G", "--target", "host", "--file", "new.bin"][..],
+        &["make-file", "--size", "4G"][..],
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = gdio();
+        cmd.args(args).env("TMPDIR", dir.path()).current_dir(dir.path());
+        if args[0] == "make-file" {
+            cmd.arg(dir.path().join("made"));
+        } else {
+            cmd.arg("--dir").arg(dir.path());
+        }
+        let mut child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        // SAFETY: kill on the child's pid, which has not been waited for.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "{args:?} finished before the signal");
+        assert!(listing(dir.path()).is_empty(), "{args:?} left {:?}", listing(dir.path()));
+    }
+}
+
+#[test]
+fn check_leaves_nothing_in_a_directory_and_says_one_thing_when_it_cannot_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = gdio().args(["check", "--json"]).arg(dir.path()).output().unwrap();
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    assert_eq!(json_of(&o)["paths"][0]["probe"]["file_type"], "directory");
+    assert!(listing(dir.path()).is_empty());
+    // An unwritable directory: a read-only mode for an ordinary user, sysfs for root.
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    std::fs::set_permissions(&ro, std::os::unix::fs::PermissionsExt::from_mode(0o555)).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let target =
+        if unsafe { libc::geteuid() } == 0 { std::path::PathBuf::from("/sys/kernel") } else { ro };
+    let o = gdio().arg("check").arg(&target).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("cannot create a probe file"), "{out}");
+    assert!(!out.contains("is a directory, not a file"), "{out}");
+}
+
+#[test]
+fn random_pattern_is_verified_and_reports_iops() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, data) = random_file(dir.path(), 4 * 1024 * 1024 + 1234, 19);
+    let o = gdio()
+        .args([
+            "bench",
+            "--mode",
+            "both",
+            "--pattern",
+            "random",
+            "--io-size",
+            "4K",
+            "--queue-depth",
+            "16",
+            "--iterations",
+            "1",
+            "--target",
+            "host",
+            "--json",
+            "--file",
+        ])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    let v = json_of(&o);
+    for r in v["results"].as_array().unwrap() {
+        assert_eq!(r["pattern"], "random");
+        assert_eq!(r["verified"], true);
+        assert_eq!(r["io_size"], 4096);
+        assert_eq!(r["queue_depth"], 16);
+        let iops = r["iops"].as_f64().unwrap();
+        let gbps = r["gbps"].as_f64().unwrap();
+        // Each pass is ceil(size / 4096) requests: IOPS and GB/s must agree.
+        let ios = data.len().div_ceil(4096) as f64;
+        assert!((iops / ios - gbps * 1e9 / data.len() as f64).abs() / iops * ios < 0.01, "{r}");
+        assert!(r["latency_p99_ms"].as_f64().unwrap() >= r["latency_p50_ms"].as_f64().unwrap());
+    }
+    assert_eq!(std::fs::read(&p).unwrap(), data);
+}
+
+#[test]
+fn sweep_runs_every_row_verified_and_names_the_weakest() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = gdio()
+        .args([
+            "bench",
+            "--sweep",
+            "--size",
+            "16M",
+            "--iterations",
+            "1",
+            "--warmup",
+            "0",
+            "--target",
+            "host",
+            "--json",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    let v = json_of(&o);
+    let rows = v["results"].as_array().unwrap();
+    let labels: Vec<&str> = rows.iter().map(|r| r["label"].as_str().unwrap()).collect();
+    assert_eq!(
+        labels,
+        [
+            "4 KiB random x 64",
+            "64 KiB x 64",
+            "1 MiB x 32",
+            "4 MiB x 16",
+            "16 MiB x 8",
+            "64 MiB x 4",
+            "1 GiB x 2"
+        ]
+    );
+    let depths: Vec<u64> = rows.iter().map(|r| r["queue_depth"].as_u64().unwrap()).collect();
+    assert_eq!(depths, [64, 64, 32, 16, 8, 4, 2]);
+    for r in rows {
+        assert_eq!(r["verified"], true, "{r}");
+        assert!(
+            r["io_size"].as_u64().unwrap()
+                <= (16 << 20) / r["queue_depth"].as_u64().unwrap().max(1)
+                || r["io_size"] == 4096
+        );
+        assert!(r["limit_gbps"].as_f64().unwrap() > 0.0);
+        for k in ["op", "pattern", "gbps", "iops", "latency_p50_ms", "latency_p99_ms"] {
+            assert!(!r[k].is_null(), "{k} missing in {r}");
+        }
+    }
+    assert_eq!(rows[0]["pattern"], "random");
+    let weakest = rows
+        .iter()
+        .min_by(|a, b| {
+            a["ratio_to_limit"].as_f64().unwrap().total_cmp(&b["ratio_to_limit"].as_f64().unwrap())
+        })
+        .unwrap();
+    let summary = v["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with(&format!("weakest row: {}", weakest["label"].as_str().unwrap())),
+        "{summary}"
+    );
+    assert!(listing(dir.path()).is_empty());
+}
+
+#[test]
+fn file_that_does_not_exist_is_created_then_removed_unless_keep() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("new.bin");
+    let o = gdio()
+        .args([
+            "bench",
+            "--size",
+            "3M",
+            "--io-size",
+            "1M",
+            "--iterations",
+            "1",
+            "--target",
+            "host",
+            "--json",
+            "--file",
+        ])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    let v = json_of(&o);
+    assert_eq!(v["results"][0]["bytes"], 3 << 20);
+    assert!(v["results"].as_array().unwrap().iter().all(|r| r["verified"] == true));
+    assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
+    let o = gdio()
+        .args([
+            "bench",
+            "--size",
+            "3M",
+            "--io-size",
+            "1M",
+            "--iterations",
+            "1",
+            "--target",
+            "host",
+            "--keep",
+            "--mode",
+            "read",
+            "--file",
+        ])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    let kept = std::fs::read(&p).unwrap();
+    assert_eq!(kept.len(), 3 << 20);
+    assert!(kept.iter().filter(|&&x| x == 0).count() < kept.len() / 100);
+    // Run again on the kept file: it exists now, is read and stays as it was.
+    let o = gdio()
+        .args(["bench", "--iterations", "1", "--target", "host", "--file"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    assert_eq!(std::fs::read(&p).unwrap(), kept);
+}
+
+#[test]
+fn a_refused_thread_is_an_error_not_a_panic() {
+    // RLIMIT_NPROC of 8 (as an unprivileged user: root is exempt from it) and 64 requests in
+    // flight, each from its own thread.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .unwrap();
+    let script = format!(
+        "ulimit -u 8 && exec '{}' bench --size 8M --io-size 4K --queue-depth 64 --target host --iterations 1 --dir '{}'",
+        env!("CARGO_BIN_EXE_gdio"),
+        dir.path().display()
+    );
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cmd = if root { Command::new("setpriv") } else { Command::new("bash") };
+    if root {
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "bash"]);
+    }
+    let o = cmd.arg("-c").arg(&script).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr_of(&o));
+    assert!(
+        stderr_of(&o).contains("refused") || stderr_of(&o).contains("thread"),
+        "{}",
+        stderr_of(&o)
+    );
+    assert_no_panic(&o);
+    assert!(listing(dir.path()).is_empty());
+}
+
+#[test]
+fn simulated_gpu_bench_verifies_every_path_through_device_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, data) = random_file(dir.path(), 9 * 1024 * 1024 + 4321, 20);
+    let runs: &[&[&str]] = &[
+        // Write without a read first: the device memory is loaded from the input file.
+        &["--mode", "write", "--io-size", "1M", "--file", p.to_str().unwrap()],
+        // Generated input, random order, read then write.
+        &[
+            "--mode",
+            "both",
+            "--pattern",
+            "random",
+            "--io-size",
+            "64K",
+            "--queue-depth",
+            "8",
+            "--size",
+            "5M",
+        ],
+        &["--sweep", "--size", "8M", "--warmup", "0"],
+    ];
+    for args in runs {
+        let o = gdio()
+            .args(["bench", "--sim-gpu", "--iterations", "1", "--json", "--dir"])
+            .arg(dir.path())
+            .args(*args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr_of(&o));
+        let v = json_of(&o);
+        assert!(v["limits"]["pinned_h2d_gbps"].as_f64().unwrap() > 0.0);
+        for r in v["results"].as_array().unwrap() {
+            assert_eq!(r["target"], "gpu:0", "{args:?}");
+            assert_eq!(r["verified"], true, "{args:?}: {r}");
+        }
+    }
+    assert_eq!(std::fs::read(&p).unwrap(), data);
+    assert_eq!(listing(dir.path()), ["data-20.bin"]);
+}

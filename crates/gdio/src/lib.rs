@@ -58,7 +58,9 @@ pub mod error;
 pub mod file;
 pub mod gdr;
 pub mod gpu;
+pub mod iobatch;
 pub mod memory;
+pub mod op_stats;
 pub mod platform;
 pub mod stats;
 

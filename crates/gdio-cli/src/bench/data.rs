@@ -1,13 +1,16 @@
-//! Bench data: page-aligned host buffers, parallel random fill, parallel plain file reads and
-//! writes, and byte-for-byte comparison.
+//! Bench data: page-aligned host buffers, worker threads whose creation can fail, the random
+//! bytes of generated files (chunk by chunk, from a seed), plain parallel reads and writes, and
+//! digests of 8 MiB chunks, so that verifying never needs a second copy of the data.
 
 use std::alloc::Layout;
+use std::fs::File;
 use std::os::fd::AsFd;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rand::{RngCore, SeedableRng};
+
+/// The unit of generation, digests and plain I/O.
+pub const CHUNK: usize = 8 << 20;
 
 /// A page-aligned host buffer (usable with `O_DIRECT`).
 pub struct AlignedBuf {
@@ -43,6 +46,11 @@ impl AlignedBuf {
         // SAFETY: live allocation of `len` bytes, exclusively borrowed.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
+
+    /// The address of the first byte.
+    pub fn addr(&self) -> usize {
+        self.ptr as usize
+    }
 }
 
 impl Drop for AlignedBuf {
@@ -54,147 +62,213 @@ impl Drop for AlignedBuf {
     }
 }
 
-const CHUNK: usize = 8 << 20;
-
-/// Fills `buf` with random bytes from `seed`, in parallel.
-pub fn fill_random(buf: &mut [u8], seed: u64, threads: usize) {
-    let chunks: Vec<(usize, &mut [u8])> = buf.chunks_mut(CHUNK).enumerate().collect();
-    let per = chunks.len().div_ceil(threads.max(1)).max(1);
-    let mut groups: Vec<Vec<(usize, &mut [u8])>> = Vec::new();
-    let mut it = chunks.into_iter();
-    loop {
-        let g: Vec<_> = it.by_ref().take(per).collect();
-        if g.is_empty() {
-            break;
-        }
-        groups.push(g);
-    }
+/// Runs `f(i)` for `i` in `0..n` on `n` scoped threads. A thread the OS refuses (a pids limit)
+/// is an error naming how many started, not a panic; the threads already started finish.
+pub fn on_threads<F>(n: usize, f: F) -> Result<(), String>
+where
+    F: Fn(usize) -> Result<(), String> + Sync,
+{
+    let n = n.max(1);
     std::thread::scope(|s| {
-        for g in groups {
-            s.spawn(move || {
-                for (i, c) in g {
-                    let mut rng = rand::rngs::SmallRng::seed_from_u64(
-                        seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                    );
-                    rng.fill_bytes(c);
+        let mut handles = Vec::with_capacity(n);
+        let mut refused = None;
+        for i in 0..n {
+            let f = &f;
+            match std::thread::Builder::new().spawn_scoped(s, move || f(i)) {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    refused = Some(format!(
+                        "the system refused thread {} of {n}: {e} (a limit on processes or \
+                         threads? use fewer --threads or a smaller --queue-depth)",
+                        i + 1
+                    ));
+                    break;
                 }
-            });
+            }
         }
-    });
+        let mut first = refused;
+        for h in handles {
+            let r = h.join().unwrap_or_else(|_| Err("a worker thread panicked".into()));
+            if let (None, Err(e)) = (&first, r) {
+                first = Some(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    })
 }
 
-/// Runs `f(offset, len)` over `len` bytes in `CHUNK` pieces on `threads` threads.
-fn parallel_chunks(
+/// Runs `f(chunk_index, offset, len)` over `len` bytes in `CHUNK` pieces on `threads` threads;
+/// stops at the first error.
+pub fn parallel_chunks(
     len: u64,
     threads: usize,
-    f: impl Fn(u64, usize) -> Result<(), String> + Sync,
+    f: impl Fn(u64, u64, usize) -> Result<(), String> + Sync,
 ) -> Result<(), String> {
     let next = AtomicU64::new(0);
-    let err = std::sync::Mutex::new(None);
-    std::thread::scope(|s| {
-        for _ in 0..threads.max(1) {
-            s.spawn(|| loop {
-                let off = next.fetch_add(CHUNK as u64, Ordering::Relaxed);
-                if off >= len {
-                    break;
-                }
-                let n = (len - off).min(CHUNK as u64) as usize;
-                if let Err(e) = f(off, n) {
-                    *err.lock().unwrap() = Some(e);
-                    break;
-                }
-            });
+    let stop = AtomicBool::new(false);
+    on_threads(threads, |_| {
+        while !stop.load(Ordering::Relaxed) {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            let off = k * CHUNK as u64;
+            if off >= len {
+                break;
+            }
+            let n = (len - off).min(CHUNK as u64) as usize;
+            if let Err(e) = f(k, off, n) {
+                stop.store(true, Ordering::Relaxed);
+                return Err(e);
+            }
         }
+        Ok(())
+    })
+}
+
+/// Chunk `k` of the random bytes made from `seed` (each chunk from its own stream, so any
+/// chunk can be made again alone).
+pub fn generate_chunk(seed: u64, k: u64, out: &mut [u8]) {
+    rand::rngs::SmallRng::seed_from_u64(
+        seed ^ k.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(1),
+    )
+    .fill_bytes(out);
+}
+
+/// Fills `buf` with random bytes from `seed` (chunk `k` of `buf` is [`generate_chunk`]`(seed,
+/// k)`), in parallel.
+pub fn fill_random(buf: &mut [u8], seed: u64, threads: usize) -> Result<(), String> {
+    let base = buf.as_mut_ptr() as usize;
+    parallel_chunks(buf.len() as u64, threads, |k, off, n| {
+        // SAFETY: chunk `k` of `buf`, exclusively borrowed for this call; the chunks of
+        // different threads do not overlap.
+        let out = unsafe { std::slice::from_raw_parts_mut((base + off as usize) as *mut u8, n) };
+        generate_chunk(seed, k, out);
+        Ok(())
+    })
+}
+
+/// The digest of one chunk.
+pub fn digest(bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytes)
+}
+
+fn os_err(e: i32) -> std::io::Error {
+    std::io::Error::from_raw_os_error(e)
+}
+
+/// Writes `size` random bytes from `seed` into `file` (`what` names it in errors) with
+/// parallel `pwrite`s, one `CHUNK` per thread in memory; returns the digest of every chunk. On
+/// an error, says how many bytes reached the file.
+pub fn write_generated(
+    file: &File,
+    what: &str,
+    size: u64,
+    seed: u64,
+    threads: usize,
+) -> Result<Vec<u64>, String> {
+    let digests: Vec<AtomicU64> =
+        (0..size.div_ceil(CHUNK as u64)).map(|_| AtomicU64::new(0)).collect();
+    let written = AtomicU64::new(0);
+    let r = parallel_chunks(size, threads, |k, off, n| {
+        thread_local!(static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) });
+        BUF.with(|b| {
+            let mut b = b.borrow_mut();
+            b.resize(CHUNK, 0);
+            let buf = &mut b[..n];
+            generate_chunk(seed, k, buf);
+            digests[k as usize].store(digest(buf), Ordering::Relaxed);
+            match gdio::file::posix::pwrite_all(file.as_fd(), buf, off) {
+                Ok(()) => {
+                    written.fetch_add(n as u64, Ordering::Relaxed);
+                    Ok(())
+                }
+                Err((done, e)) => {
+                    written.fetch_add(done as u64, Ordering::Relaxed);
+                    Err(format!("write to {what} at offset {off} failed: {}", os_err(e)))
+                }
+            }
+        })
     });
-    match err.into_inner().unwrap() {
-        Some(e) => Err(e),
-        None => Ok(()),
+    if let Err(e) = r {
+        return Err(format!("{e} ({} of {size} bytes had reached the file)", written.into_inner()));
     }
+    Ok(digests.into_iter().map(AtomicU64::into_inner).collect())
 }
 
-fn create(path: &Path) -> Result<std::fs::File, String> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)
-        .map_err(|e| format!("cannot create {}: {e}", path.display()))
-}
-
-fn write_at(f: &std::fs::File, path: &Path, data: &[u8], off: u64) -> Result<(), String> {
-    gdio::file::posix::pwrite_all(f.as_fd(), data, off).map_err(|(_, e)| {
-        format!("write to {} failed: {}", path.display(), std::io::Error::from_raw_os_error(e))
-    })
-}
-
-/// Writes `data` to `path` (created or truncated) with parallel `pwrite`s.
-pub fn write_file(path: &Path, data: &[u8], threads: usize) -> Result<(), String> {
-    let f = create(path)?;
-    f.set_len(data.len() as u64).map_err(|e| format!("cannot size {}: {e}", path.display()))?;
-    parallel_chunks(data.len() as u64, threads, |off, n| {
-        write_at(&f, path, &data[off as usize..off as usize + n], off)
-    })
-}
-
-/// Writes `size` random bytes from `seed` to `path` (created or truncated), 256 MiB at a time,
-/// each piece filled in parallel; memory use stays at one piece whatever the size.
-pub fn make_random_file(path: &Path, size: u64, seed: u64) -> Result<(), String> {
-    let f = create(path)?;
-    let chunk = 256u64 << 20;
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(4);
-    let mut buf = vec![0u8; chunk.min(size.max(1)) as usize];
-    let mut off = 0u64;
-    while off < size {
-        let n = (size - off).min(chunk) as usize;
-        fill_random(&mut buf[..n], seed ^ (off / chunk).wrapping_mul(0x9E37_79B9), threads);
-        write_at(&f, path, &buf[..n], off)?;
-        off += n as u64;
-    }
-    Ok(())
-}
-
-/// Reads the first `len` bytes of `path` into `buf` with parallel `pread`s (with `O_DIRECT`
-/// when `direct`; then `buf` must hold `len` rounded up to 4096); the plain parallel read the
-/// bench compares gdio with. Returns the bytes read.
+/// Reads the first `len` bytes of `file` with parallel `pread`s of `CHUNK` (the plain read
+/// the bench compares gdio with) into `dest` when given, else into one reused buffer per thread
+/// (memory stays the same whatever the size). With `direct`, `file` must be open with
+/// `O_DIRECT` and `dest`, when given, must hold `len` rounded up to 4096. Returns the bytes
+/// read; a file that ends early is an error (its size cannot be trusted).
 pub fn plain_read(
-    path: &Path,
-    buf: &mut [u8],
+    file: &File,
+    what: &str,
     len: u64,
     threads: usize,
     direct: bool,
+    dest: Option<&mut [u8]>,
 ) -> Result<u64, String> {
-    let mut o = std::fs::OpenOptions::new();
-    o.read(true);
-    if direct {
-        o.custom_flags(libc::O_DIRECT);
+    let dest = dest.map(|d| (d.as_mut_ptr() as usize, d.len()));
+    if let Some((_, cap)) = dest {
+        let need = if direct { len.div_ceil(4096) * 4096 } else { len };
+        if need > cap as u64 {
+            return Err(format!("plain read buffer of {cap} bytes is too small for {len}"));
+        }
     }
-    let f = o.open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    let cap = buf.len();
-    if (direct && (len.div_ceil(4096) * 4096) as usize > cap) || len as usize > cap {
-        return Err(format!("plain read buffer of {cap} bytes is too small for {len}"));
-    }
-    let base = buf.as_mut_ptr() as usize;
     let total = AtomicU64::new(0);
-    parallel_chunks(len, threads, |off, n| {
+    parallel_chunks(len, threads, |_, off, n| {
+        thread_local!(static SCRATCH: std::cell::RefCell<Option<AlignedBuf>> = const { std::cell::RefCell::new(None) });
         // O_DIRECT needs an aligned length: read whole blocks, the last one may come up short.
         let want = if direct { n.div_ceil(4096) * 4096 } else { n };
-        // SAFETY: [off, off+want) is inside `buf` (checked above: chunks start at multiples of
-        // 4096 and `cap` covers the rounded length); chunks do not overlap.
-        let got = unsafe {
-            gdio::file::posix::pread_full_raw(
-                f.as_fd(),
-                (base + off as usize) as *mut u8,
-                want,
-                off,
-            )
-        }
-        .map_err(|e| {
-            format!("read of {} failed: {}", path.display(), std::io::Error::from_raw_os_error(e))
+        let got = SCRATCH.with(|s| -> Result<usize, String> {
+            let mut s = s.borrow_mut();
+            let ptr = match dest {
+                Some((base, _)) => (base + off as usize) as *mut u8,
+                None => {
+                    if s.is_none() {
+                        *s = Some(AlignedBuf::new(CHUNK)?);
+                    }
+                    s.as_mut()
+                        .map(|b| b.as_mut_slice().as_mut_ptr())
+                        .unwrap_or(std::ptr::null_mut())
+                }
+            };
+            // SAFETY: [ptr, ptr+want) lies in `dest` (checked above: chunks start at multiples
+            // of CHUNK, and `cap` covers the rounded length) or in this thread's own CHUNK
+            // buffer; chunks of `dest` do not overlap.
+            unsafe { gdio::file::posix::pread_full_raw(file.as_fd(), ptr, want, off) }
+                .map_err(|e| format!("read of {what} at offset {off} failed: {}", os_err(e)))
         })?;
-        total.fetch_add(got.min(n) as u64, Ordering::Relaxed);
+        if got < n {
+            return Err(format!(
+                "{what} ended early: {} bytes at offset {off} where its size promised {n} (a file \
+                 in /proc or /sys, or one truncated meanwhile: its size cannot be trusted)",
+                got
+            ));
+        }
+        total.fetch_add(n as u64, Ordering::Relaxed);
         Ok(())
     })?;
     Ok(total.into_inner())
+}
+
+/// The digest of every `CHUNK` of the first `len` bytes of `file`, read with parallel
+/// `pread`s, one buffer per thread. A file that ends early is an error.
+pub fn file_digests(file: &File, what: &str, len: u64, threads: usize) -> Result<Vec<u64>, String> {
+    let digests: Vec<AtomicU64> =
+        (0..len.div_ceil(CHUNK as u64)).map(|_| AtomicU64::new(0)).collect();
+    parallel_chunks(len, threads, |k, off, n| {
+        let mut buf = vec![0u8; n];
+        let got = gdio::file::posix::pread_full(file.as_fd(), &mut buf, off)
+            .map_err(|e| format!("read of {what} at offset {off} failed: {}", os_err(e)))?;
+        if got < n {
+            return Err(format!(
+                "{what} ended early: {got} bytes at offset {off} where its size promised {n} (its \
+                 size cannot be trusted)"
+            ));
+        }
+        digests[k as usize].store(digest(&buf), Ordering::Relaxed);
+        Ok(())
+    })?;
+    Ok(digests.into_iter().map(AtomicU64::into_inner).collect())
 }
 
 /// The first offset where `a` and `b` differ, or `None` when they are equal.
@@ -208,26 +282,20 @@ pub fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
 }
 
 /// Drops the page cache (all of it when root, else this file's pages).
-pub fn drop_cache(path: &Path) -> Result<&'static str, String> {
+pub fn drop_cache(file: &File, what: &str) -> Result<&'static str, String> {
     // SAFETY: sync takes no arguments.
     unsafe { libc::sync() };
     if std::fs::write("/proc/sys/vm/drop_caches", "3\n").is_ok() {
         return Ok("drop_caches");
     }
-    let f =
-        std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     // SAFETY: advisory call on a valid descriptor.
     let rc = unsafe {
-        libc::posix_fadvise(std::os::fd::AsRawFd::as_raw_fd(&f), 0, 0, libc::POSIX_FADV_DONTNEED)
+        libc::posix_fadvise(std::os::fd::AsRawFd::as_raw_fd(file), 0, 0, libc::POSIX_FADV_DONTNEED)
     };
     if rc == 0 {
         Ok("fadvise_dontneed")
     } else {
-        Err(format!(
-            "cannot drop the page cache of {}: {}",
-            path.display(),
-            std::io::Error::from_raw_os_error(rc)
-        ))
+        Err(format!("cannot drop the page cache of {what}: {}", os_err(rc)))
     }
 }
 
@@ -236,18 +304,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fill_write_read_compare() {
-        let mut a = AlignedBuf::new(20 << 20).unwrap();
-        fill_random(a.as_mut_slice(), 42, 3);
-        assert!(a.as_slice().iter().any(|&b| b != 0));
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("f");
-        write_file(&p, a.as_slice(), 3).unwrap();
-        let mut b = AlignedBuf::new(20 << 20).unwrap();
-        assert_eq!(plain_read(&p, b.as_mut_slice(), 20 << 20, 3, false).unwrap(), 20 << 20);
-        assert_eq!(plain_read(&p, b.as_mut_slice(), 20 << 20, 3, true).unwrap(), 20 << 20);
-        assert_eq!(first_difference(a.as_slice(), b.as_slice()), None);
-        b.as_mut_slice()[12345] ^= 1;
-        assert_eq!(first_difference(a.as_slice(), b.as_slice()), Some(12345));
+    fn generate_write_read_digest() {
+        let f = tempfile::tempfile().unwrap();
+        let size = 2 * CHUNK as u64 + 12345;
+        let d = write_generated(&f, "f", size, 42, 3).unwrap();
+        assert_eq!(d.len(), 3);
+        assert_eq!(file_digests(&f, "f", size, 2).unwrap(), d);
+        let mut whole = AlignedBuf::new(size.div_ceil(4096) as usize * 4096).unwrap();
+        assert_eq!(plain_read(&f, "f", size, 3, false, Some(whole.as_mut_slice())).unwrap(), size);
+        let mut c1 = vec![0u8; CHUNK];
+        generate_chunk(42, 1, &mut c1);
+        assert_eq!(&whole.as_slice()[CHUNK..2 * CHUNK], &c1[..]);
+        assert_eq!(digest(&whole.as_slice()[CHUNK..2 * CHUNK]), d[1]);
+        assert_ne!(d[0], d[1]);
+        // A read past the end is an error, not uninitialised bytes counted as data.
+        let e = plain_read(&f, "f", size + 4096, 2, false, None).unwrap_err();
+        assert!(e.contains("ended early"), "{e}");
+        let mut c = c1.clone();
+        c[777] ^= 1;
+        assert_eq!(first_difference(&c, &c1), Some(777));
     }
 }

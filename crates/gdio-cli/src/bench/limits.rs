@@ -17,7 +17,7 @@ pub fn pinned_copy_gbps(
 ) -> Result<f64, String> {
     let rt = driver.runtime();
     let mut host = PinnedBuffer::new(rt, ordinal, chunk).map_err(|e| e.to_string())?;
-    super::data::fill_random(host.as_mut_slice(), 9, 4);
+    super::data::fill_random(host.as_mut_slice(), 9, 4)?;
     let dev = DeviceBuffer::new(rt, ordinal, chunk).map_err(|e| e.to_string())?;
     let mut stream = rt.new_stream(ordinal, 1).map_err(|e| e.to_string())?;
     let mut best = 0.0f64;

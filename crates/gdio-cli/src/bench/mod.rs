@@ -3,10 +3,20 @@
 //! time beside the limits measured in the same run.
 
 pub mod data;
+mod files;
+mod hostmem;
 pub mod limits;
+mod pass;
 pub mod progress;
+mod reference;
 mod report;
 mod run;
+mod sweep;
+
+pub use pass::Pattern;
+
+use crate::out::outln;
+use crate::units::{bounded_count, bounded_size};
 
 use std::path::PathBuf;
 
@@ -34,32 +44,45 @@ pub enum OnOff {
 /// Arguments of `gdio bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    /// Benchmark this existing file (read as it is, verified against a plain read; modified only
-    /// in write mode, where it is rewritten with its own bytes). Default: a new file of random
-    /// bytes in --dir, removed afterwards.
+    /// Benchmark this file: read as it is and verified against a plain read, never written.
+    /// A path that does not exist is created with --size random bytes (as fio does) and
+    /// removed afterwards unless --keep. Default: a new unnamed file of random bytes in --dir.
     #[arg(long)]
     pub file: Option<PathBuf>,
-    /// Write to this file (created, and emptied before each timed write) instead of --file or
-    /// the generated output file.
+    /// Write to this file, which the bench creates (default: an unnamed file beside the input,
+    /// removed at the end). An existing file is refused unless --overwrite; the input itself
+    /// (same device and inode, through symbolic or hard links) always is.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Bytes to move (default 1G; with --file, the whole file).
-    #[arg(long, value_parser = parse_size_arg)]
+    /// Allow --out to name an existing regular, writable file: it is emptied before each timed
+    /// write and holds the data afterwards.
+    #[arg(long, requires = "out")]
+    pub overwrite: bool,
+    /// Bytes to move (default 1G; with an existing --file, the whole file).
+    #[arg(long, value_parser = bounded_size("--size", 1, MAX_SIZE))]
     pub size: Option<u64>,
     /// Bytes per I/O request.
-    #[arg(long, default_value = "64M", value_parser = parse_size_arg)]
+    #[arg(long, default_value = "64M", value_parser = bounded_size("--io-size", 1, 64 << 30), conflicts_with = "sweep")]
     pub io_size: u64,
-    /// I/O requests in flight at once.
-    #[arg(long, default_value_t = 4)]
+    /// I/O requests in flight at once (each from its own thread).
+    #[arg(long, default_value = "4", value_parser = bounded_count("--queue-depth", 1, 1024), conflicts_with = "sweep")]
     pub queue_depth: usize,
-    /// Engine worker threads (default: the config's `threads`).
+    /// Order of the requests: seq, or random (offsets aligned to --io-size, each once).
+    #[arg(long, value_enum, default_value_t = Pattern::Seq, conflicts_with = "sweep")]
+    pub pattern: Pattern,
+    /// Run the table of request shapes (4 KiB random x 64, 64 KiB x 64, 1 MiB x 32, 4 MiB x
+    /// 16, 16 MiB x 8, 64 MiB x 4, 1 GiB x 2; reads, each verified) against the limit of each;
+    /// requests larger than --size / in-flight shrink to it, so a small --size runs quickly.
     #[arg(long)]
+    pub sweep: bool,
+    /// Engine worker threads (default: the config's `threads`).
+    #[arg(long, value_parser = bounded_count("--threads", 1, 1024))]
     pub threads: Option<usize>,
     /// Engine task size (default: the config's `task_size`).
-    #[arg(long, value_parser = parse_size_arg)]
+    #[arg(long, value_parser = bounded_size("--task-size", 4096, 1 << 30))]
     pub task_size: Option<u64>,
     /// Bounce buffer size (default: the config's `bounce_buffer_size`).
-    #[arg(long, value_parser = parse_size_arg)]
+    #[arg(long, value_parser = bounded_size("--bounce-size", 4096, 1 << 30))]
     pub bounce_size: Option<u64>,
     /// Where the data goes: `gpu`, `gpu:N` or `host` (default gpu:0, host without a GPU).
     #[arg(long)]
@@ -75,10 +98,10 @@ pub struct BenchArgs {
     #[arg(long)]
     pub page_cache_dma: Option<OnOff>,
     /// Untimed passes before the timed ones (page tables, caches, lazy driver state).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value = "1", value_parser = bounded_count("--warmup", 0, 1000))]
     pub warmup: usize,
     /// Timed repetitions of each operation.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value = "3", value_parser = bounded_count("--iterations", 1, 1000))]
     pub iterations: usize,
     /// Drop the page cache before each timed read (root: all caches; else this file's pages),
     /// and measure the host limit with O_DIRECT.
@@ -87,24 +110,28 @@ pub struct BenchArgs {
     /// Directory for the generated files (default: the system temp dir).
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Keep the generated files.
+    /// Keep the generated input file (named gdio-bench-*.bin in --dir, or --file).
     #[arg(long)]
     pub keep: bool,
+    /// Tests only: one simulated GPU (host memory, copies that complete late) instead of the
+    /// machine's, so that CI covers the GPU paths of the bench.
+    #[arg(long, hide = true)]
+    pub sim_gpu: bool,
     /// Print one JSON object on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
 }
 
-fn parse_size_arg(s: &str) -> Result<u64, String> {
-    crate::units::parse_size(s)
-}
+/// The largest --size: 1 PiB.
+pub const MAX_SIZE: u64 = 1 << 50;
 
 /// Runs the bench; prints the table or JSON. Returns the process exit code.
 pub fn main(args: BenchArgs) -> std::process::ExitCode {
-    match run::run(&args) {
+    let result = if args.sweep { sweep::run(&args) } else { run::run(&args) };
+    match result {
         Ok(report) => {
             if args.json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string(&report)
                         .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
@@ -121,7 +148,7 @@ pub fn main(args: BenchArgs) -> std::process::ExitCode {
         }
         Err(e) => {
             if args.json {
-                println!("{}", serde_json::json!({ "error": e }));
+                outln!("{}", serde_json::json!({ "error": e }));
             }
             eprintln!("gdio bench: {e}");
             std::process::ExitCode::from(2)

@@ -19,36 +19,39 @@ impl Progress {
     pub fn new(what: String, total: u64, quiet: bool) -> Progress {
         let done = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
-        let ticker = (!quiet && std::io::stderr().is_terminal()).then(|| {
-            let (done, stop) = (done.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let start = std::time::Instant::now();
-                let mut bar: Option<ProgressBar> = None;
-                while !stop.load(Ordering::Acquire) {
-                    std::thread::sleep(Duration::from_millis(100));
-                    if bar.is_none() && start.elapsed() >= Duration::from_secs(1) {
-                        let b = ProgressBar::with_draw_target(
-                            Some(total),
-                            ProgressDrawTarget::stderr(),
-                        );
-                        let style = ProgressStyle::with_template(
+        // A thread the system refuses means no bar, nothing worse.
+        let ticker = (!quiet && std::io::stderr().is_terminal())
+            .then(|| {
+                let (done, stop) = (done.clone(), stop.clone());
+                std::thread::Builder::new().name("gdio-progress".into()).spawn(move || {
+                    let start = std::time::Instant::now();
+                    let mut bar: Option<ProgressBar> = None;
+                    while !stop.load(Ordering::Acquire) {
+                        std::thread::sleep(Duration::from_millis(100));
+                        if bar.is_none() && start.elapsed() >= Duration::from_secs(1) {
+                            let b = ProgressBar::with_draw_target(
+                                Some(total),
+                                ProgressDrawTarget::stderr(),
+                            );
+                            let style = ProgressStyle::with_template(
                             "{msg:>12} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
                         )
                         .unwrap_or_else(|_| ProgressStyle::default_bar())
                         .progress_chars("=> ");
-                        b.set_style(style);
-                        b.set_message(what.clone());
-                        bar = Some(b);
+                            b.set_style(style);
+                            b.set_message(what.clone());
+                            bar = Some(b);
+                        }
+                        if let Some(b) = &bar {
+                            b.set_position(done.load(Ordering::Relaxed));
+                        }
                     }
-                    if let Some(b) = &bar {
-                        b.set_position(done.load(Ordering::Relaxed));
+                    if let Some(b) = bar {
+                        b.finish_and_clear();
                     }
-                }
-                if let Some(b) = bar {
-                    b.finish_and_clear();
-                }
+                })
             })
-        });
+            .and_then(Result::ok);
         Progress { done, stop, ticker }
     }
 

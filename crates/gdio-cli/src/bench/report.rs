@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use super::pass::Pattern;
+use crate::out::outln;
 use crate::units::format_size;
 
 /// One measured operation.
@@ -9,6 +11,11 @@ use crate::units::format_size;
 pub struct OpResult {
     /// `read` or `write`.
     pub op: String,
+    /// The row of a sweep (`4 KiB random x 64`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Order of the requests: `seq` or `random`.
+    pub pattern: Pattern,
     /// `gpu:N` or `host`.
     pub target: String,
     /// Bytes moved per iteration.
@@ -19,6 +26,8 @@ pub struct OpResult {
     pub gbps: f64,
     /// GB/s of the best iteration.
     pub best_gbps: f64,
+    /// Requests per second of the median iteration.
+    pub iops: f64,
     /// Every byte matched.
     pub verified: bool,
     /// Iterations timed.
@@ -46,6 +55,11 @@ pub struct OpResult {
     pub fsync_seconds: Option<f64>,
     /// Backend that served the I/O.
     pub backend: String,
+    /// The limit this row is measured against (reads: the pinned host→device copy, or for
+    /// host memory a plain parallel read; writes: a plain parallel `pwrite` of host memory into
+    /// the same filesystem, same shape, same run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_gbps: Option<f64>,
     /// Ratio of `gbps` to the matching limit, when one was measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio_to_limit: Option<f64>,
@@ -62,16 +76,22 @@ pub struct BenchReport {
     pub setup: serde_json::Map<String, serde_json::Value>,
     /// The library's counters after the run.
     pub stats: serde_json::Value,
+    /// For a sweep: the weakest row against its limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
 }
 
 impl BenchReport {
     /// Prints the human table.
     pub fn print(&self) {
-        for (k, v) in &self.setup {
-            println!("{k:>16}: {}", v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string()));
+        if self.summary.is_some() {
+            return self.print_sweep();
         }
-        println!();
-        println!(
+        for (k, v) in &self.setup {
+            outln!("{k:>16}: {}", v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string()));
+        }
+        outln!();
+        outln!(
             "{:<6} {:<7} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8}  backend",
             "op",
             "target",
@@ -85,7 +105,7 @@ impl BenchReport {
             "verified"
         );
         for r in &self.results {
-            println!(
+            outln!(
                 "{:<6} {:<7} {:>10} {:>9.2} {:>9.2} {:>9} {:>10.2} {:>10.2} {:>8.2} {:>8}  {}",
                 r.op,
                 r.target,
@@ -99,27 +119,36 @@ impl BenchReport {
                 if r.verified { "yes" } else { "NO" },
                 r.backend,
             );
-            println!(
+            outln!(
                 "{:<6} path: {} buffered, {} O_DIRECT, {} page-cache DMA",
                 "",
                 format_size(r.buffered_bytes),
                 format_size(r.direct_bytes),
                 format_size(r.page_cache_dma_bytes)
             );
+            outln!(
+                "{:<6} {} requests of {} x {} in flight: {:.0} per second; limit {}",
+                "",
+                r.pattern.label(),
+                format_size(r.io_size),
+                r.queue_depth,
+                r.iops,
+                r.limit_gbps.map(|l| format!("{l:.2} GB/s")).unwrap_or_else(|| "-".into())
+            );
             if let Some(f) = r.fsync_seconds {
-                println!("{:<6} fsync after the last write: {f:.3} s (not in the GB/s)", "");
+                outln!("{:<6} fsync after the last write: {f:.3} s (not in the GB/s)", "");
             }
         }
-        println!();
-        println!("limits measured in this run:");
+        outln!();
+        outln!("limits measured in this run:");
         for (k, v) in &self.limits {
-            println!("  {k:<28} {v}");
+            outln!("  {k:<28} {v}");
         }
         if let Some(b) = self.stats["backends"].as_object() {
-            println!();
-            println!("backends (library counters for the whole run):");
+            outln!();
+            outln!("backends (library counters for the whole run):");
             for (name, c) in b {
-                println!(
+                outln!(
                     "  {name:<8} ops {:>6}  bytes {:>10}  errors {}  retries {}  fallbacks {}",
                     c["ops"],
                     format_size(c["bytes"].as_u64().unwrap_or(0)),
@@ -128,6 +157,49 @@ impl BenchReport {
                     c["fallbacks"]
                 );
             }
+        }
+    }
+
+    /// Prints a sweep: one line per row, then the weakest row.
+    fn print_sweep(&self) {
+        for (k, v) in &self.setup {
+            outln!("{k:>16}: {}", v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string()));
+        }
+        outln!();
+        outln!(
+            "{:<20} {:>9} {:>9} {:>11} {:>9} {:>9} {:>8} {:>7} {:>8}",
+            "row",
+            "request",
+            "GB/s",
+            "IOPS",
+            "p50 ms",
+            "p99 ms",
+            "limit",
+            "limit×",
+            "verified"
+        );
+        for r in &self.results {
+            outln!(
+                "{:<20} {:>9} {:>9.2} {:>11.0} {:>9.3} {:>9.3} {:>8.2} {:>7} {:>8}",
+                r.label.as_deref().unwrap_or(&r.op),
+                format_size(r.io_size),
+                r.gbps,
+                r.iops,
+                r.latency_p50_ms,
+                r.latency_p99_ms,
+                r.limit_gbps.unwrap_or(0.0),
+                r.ratio_to_limit.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into()),
+                if r.verified { "yes" } else { "NO" },
+            );
+        }
+        outln!();
+        outln!("limits measured in this run:");
+        for (k, v) in &self.limits {
+            outln!("  {k:<28} {v}");
+        }
+        if let Some(s) = &self.summary {
+            outln!();
+            outln!("{s}");
         }
     }
 }

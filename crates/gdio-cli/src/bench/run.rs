@@ -1,23 +1,25 @@
-//! The bench's steps, in order: set up, measure the limits, read, verify, write, verify.
+//! The bench's steps, in order: set up (files, memory, limits), read, verify, write, verify.
+//! Requests go through the sync `Driver` API from the bench's own threads ([`pass`]).
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-use std::time::Instant;
+use std::os::fd::AsFd;
 
-use gdio::{Config, DeviceBuffer, Driver, FileHandle, MemoryKind, OpenOptions};
+use gdio::{Config, Driver, FileHandle, MemoryKind, OpenOptions};
 use serde_json::{json, Map, Value};
 
-use super::data::{self, AlignedBuf};
-use super::limits;
+use super::data::{self, AlignedBuf, CHUNK};
+use super::files::{self, Input};
+use super::pass::{self, Histogram, Mover, Shape};
 use super::progress::Progress;
+use super::reference::Memory;
 use super::report::{BenchReport, OpResult};
-use super::{BenchArgs, Mode};
+use super::{hostmem, limits, BenchArgs, Mode};
 
 /// Where the bench puts data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Target {
+pub enum Target {
+    /// GPU `n`.
     Gpu(usize),
+    /// Host memory.
     Host,
 }
 
@@ -42,169 +44,39 @@ fn parse_target(s: &str) -> Result<Target, String> {
     }
 }
 
-/// The memory the bench reads into and writes from.
-enum Memory {
-    Device(DeviceBuffer),
-    Host(AlignedBuf),
-}
+/// Host memory the write limit reuses for a GPU target: larger than any CPU cache.
+const WRITE_RING: usize = 256 << 20;
 
-impl Memory {
-    fn addr(&self) -> u64 {
-        match self {
-            Memory::Device(d) => d.addr(),
-            Memory::Host(h) => h.as_slice().as_ptr() as u64,
-        }
-    }
-
-    /// Compares the first `len` bytes with `reference`, 256 MiB at a time for device memory.
-    fn matches(&self, reference: &[u8]) -> Result<Option<usize>, String> {
-        match self {
-            Memory::Host(h) => {
-                Ok(data::first_difference(&h.as_slice()[..reference.len()], reference))
-            }
-            Memory::Device(d) => {
-                let chunk = 256 << 20;
-                let mut tmp = vec![0u8; chunk.min(reference.len().max(1))];
-                for (i, r) in reference.chunks(chunk).enumerate() {
-                    let t = &mut tmp[..r.len()];
-                    d.copy_to_host(i * chunk, t).map_err(|e| e.to_string())?;
-                    if let Some(p) = data::first_difference(t, r) {
-                        return Ok(Some(i * chunk + p));
-                    }
-                }
-                Ok(None)
-            }
-        }
-    }
-}
-
-/// GB/s of the best of `rounds` plain parallel reads of `path` (cold: page cache dropped first,
-/// `O_DIRECT`).
-fn plain_read_gbps(
-    path: &std::path::Path,
-    scratch: &mut AlignedBuf,
-    size: u64,
-    threads: usize,
-    cold: bool,
-    rounds: usize,
-) -> Result<f64, String> {
-    let mut best = 0.0f64;
-    for _ in 0..rounds.max(1) {
-        if cold {
-            data::drop_cache(path)?;
-        }
-        let t = Instant::now();
-        let got = data::plain_read(path, scratch.as_mut_slice(), size, threads, cold)?;
-        best = best.max(got as f64 / t.elapsed().as_secs_f64() / 1e9);
-    }
-    Ok(best)
-}
-
-fn cpu_seconds() -> f64 {
-    // SAFETY: rusage is plain old data; all-zero is a valid value.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage writes one rusage into the zeroed local.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
-fn median(v: &mut [f64]) -> f64 {
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
     v.sort_by(|a, b| a.total_cmp(b));
-    if v.is_empty() {
-        0.0
-    } else {
-        v[v.len() / 2]
-    }
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
-fn percentile(v: &mut [f64], p: f64) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    if v.is_empty() {
-        return 0.0;
-    }
-    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
-    v[i.min(v.len() - 1)]
+fn round2(x: f64) -> Value {
+    json!((x * 100.0).round() / 100.0)
 }
 
-/// One timed pass of I/Os of `io_size` over `[0, size)`, `depth` in flight.
-struct Pass {
-    seconds: f64,
-    cpu: f64,
-    latencies_ms: Vec<f64>,
-}
-
-fn run_pass(
-    driver: &Driver,
-    file: &FileHandle,
-    mem: &Memory,
-    size: u64,
-    args: &BenchArgs,
-    write: bool,
-    progress: &Progress,
-) -> Result<Pass, String> {
-    let cursor = AtomicU64::new(0);
-    let lat = Mutex::new(Vec::new());
-    let err = Mutex::new(None::<String>);
-    let base = mem.addr();
-    let is_device = matches!(mem, Memory::Device(_));
-    let io = args.io_size.max(1);
-    let cpu0 = cpu_seconds();
-    let t0 = Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..args.queue_depth.max(1) {
-            s.spawn(|| {
-                let mut mine = Vec::new();
-                loop {
-                    let off = cursor.fetch_add(io, Ordering::Relaxed);
-                    if off >= size || err.lock().unwrap().is_some() {
-                        break;
-                    }
-                    let n = io.min(size - off) as usize;
-                    let t = Instant::now();
-                    // SAFETY: [base+off, base+off+n) lies inside `mem`, which outlives the scope;
-                    // each request covers its own range, so no two touch the same bytes.
-                    let r = unsafe {
-                        match (write, is_device) {
-                            (false, true) => driver.read_device_ptr(file, off, base + off, n),
-                            (false, false) => {
-                                driver.read_host_ptr(file, off, (base + off) as *mut u8, n)
-                            }
-                            (true, true) => driver.write_device_ptr(file, off, base + off, n),
-                            (true, false) => {
-                                driver.write_host_ptr(file, off, (base + off) as *const u8, n)
-                            }
-                        }
-                    };
-                    mine.push(t.elapsed().as_secs_f64() * 1e3);
-                    match r {
-                        Ok(got) if got == n => progress.add(n as u64),
-                        Ok(got) => {
-                            *err.lock().unwrap() =
-                                Some(format!("short transfer at offset {off}: {got} of {n} bytes"));
-                            break;
-                        }
-                        Err(e) => {
-                            *err.lock().unwrap() = Some(e.to_string());
-                            break;
-                        }
-                    }
-                }
-                lat.lock().unwrap().extend(mine);
-            });
-        }
-    });
-    let seconds = t0.elapsed().as_secs_f64();
-    if let Some(e) = err.into_inner().unwrap() {
-        return Err(e);
-    }
-    Ok(Pass { seconds, cpu: cpu_seconds() - cpu0, latencies_ms: lat.into_inner().unwrap() })
-}
-
+/// The timed passes of one row.
+#[derive(Default)]
 struct Measured {
     seconds: Vec<f64>,
     cpu: Vec<f64>,
-    lat: Vec<f64>,
+    hist: Histogram,
+    ios: u64,
+}
+
+impl Measured {
+    fn push(&mut self, p: pass::Pass) {
+        self.seconds.push(p.seconds);
+        self.cpu.push(p.cpu);
+        self.hist.merge(&p.hist);
+        self.ios = p.ios;
+    }
+
+    fn gbps(&self, bytes: u64) -> f64 {
+        bytes as f64 / median(&self.seconds) / 1e9
+    }
 }
 
 /// The engine's byte counters moved by the timed passes: (buffered, direct, page-cache DMA).
@@ -225,67 +97,6 @@ fn counter_delta(
             after.direct_read_bytes - before.direct_read_bytes,
             after.page_cache_dma_bytes - before.page_cache_dma_bytes,
         )
-    }
-}
-
-impl Measured {
-    fn new() -> Self {
-        Measured { seconds: vec![], cpu: vec![], lat: vec![] }
-    }
-    fn push(&mut self, p: Pass) {
-        self.seconds.push(p.seconds);
-        self.cpu.push(p.cpu);
-        self.lat.extend(p.latencies_ms);
-    }
-    #[allow(clippy::too_many_arguments)]
-    fn result(
-        mut self,
-        op: &str,
-        target: Target,
-        bytes: u64,
-        args: &BenchArgs,
-        verified: bool,
-        backend: String,
-        limit: Option<f64>,
-    ) -> OpResult {
-        let secs = median(&mut self.seconds.clone());
-        let best = self.seconds.iter().cloned().fold(f64::INFINITY, f64::min);
-        let gbps = bytes as f64 / secs / 1e9;
-        OpResult {
-            op: op.into(),
-            target: target.label(),
-            bytes,
-            seconds: secs,
-            gbps,
-            best_gbps: bytes as f64 / best / 1e9,
-            verified,
-            iterations: self.seconds.len(),
-            io_size: args.io_size,
-            queue_depth: args.queue_depth,
-            latency_p50_ms: percentile(&mut self.lat, 0.5),
-            latency_p99_ms: percentile(&mut self.lat, 0.99),
-            cpu_seconds: median(&mut self.cpu),
-            buffered_bytes: 0,
-            direct_bytes: 0,
-            page_cache_dma_bytes: 0,
-            cold: args.cold,
-            fsync_seconds: None,
-            backend,
-            ratio_to_limit: limit.filter(|l| *l > 0.0).map(|l| gbps / l),
-        }
-    }
-}
-
-/// Removes the bench's own files when dropped.
-struct Cleanup(Vec<PathBuf>, bool);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        if !self.1 {
-            for p in &self.0 {
-                let _ = std::fs::remove_file(p);
-            }
-        }
     }
 }
 
@@ -331,263 +142,436 @@ fn backend_for(
     driver.decide(&req).backend.unwrap_or("none").to_owned()
 }
 
-/// Runs the whole bench.
-pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
-    if args.iterations == 0 {
-        return Err("--iterations must be at least 1".into());
-    }
-    let loaded = config_for(args)?;
-    let config: Config = loaded.config().clone();
-    let threads = config.threads;
-    let driver = Driver::from_loaded(loaded).map_err(|e| e.to_string())?;
-    let target = match &args.target {
-        Some(t) => parse_target(t)?,
-        None if driver.runtime().device_count() > 0 => Target::Gpu(0),
-        None => {
-            if !args.json {
-                eprintln!(
-                    "note: no GPU ({}); benchmarking host memory",
-                    driver.why_no_gpu().unwrap_or("none found")
+/// Everything set up for measuring: the driver, the input and its reference, the memory, and
+/// the limits measured so far.
+pub struct Bench<'a> {
+    args: &'a BenchArgs,
+    driver: Driver,
+    threads: usize,
+    target: Target,
+    input: Input,
+    handle: FileHandle,
+    mem: Memory,
+    /// Whether `mem` holds the reference bytes (a verified read put them there).
+    loaded: bool,
+    /// Limits measured in this run.
+    pub limits: Map<String, Value>,
+    /// What was set up.
+    pub setup: Map<String, Value>,
+}
+
+impl<'a> Bench<'a> {
+    /// Opens or creates the input, allocates the memory, measures the limits.
+    pub fn prepare(args: &'a BenchArgs) -> Result<Bench<'a>, String> {
+        let loaded = config_for(args)?;
+        let config: Config = loaded.config().clone();
+        let threads = config.threads;
+        let driver = if args.sim_gpu {
+            let sim = gdio::gpu::sim::SimRuntime::new(1, std::time::Duration::from_micros(20));
+            Driver::with_runtime(config.clone(), std::sync::Arc::new(sim))
+        } else {
+            Driver::from_loaded(loaded)
+        }
+        .map_err(|e| e.to_string())?;
+        let target = match &args.target {
+            Some(t) => parse_target(t)?,
+            None if driver.runtime().device_count() > 0 => Target::Gpu(0),
+            None => {
+                if !args.json {
+                    eprintln!(
+                        "note: no GPU ({}); benchmarking host memory",
+                        driver.why_no_gpu().unwrap_or("none found")
+                    );
+                }
+                Target::Host
+            }
+        };
+        // Memory: the host target holds the data; everything else is bounded per thread.
+        let planned = match &args.file {
+            Some(p) => std::fs::metadata(p)
+                .map(|m| args.size.unwrap_or(m.len()))
+                .unwrap_or_else(|_| files::generated_size(args)),
+            None => files::generated_size(args),
+        };
+        let dir = args.dir.clone().unwrap_or_else(std::env::temp_dir);
+        // One CHUNK per plain-I/O thread, the write limit's ring, verification buffers.
+        let mut need = (threads + 4) as u64 * CHUNK as u64 + (64 << 20);
+        if target == Target::Host {
+            need += planned.div_ceil(4096) * 4096;
+        } else if args.mode != Mode::Read && !args.sweep {
+            need += planned.min(WRITE_RING as u64);
+        }
+        if args.file.as_ref().is_none_or(|p| !p.exists()) && files::on_tmpfs(&dir) {
+            need += planned; // the generated file itself lives in memory
+        }
+        hostmem::check(
+            need,
+            &format!("a bench of {} on {}", crate::units::format_size(planned), target.label()),
+        )?;
+
+        let input = files::open_input(args, threads)?;
+        let size = input.reference.size;
+        if size == 0 {
+            return Err(format!("{}: nothing to read (size 0)", input.file.display));
+        }
+        let handle = FileHandle::open(&input.file.open_path).map_err(|e| e.to_string())?;
+        let mut limits = Map::new();
+        let mut setup = Map::new();
+        if let Target::Gpu(n) = target {
+            // 16 copies of 256 MiB; the simulated GPU copies with memcpy: a few small ones.
+            let (chunk, copies) = if args.sim_gpu { (8 << 20, 2) } else { (256 << 20, 16) };
+            let h2d = limits::pinned_copy_gbps(&driver, n, true, chunk, copies)?;
+            let d2h = limits::pinned_copy_gbps(&driver, n, false, chunk, copies)?;
+            limits.insert("pinned_h2d_gbps".into(), round2(h2d));
+            limits.insert("pinned_d2h_gbps".into(), round2(d2h));
+            if let Ok(info) = driver.runtime().device_info(n) {
+                setup.insert(
+                    "gpu".into(),
+                    json!(format!("{} ({})", info.name, info.pci_bus_id.unwrap_or_default())),
                 );
             }
-            Target::Host
         }
-    };
-    let dir = args.dir.clone().unwrap_or_else(std::env::temp_dir);
-    let mut cleanup = Cleanup(Vec::new(), args.keep);
-    let mut setup = Map::new();
-    let mut limits = Map::new();
-
-    // The input file and the reference bytes.
-    let (path, size, mut reference) = match &args.file {
-        Some(p) => {
-            let md = std::fs::metadata(p).map_err(|e| format!("--file {}: {e}", p.display()))?;
-            if !md.is_file() {
-                return Err(format!("--file {}: not a regular file", p.display()));
+        let mut mem = match target {
+            Target::Gpu(n) => {
+                // Setup, not timed: the workers' pinned bounce buffers and streams.
+                driver.prepare_gpu(n).map_err(|e| e.to_string())?;
+                Memory::Device(driver.alloc_device(n, size as usize).map_err(|e| e.to_string())?)
             }
-            let size = args.size.unwrap_or(md.len()).min(md.len());
-            let mut r = AlignedBuf::new((size.div_ceil(4096) * 4096) as usize)?;
-            if !args.cold {
-                data::plain_read(p, r.as_mut_slice(), size, threads, false)?; // warms the cache
-            }
-            (p.clone(), size, r)
-        }
-        None => {
-            let size = args.size.unwrap_or(1 << 30);
-            let p = dir.join(format!("gdio-bench-{}.bin", std::process::id()));
-            let mut r = AlignedBuf::new((size.div_ceil(4096) * 4096) as usize)?;
-            data::fill_random(&mut r.as_mut_slice()[..size as usize], 0x6764_696f ^ size, threads);
-            cleanup.0.push(p.clone());
-            data::write_file(&p, &r.as_slice()[..size as usize], threads)?;
-            (p, size, r)
-        }
-    };
-    if size == 0 {
-        return Err(format!("{}: nothing to read (size 0)", path.display()));
-    }
-
-    // Limit: a plain parallel read of the same file into host memory.
-    {
-        let mut scratch = AlignedBuf::new((size.div_ceil(4096) * 4096) as usize)?;
-        let best =
-            plain_read_gbps(&path, &mut scratch, size, threads, args.cold, args.iterations.min(2))?;
-        if args.file.is_some() {
-            if args.cold {
-                // The cold read is the reference.
-                reference.as_mut_slice()[..size as usize]
-                    .copy_from_slice(&scratch.as_slice()[..size as usize]);
-            }
-        } else if data::first_difference(
-            &scratch.as_slice()[..size as usize],
-            &reference.as_slice()[..size as usize],
-        )
-        .is_some()
+            Target::Host => Memory::Host(AlignedBuf::new((size.div_ceil(4096) * 4096) as usize)?),
+        };
+        // Limit: a plain parallel read of the same file into host memory (into the bench's
+        // memory for the host target; into one buffer per thread otherwise).
         {
-            return Err(format!(
-                "{}: a plain read does not return the bytes just written",
-                path.display()
-            ));
-        }
-        limits.insert(
-            if args.cold { "host_read_direct_gbps".into() } else { "host_read_gbps".into() },
-            json!((best * 100.0).round() / 100.0),
-        );
-        limits.insert("host_read_threads".into(), json!(threads));
-    }
-    let reference = &reference.as_slice()[..size as usize];
-
-    if let Target::Gpu(n) = target {
-        let h2d = limits::pinned_copy_gbps(&driver, n, true, 256 << 20, 16)?;
-        let d2h = limits::pinned_copy_gbps(&driver, n, false, 256 << 20, 16)?;
-        limits.insert("pinned_h2d_gbps".into(), json!((h2d * 100.0).round() / 100.0));
-        limits.insert("pinned_d2h_gbps".into(), json!((d2h * 100.0).round() / 100.0));
-        if let Ok(info) = driver.runtime().device_info(n) {
-            setup.insert(
-                "gpu".into(),
-                json!(format!("{} ({})", info.name, info.pci_bus_id.unwrap_or_default())),
-            );
-        }
-    }
-
-    let file = FileHandle::open(&path).map_err(|e| e.to_string())?;
-    setup.insert("file".into(), json!(path.display().to_string()));
-    setup.insert("filesystem".into(), json!(file.info().fs.name));
-    setup.insert("size".into(), json!(crate::units::format_size(size)));
-    setup.insert(
-        "engine".into(),
-        json!(format!(
-            "{} threads, {} tasks, {} x {} bounce buffers, direct={:?}, page_cache_dma={}",
-            config.threads,
-            crate::units::format_size(config.task_size as u64),
-            config.bounce_buffers_per_thread,
-            crate::units::format_size(config.bounce_buffer_size as u64),
-            config.direct_io,
-            config.page_cache_dma
-        )),
-    );
-    setup.insert(
-        "requests".into(),
-        json!(format!(
-            "{} x {} in flight",
-            crate::units::format_size(args.io_size),
-            args.queue_depth
-        )),
-    );
-
-    let mut mem = match target {
-        Target::Gpu(n) => {
-            // Setup, not timed: the workers' pinned bounce buffers and streams.
-            driver.prepare_gpu(n).map_err(|e| e.to_string())?;
-            Memory::Device(driver.alloc_device(n, size as usize).map_err(|e| e.to_string())?)
-        }
-        Target::Host => {
-            let mut h = AlignedBuf::new(size as usize)?;
-            h.as_mut_slice().fill(0xA5);
-            Memory::Host(h)
-        }
-    };
-    let kind = match target {
-        Target::Gpu(n) => MemoryKind::Device { ordinal: n },
-        Target::Host => MemoryKind::Host,
-    };
-    let mut results = Vec::new();
-    let read_limit = match target {
-        Target::Gpu(_) => limits.get("pinned_h2d_gbps").and_then(Value::as_f64),
-        Target::Host => limits
-            .get("host_read_gbps")
-            .or(limits.get("host_read_direct_gbps"))
-            .and_then(Value::as_f64),
-    };
-
-    let mut loaded = false;
-    if matches!(args.mode, Mode::Read | Mode::Both) {
-        let mut m = Measured::new();
-        let progress =
-            Progress::new("read".into(), size * (args.iterations + args.warmup) as u64, args.json);
-        let mut moved = (0, 0, 0);
-        for i in 0..args.warmup + args.iterations {
-            if args.cold {
-                data::drop_cache(&path)?;
+            let direct = if args.cold { Some(input.file.reopen_direct()?) } else { None };
+            let f = direct.as_ref().unwrap_or(&input.file.file);
+            let mut best = 0.0f64;
+            for _ in 0..args.iterations.min(2) {
+                if args.cold {
+                    data::drop_cache(&input.file.file, &input.file.display)?;
+                }
+                let dest = match &mut mem {
+                    Memory::Host(h) => Some(h.as_mut_slice()),
+                    Memory::Device(_) => None,
+                };
+                let t = std::time::Instant::now();
+                let got = data::plain_read(f, &input.file.display, size, threads, args.cold, dest)?;
+                best = best.max(got as f64 / t.elapsed().as_secs_f64() / 1e9);
             }
-            let before = driver.engine().counters();
-            let pass = run_pass(&driver, &file, &mem, size, args, false, &progress)?;
-            if i >= args.warmup {
-                m.push(pass);
-                let d = counter_delta(before, driver.engine().counters(), false);
+            let key = if args.cold { "host_read_direct_gbps" } else { "host_read_gbps" };
+            limits.insert(key.into(), round2(best));
+            limits.insert("host_read_threads".into(), json!(threads));
+        }
+        setup.insert("file".into(), json!(input.file.display));
+        setup.insert("filesystem".into(), json!(handle.info().fs.name));
+        setup.insert("size".into(), json!(crate::units::format_size(size)));
+        setup.insert(
+            "engine".into(),
+            json!(format!(
+                "{} threads, {} tasks, {} x {} bounce buffers, direct={:?}, page_cache_dma={}",
+                config.threads,
+                crate::units::format_size(config.task_size as u64),
+                config.bounce_buffers_per_thread,
+                crate::units::format_size(config.bounce_buffer_size as u64),
+                config.direct_io,
+                config.page_cache_dma
+            )),
+        );
+        Ok(Bench {
+            args,
+            driver,
+            threads,
+            target,
+            input,
+            handle,
+            mem,
+            loaded: false,
+            limits,
+            setup,
+        })
+    }
+
+    /// Bytes moved per pass.
+    pub fn size(&self) -> u64 {
+        self.input.reference.size
+    }
+
+    /// The target.
+    pub fn target(&self) -> Target {
+        self.target
+    }
+
+    fn kind(&self) -> MemoryKind {
+        match self.target {
+            Target::Gpu(n) => MemoryKind::Device { ordinal: n },
+            Target::Host => MemoryKind::Host,
+        }
+    }
+
+    fn passes(&self) -> usize {
+        self.args.warmup + self.args.iterations
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn result(
+        &self,
+        op: &str,
+        m: Measured,
+        shape: Shape,
+        verified: bool,
+        backend: String,
+        limit: Option<f64>,
+        moved: (u64, u64, u64),
+    ) -> OpResult {
+        let bytes = self.size();
+        let secs = median(&m.seconds);
+        let best = m.seconds.iter().cloned().fold(f64::INFINITY, f64::min);
+        let gbps = m.gbps(bytes);
+        OpResult {
+            op: op.into(),
+            label: None,
+            target: self.target.label(),
+            pattern: shape.pattern,
+            bytes,
+            seconds: secs,
+            gbps,
+            best_gbps: bytes as f64 / best / 1e9,
+            iops: m.ios as f64 / secs,
+            verified,
+            iterations: m.seconds.len(),
+            io_size: shape.io_size,
+            queue_depth: shape.depth,
+            latency_p50_ms: m.hist.quantile_ms(0.5),
+            latency_p99_ms: m.hist.quantile_ms(0.99),
+            cpu_seconds: median(&m.cpu),
+            buffered_bytes: moved.0,
+            direct_bytes: moved.1,
+            page_cache_dma_bytes: moved.2,
+            cold: self.args.cold,
+            fsync_seconds: None,
+            backend,
+            limit_gbps: limit,
+            ratio_to_limit: limit.filter(|l| *l > 0.0).map(|l| gbps / l),
+        }
+    }
+
+    /// A plain `pread` of the input into host memory with `shape` (the limit of a host row),
+    /// GB/s of the median pass.
+    pub fn plain_read_shape(&mut self, shape: Shape) -> Result<f64, String> {
+        let size = self.size();
+        let Memory::Host(h) = &self.mem else {
+            return Err("the plain read limit of a row needs host memory".into());
+        };
+        let mover = Mover::PlainRead { fd: self.input.file.file.as_fd(), base: h.addr() };
+        let progress =
+            Progress::new("plain read".into(), size * self.passes() as u64, self.args.json);
+        let mut m = Measured::default();
+        for i in 0..self.passes() {
+            let p = pass::run(&mover, size, shape, 0x5eed + i as u64, &progress)?;
+            if i >= self.args.warmup {
+                m.push(p);
+            }
+        }
+        Ok(m.gbps(size))
+    }
+
+    /// Reads the whole input `warmup + iterations` times with `shape`, verifies the last pass.
+    pub fn read(&mut self, shape: Shape, limit: Option<f64>) -> Result<OpResult, String> {
+        let size = self.size();
+        let direct = matches!(self.mem, Memory::Device(_));
+        let progress = Progress::new("read".into(), size * self.passes() as u64, self.args.json);
+        let mut m = Measured::default();
+        let mut moved = (0, 0, 0);
+        for i in 0..self.passes() {
+            if self.args.cold {
+                data::drop_cache(&self.input.file.file, &self.input.file.display)?;
+            }
+            if i + 1 == self.passes() {
+                self.mem.poison(size)?; // only the last pass can make the bytes right
+            }
+            let mover = Mover::Gdio {
+                driver: &self.driver,
+                file: &self.handle,
+                base: self.mem.addr(),
+                device: direct,
+                write: false,
+            };
+            let before = self.driver.engine().counters();
+            let p = pass::run(&mover, size, shape, 0x5eed + i as u64, &progress)?;
+            if i >= self.args.warmup {
+                m.push(p);
+                let d = counter_delta(before, self.driver.engine().counters(), false);
                 moved = (moved.0 + d.0, moved.1 + d.1, moved.2 + d.2);
             }
         }
         drop(progress);
-        let verified = match mem.matches(reference)? {
+        let verified = match self.input.reference.verify_memory(&self.mem, self.threads)? {
             None => true,
             Some(at) => {
                 eprintln!("read verification failed: first difference at byte {at}");
                 false
             }
         };
-        loaded = verified;
-        let mut read_limit = read_limit;
-        if args.cold {
+        self.loaded = verified;
+        let mut limit = limit;
+        if self.args.cold {
             // The disk may not give the same speed all the time (cloud disks have burst
             // budgets): measure the plain read again after gdio's and compare with the mean.
-            let mut scratch = AlignedBuf::new((size.div_ceil(4096) * 4096) as usize)?;
-            let after =
-                plain_read_gbps(&path, &mut scratch, size, threads, true, args.iterations.min(2))?;
-            limits.insert(
-                "host_read_direct_after_gbps".into(),
-                json!((after * 100.0).round() / 100.0),
-            );
-            read_limit = read_limit.map(|before| (before + after) / 2.0);
+            let f = self.input.file.reopen_direct()?;
+            let mut best = 0.0f64;
+            for _ in 0..self.args.iterations.min(2) {
+                data::drop_cache(&self.input.file.file, &self.input.file.display)?;
+                let t = std::time::Instant::now();
+                let got =
+                    data::plain_read(&f, &self.input.file.display, size, self.threads, true, None)?;
+                best = best.max(got as f64 / t.elapsed().as_secs_f64() / 1e9);
+            }
+            self.limits.insert("host_read_direct_after_gbps".into(), round2(best));
+            limit = limit.map(|before| (before + best) / 2.0);
         }
-        let backend = backend_for(&driver, &file, kind, false, mem.addr(), size);
-        let mut r = m.result("read", target, size, args, verified, backend, read_limit);
-        (r.buffered_bytes, r.direct_bytes, r.page_cache_dma_bytes) = moved;
-        results.push(r);
+        let backend =
+            backend_for(&self.driver, &self.handle, self.kind(), false, self.mem.addr(), size);
+        Ok(self.result("read", m, shape, verified, backend, limit, moved))
     }
 
-    if matches!(args.mode, Mode::Write | Mode::Both) {
-        if !loaded {
-            match &mut mem {
-                Memory::Device(d) => d.copy_from_host(0, reference).map_err(|e| e.to_string())?,
-                Memory::Host(h) => h.as_mut_slice()[..size as usize].copy_from_slice(reference),
-            }
-        }
-        let (out, fresh) = match (&args.out, &args.file) {
-            (Some(o), _) => (o.clone(), true),
-            (None, Some(p)) => (p.clone(), false),
-            (None, None) => {
-                let o = dir.join(format!("gdio-bench-{}-out.bin", std::process::id()));
-                cleanup.0.push(o.clone());
-                (o, true)
+    /// A plain parallel `pwrite` of host memory with `shape` into an unnamed file in `dir`
+    /// (the same filesystem as the output), each pass into an empty file as gdio's: the write
+    /// limit, GB/s of the median pass.
+    fn plain_write_limit(&self, dir: &std::path::Path, shape: Shape) -> Result<f64, String> {
+        let size = self.size();
+        let scratch = files::scratch_in(dir)?;
+        // From the bench's memory for the host target (as gdio writes it); for a GPU target
+        // from a ring of host memory too large for the CPU caches.
+        let ring_buf;
+        let ring = match &self.mem {
+            Memory::Host(h) => &h.as_slice()[..size as usize],
+            Memory::Device(_) => {
+                let mut r = AlignedBuf::new((size as usize).min(WRITE_RING))?;
+                data::fill_random(r.as_mut_slice(), 3, self.threads)?;
+                ring_buf = r;
+                ring_buf.as_slice()
             }
         };
-        let wfile =
-            FileHandle::open_with(&out, OpenOptions::new().read(true).write(true).create(true))
-                .map_err(|e| e.to_string())?;
-        let mut m = Measured::new();
+        let mover = Mover::PlainWrite { fd: scratch.file.as_fd(), ring };
         let progress =
-            Progress::new("write".into(), size * (args.iterations + args.warmup) as u64, args.json);
-        let mut moved = (0, 0, 0);
-        for i in 0..args.warmup + args.iterations {
-            if fresh {
-                // Each timed write goes to an empty file, as a checkpoint write does.
-                wfile.set_len(0).map_err(|e| e.to_string())?;
+            Progress::new("plain write".into(), size * self.passes() as u64, self.args.json);
+        let mut m = Measured::default();
+        for i in 0..self.passes() {
+            scratch
+                .file
+                .set_len(0)
+                .map_err(|e| format!("cannot empty {}: {e}", scratch.display))?;
+            let p = pass::run(&mover, size, shape, 0x5eed + i as u64, &progress)?;
+            if i >= self.args.warmup {
+                m.push(p);
             }
-            let before = driver.engine().counters();
-            let pass = run_pass(&driver, &wfile, &mem, size, args, true, &progress)?;
-            if i >= args.warmup {
-                m.push(pass);
-                let d = counter_delta(before, driver.engine().counters(), true);
+        }
+        Ok(m.gbps(size))
+    }
+
+    /// Writes the memory out `warmup + iterations` times with `shape`, verifies the file, and
+    /// measures the plain `pwrite` limit into the same filesystem.
+    pub fn write(&mut self, shape: Shape) -> Result<OpResult, String> {
+        let size = self.size();
+        if !self.loaded {
+            self.input.reference.load_into(&mut self.mem, self.threads)?;
+            self.loaded = true;
+        }
+        let out = files::open_output(self.args, &self.input)?;
+        if let Some(n) = &out.note {
+            self.setup.insert("output_note".into(), json!(n));
+        }
+        self.setup.insert("output".into(), json!(out.file.display));
+        let limit = self.plain_write_limit(&out.file.dir, shape)?;
+        self.limits.insert("host_write_gbps".into(), round2(limit));
+        let wfile =
+            FileHandle::open_with(&out.file.open_path, OpenOptions::new().read(true).write(true))
+                .map_err(|e| e.to_string())?;
+        let device = matches!(self.mem, Memory::Device(_));
+        let progress = Progress::new("write".into(), size * self.passes() as u64, self.args.json);
+        let mut m = Measured::default();
+        let mut moved = (0, 0, 0);
+        for i in 0..self.passes() {
+            // Each timed write goes to an empty file, as a checkpoint write does (the output is
+            // the bench's own file, or one --overwrite allowed it to replace).
+            wfile.set_len(0).map_err(|e| e.to_string())?;
+            let mover = Mover::Gdio {
+                driver: &self.driver,
+                file: &wfile,
+                base: self.mem.addr(),
+                device,
+                write: true,
+            };
+            let before = self.driver.engine().counters();
+            let p = pass::run(&mover, size, shape, 0x5eed + i as u64, &progress)?;
+            if i >= self.args.warmup {
+                m.push(p);
+                let d = counter_delta(before, self.driver.engine().counters(), true);
                 moved = (moved.0 + d.0, moved.1 + d.1, moved.2 + d.2);
             }
         }
         drop(progress);
-        let t = Instant::now();
+        let t = std::time::Instant::now();
         wfile.sync_all().map_err(|e| e.to_string())?;
         let fsync = t.elapsed().as_secs_f64();
-        let mut back = AlignedBuf::new((size.div_ceil(4096) * 4096) as usize)?;
-        data::plain_read(&out, back.as_mut_slice(), size, threads, false)?;
-        let verified = match data::first_difference(&back.as_slice()[..size as usize], reference) {
+        let verified = match self.input.reference.verify_file(
+            &out.file.file,
+            &out.file.display,
+            self.threads,
+        )? {
             None => true,
             Some(at) => {
                 eprintln!(
                     "write verification failed: first difference at byte {at} of {}",
-                    out.display()
+                    out.file.display
                 );
                 false
             }
         };
-        let write_limit = match target {
-            Target::Gpu(_) => limits.get("pinned_d2h_gbps").and_then(Value::as_f64),
-            Target::Host => None,
-        };
-        let backend = backend_for(&driver, &wfile, kind, true, mem.addr(), size);
-        let mut r = m.result("write", target, size, args, verified, backend, write_limit);
-        (r.buffered_bytes, r.direct_bytes, r.page_cache_dma_bytes) = moved;
+        let backend = backend_for(&self.driver, &wfile, self.kind(), true, self.mem.addr(), size);
+        let mut r = self.result("write", m, shape, verified, backend, Some(limit), moved);
         r.fsync_seconds = Some(fsync);
-        results.push(r);
+        Ok(r)
     }
 
-    let stats = serde_json::to_value(driver.stats()).unwrap_or(Value::Null);
-    Ok(BenchReport { results, limits, setup, stats })
+    /// The library's counters, as JSON.
+    pub fn stats(&self) -> Value {
+        serde_json::to_value(self.driver.stats()).unwrap_or(Value::Null)
+    }
+}
+
+/// Runs the whole bench (one shape, read and/or write).
+pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
+    let mut b = Bench::prepare(args)?;
+    let shape = Shape { io_size: args.io_size, depth: args.queue_depth, pattern: args.pattern };
+    b.setup.insert(
+        "requests".into(),
+        json!(format!(
+            "{} x {} in flight, {}",
+            crate::units::format_size(args.io_size),
+            args.queue_depth,
+            args.pattern.label()
+        )),
+    );
+    let mut results = Vec::new();
+    if matches!(args.mode, Mode::Read | Mode::Both) {
+        let limit = match b.target() {
+            Target::Gpu(_) => b.limits.get("pinned_h2d_gbps").and_then(Value::as_f64),
+            Target::Host => b
+                .limits
+                .get("host_read_gbps")
+                .or(b.limits.get("host_read_direct_gbps"))
+                .and_then(Value::as_f64),
+        };
+        results.push(b.read(shape, limit)?);
+    }
+    if matches!(args.mode, Mode::Write | Mode::Both) {
+        results.push(b.write(shape)?);
+    }
+    Ok(BenchReport {
+        results,
+        limits: b.limits.clone(),
+        setup: b.setup.clone(),
+        stats: b.stats(),
+        summary: None,
+    })
 }

@@ -1,5 +1,6 @@
 //! copybw, copylat and apiperf.
 
+use crate::out::outln;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -97,13 +98,13 @@ fn random(n: usize) -> Vec<u8> {
 }
 
 fn print_info(g: &Gdr, info: &MapInfo) {
-    println!("backend: {}; copy routines: {}", g.backend().name(), CopyImpl::best().name());
-    println!("info.va: {:x}", info.va);
-    println!("info.mapped_size: {}", info.mapped_size);
-    println!("info.page_size: {}", info.page_size);
-    println!("info.mapped: {}", u8::from(info.mapped));
-    println!("info.wc_mapping: {}", u8::from(info.wc_mapping));
-    println!("info.mapping_type: {}", info.mapping_type.name());
+    outln!("backend: {}; copy routines: {}", g.backend().name(), CopyImpl::best().name());
+    outln!("info.va: {:x}", info.va);
+    outln!("info.mapped_size: {}", info.mapped_size);
+    outln!("info.page_size: {}", info.page_size);
+    outln!("info.mapped: {}", u8::from(info.mapped));
+    outln!("info.wc_mapping: {}", u8::from(info.wc_mapping));
+    outln!("info.mapping_type: {}", info.mapping_type.name());
 }
 
 /// `gdio gdr copybw`.
@@ -118,7 +119,7 @@ pub fn copybw(a: CopybwArgs) -> ExitCode {
         let data = random(copy);
         if !a.common.json {
             print_info(&g, &s.info);
-            println!("writing test, size={copy} offset={} num_iters={}", a.offset, a.write_iters);
+            outln!("writing test, size={copy} offset={} num_iters={}", a.offset, a.write_iters);
         }
         let t = Instant::now();
         for _ in 0..a.write_iters {
@@ -126,8 +127,8 @@ pub fn copybw(a: CopybwArgs) -> ExitCode {
         }
         let wbw = copy as f64 * f64::from(a.write_iters) / t.elapsed().as_secs_f64() / 1e6;
         if !a.common.json {
-            println!("write BW: {wbw:.2}MB/s");
-            println!("reading test, size={copy} offset={} num_iters={}", a.offset, a.read_iters);
+            outln!("write BW: {wbw:.2}MB/s");
+            outln!("reading test, size={copy} offset={} num_iters={}", a.offset, a.read_iters);
         }
         let mut back = vec![0u8; copy];
         let t = Instant::now();
@@ -136,7 +137,7 @@ pub fn copybw(a: CopybwArgs) -> ExitCode {
         }
         let rbw = copy as f64 * f64::from(a.read_iters) / t.elapsed().as_secs_f64() / 1e6;
         if !a.common.json {
-            println!("read BW: {rbw:.2}MB/s");
+            outln!("read BW: {rbw:.2}MB/s");
         }
         if back != data {
             return Err(gdio::Error::new(
@@ -154,7 +155,7 @@ pub fn copybw(a: CopybwArgs) -> ExitCode {
     match run() {
         Ok(v) => {
             if a.common.json {
-                println!("{v}");
+                outln!("{v}");
             }
             ExitCode::SUCCESS
         }
@@ -208,10 +209,14 @@ pub fn copylat(a: CopylatArgs) -> ExitCode {
         let mut back = vec![0u8; a.size];
         if !a.common.json {
             print_info(&g, &s.info);
-            println!("CPU-observed API time, not GPU visibility time.");
-            println!(
+            outln!("CPU-observed API time, not GPU visibility time.");
+            outln!(
                 "{:>12} {:>14} {:>14} {:>14} {:>14}",
-                "Size(B)", "write P50(us)", "write P0(us)", "read P50(us)", "read P0(us)"
+                "Size(B)",
+                "write P50(us)",
+                "write P0(us)",
+                "read P50(us)",
+                "read P0(us)"
             );
         }
         let mut rows = Vec::new();
@@ -237,14 +242,21 @@ pub fn copylat(a: CopylatArgs) -> ExitCode {
                 (None, None)
             };
             if !a.common.json {
-                println!(
+                outln!(
                     "{size:>12} {:>14.3} {:>14.3} {:>14.3} {:>14.3}",
-                    w.p50_us, w.p0_us, r.p50_us, r.p0_us
+                    w.p50_us,
+                    w.p0_us,
+                    r.p50_us,
+                    r.p0_us
                 );
                 if let (Some(h), Some(d)) = (h2d, d2h) {
-                    println!(
+                    outln!(
                         "{:>12} {:>14.3} {:>14.3} {:>14.3} {:>14.3}   (cuMemcpy)",
-                        "", h.p50_us, h.p0_us, d.p50_us, d.p0_us
+                        "",
+                        h.p50_us,
+                        h.p0_us,
+                        d.p50_us,
+                        d.p0_us
                     );
                 }
             }
@@ -258,7 +270,7 @@ pub fn copylat(a: CopylatArgs) -> ExitCode {
     match run() {
         Ok(v) => {
             if a.common.json {
-                println!("{v}");
+                outln!("{v}");
             }
             ExitCode::SUCCESS
         }
@@ -287,10 +299,15 @@ pub fn apiperf(a: ApiperfArgs) -> ExitCode {
         let mem = DeviceMemory::alloc(a.common.gpu, max + GPU_PAGE_SIZE as usize)?;
         let base = mem.ptr().next_multiple_of(GPU_PAGE_SIZE);
         if !a.common.json {
-            println!("backend: {}", g.backend().name());
-            println!(
+            outln!("backend: {}", g.backend().name());
+            outln!(
                 "{:>12} {:>10} {:>10} {:>12} {:>10} {:>10}   (average us)",
-                "Size(B)", "pin", "map", "get_info", "unmap", "unpin"
+                "Size(B)",
+                "pin",
+                "map",
+                "get_info",
+                "unmap",
+                "unpin"
             );
         }
         let mut rows = Vec::new();
@@ -321,9 +338,13 @@ pub fn apiperf(a: ApiperfArgs) -> ExitCode {
                 }
             }
             if !a.common.json {
-                println!(
+                outln!(
                     "{size:>12} {:>10.2} {:>10.2} {:>12.2} {:>10.2} {:>10.2}",
-                    row.pin_us, row.map_us, row.get_info_us, row.unmap_us, row.unpin_us
+                    row.pin_us,
+                    row.map_us,
+                    row.get_info_us,
+                    row.unmap_us,
+                    row.unpin_us
                 );
             }
             rows.push(row);
@@ -336,7 +357,7 @@ pub fn apiperf(a: ApiperfArgs) -> ExitCode {
     match run() {
         Ok(v) => {
             if a.common.json {
-                println!("{v}");
+                outln!("{v}");
             }
             ExitCode::SUCCESS
         }

@@ -7,6 +7,7 @@
 mod bench;
 mod sanity;
 
+use crate::out::outln;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -101,7 +102,7 @@ impl Common {
             if self.json {
                 let backends = gdio::gdr::probe_backends(&opts);
                 let v = serde_json::json!({ "tool": tool, "ok": false, "error": e.to_string(), "backends": backends });
-                println!("{v}");
+                outln!("{v}");
             }
             eprintln!("gdio gdr {tool}: {e}");
             ExitCode::from(EXIT_NO_BACKEND)
@@ -122,7 +123,7 @@ pub fn run(cmd: GdrCommand) -> ExitCode {
 /// Prints an error that happened after open (one line) and returns exit status 1.
 fn fail(tool: &str, json: bool, e: &gdio::Error) -> ExitCode {
     if json {
-        println!("{}", serde_json::json!({ "tool": tool, "ok": false, "error": e.to_string() }));
+        outln!("{}", serde_json::json!({ "tool": tool, "ok": false, "error": e.to_string() }));
     }
     eprintln!("gdio gdr {tool}: {e}");
     ExitCode::FAILURE

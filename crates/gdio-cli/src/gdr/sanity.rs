@@ -1,6 +1,7 @@
 //! `gdio gdr sanity`: checks the mapping path end to end on a real GPU, with random data
 //! cross-checked against cuMemcpy, and every rule that must be refused.
 
+use crate::out::outln;
 use std::process::ExitCode;
 
 use gdio::gdr::{Attribute, DeviceMemory, Gdr, MapFlags, MappingType, PinFlags, GPU_PAGE_SIZE};
@@ -78,7 +79,7 @@ fn versions_and_attributes(g: &Gdr, _gpu: i32, v: bool) -> R {
         "USING_DMA_BUF_MMAP disagrees with the backend",
     )?;
     if v {
-        println!(
+        outln!(
             "  runtime {:?}, driver {:?}, persistent {persistent}, dma-buf {dmabuf}",
             gdio::gdr::runtime_version(),
             g.driver_version().ok()
@@ -93,7 +94,7 @@ fn basic_pin_map_copy(g: &Gdr, gpu: i32, v: bool) -> R {
     let r = g.pin(base, size as u64, PinFlags::DEFAULT)?;
     let info = r.map(MapFlags::Default)?;
     if v {
-        println!("  {info:?}");
+        outln!("  {info:?}");
     }
     expect(
         info.va == base && info.mapped && info.mapped_size >= size as u64,
@@ -227,16 +228,27 @@ fn threads_share_handles(g: &Gdr, gpu: i32, _v: bool) -> R {
     let r = g.pin(base, size as u64, PinFlags::DEFAULT)?;
     r.map(MapFlags::Default)?;
     let datas: Vec<Vec<u8>> = (0..8).map(|_| random(4096)).collect();
-    std::thread::scope(|s| {
+    let failed = std::thread::scope(|s| {
+        let mut handles = Vec::new();
         for (i, d) in datas.iter().enumerate() {
             let r = &r;
-            s.spawn(move || {
-                for _ in 0..100 {
-                    r.copy_to_mapping(i * 4096, d).expect("copy from a thread");
-                }
+            let h = std::thread::Builder::new().spawn_scoped(s, move || {
+                (0..100).try_for_each(|_| r.copy_to_mapping(i * 4096, d).map_err(|e| e.to_string()))
             });
+            match h {
+                Ok(h) => handles.push(h),
+                Err(e) => return Some(format!("the system refused a thread: {e}")),
+            }
         }
+        handles.into_iter().find_map(|h| match h.join() {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e),
+            Err(_) => Some("a copy thread panicked".into()),
+        })
     });
+    if let Some(e) = failed {
+        return Ok(Outcome::Fail(e));
+    }
     for (i, d) in datas.iter().enumerate() {
         let mut b = vec![0u8; 4096];
         r.copy_from_mapping(i * 4096, &mut b)?;
@@ -272,7 +284,7 @@ struct Row {
 pub fn run(a: SanityArgs) -> ExitCode {
     if a.list {
         for (name, _) in TESTS {
-            println!("{name}");
+            outln!("{name}");
         }
         return ExitCode::SUCCESS;
     }
@@ -285,7 +297,7 @@ pub fn run(a: SanityArgs) -> ExitCode {
         Err(code) => return code,
     };
     if !a.common.json {
-        println!("backend: {}", g.backend().name());
+        outln!("backend: {}", g.backend().name());
     }
     let mut rows = Vec::new();
     for (name, test) in TESTS {
@@ -300,9 +312,9 @@ pub fn run(a: SanityArgs) -> ExitCode {
         };
         if !a.common.json {
             if detail.is_empty() {
-                println!("{name}: {result}");
+                outln!("{name}: {result}");
             } else {
-                println!("{name}: {result} ({detail})");
+                outln!("{name}: {result} ({detail})");
             }
         }
         rows.push(Row { name, result, detail });
@@ -310,13 +322,13 @@ pub fn run(a: SanityArgs) -> ExitCode {
     let count = |r: &str| rows.iter().filter(|x| x.result == r).count();
     let (passed, failed, waived) = (count("passed"), count("failed"), count("waived"));
     if a.common.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({ "tool": "sanity", "ok": failed == 0, "backend": g.backend().name(),
                 "total": rows.len(), "passed": passed, "failed": failed, "waived": waived, "tests": rows })
         );
     } else {
-        println!("Total: {}, Passed: {passed}, Failed: {failed}, Waived: {waived}", rows.len());
+        outln!("Total: {}, Passed: {passed}, Failed: {failed}, Waived: {waived}", rows.len());
     }
     if failed == 0 {
         ExitCode::SUCCESS

@@ -173,6 +173,17 @@ impl FileHandle {
         Ok(FileHandle { buffered, direct, info, options, size })
     }
 
+    /// A handle from parts opened elsewhere in the crate ([`FileHandle::from_fd`]).
+    pub(crate) fn from_parts(
+        buffered: File,
+        direct: Option<File>,
+        info: FileInfo,
+        options: OpenOptions,
+    ) -> FileHandle {
+        let size = AtomicU64::new(info.size);
+        FileHandle { buffered, direct, info, options, size }
+    }
+
     /// What the probe found.
     pub fn info(&self) -> &FileInfo {
         &self.info

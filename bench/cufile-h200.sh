@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# gdio's libcufile.so.0 on the GPU machine: (a) KvikIO 26.10's own Python tests with compat mode
+# OFF through our library, (b) torch.cuda.gds save/load round trips and an 8 GiB load against the
+# pinned host->device copy, (c) KvikIO compat OFF on our library vs KvikIO compat ON (same
+# threads) and gdio bench with KvikIO's request shape, on an 8 GiB page-cached file.
+#
+# (d) `registered`: cuFileRead of 4 KiB-1 MiB into device memory with and without
+# cuFileBufRegister. (e) `nvidia`: NVIDIA's own compat mode, made to run by writing the udev
+# properties it wants (needs root; the file is removed again), against ours, hot and cold.
+#
+# usage: bench/cufile-h200.sh [all|kvikio-tests|torch|perf|registered|nvidia]   (repo root)
+# needs: LIB = gdio's library (default .dev/lib/libcufile.so.0, else target/release/libcufile.so),
+#        GDIO = gdio release binary (default .dev/bin/gdio, else target/release/gdio),
+#        the peer wheels from ../shared/tools/fetch-peer-wheels in .whl/ (installed to /tmp/site).
+# Writes JSON lines to ${OUT:-/tmp/gdio-cufile}/results.jsonl and prints a table.
+# Remove any /run/udev/data file written for NVIDIA's compat mode first: only one behaviour
+# should be under test.
+set -uo pipefail
+what=${1:-all}
+OUT=${OUT:-/tmp/gdio-cufile}
+mkdir -p "$OUT"
+log=$OUT/results.jsonl
+: > "$log"
+root=$(pwd)
+src=${LIB:-$( [ -f .dev/lib/libcufile.so.0 ] && echo .dev/lib/libcufile.so.0 || echo target/release/libcufile.so )}
+GDIO=${GDIO:-$( [ -x .dev/bin/gdio ] && echo .dev/bin/gdio || echo target/release/gdio )}
+mkdir -p "$OUT/lib"
+cp -f "$src" "$OUT/lib/libcufile.so.0" || { echo "no libcufile at $src (set LIB)"; exit 2; }
+OURS=$(readlink -f "$OUT/lib/libcufile.so.0")
+if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>&1 | tail -2
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+# KvikIO refuses cuFile async I/O without a cuFile config file (a client-side check).
+CFG=${CUFILE_ENV_PATH_JSON:-/etc/cufile.json}
+[ -f "$CFG" ] || { echo '{}' > "$OUT/cufile.json"; CFG=$OUT/cufile.json; }
+F=${FILE:-/tmp/gdio-bench-8g.bin}
+
+kvikio_tests() {
+  rm -rf "$OUT/kt" && cp -r "$root/bench/kvikio-tests" "$OUT/kt"
+  ( cd "$OUT/kt" && env LD_PRELOAD="$OURS" KVIKIO_COMPAT_MODE=off CUFILE_ENV_PATH_JSON="$CFG" \
+      python3 -m pytest -q -p no:cacheprovider test_cufile_driver.py test_basic_io.py test_async_io.py \
+      --junitxml="$OUT/kvikio-junit.xml" > "$OUT/kvikio-tests.txt" 2>&1 )
+  tail -3 "$OUT/kvikio-tests.txt"
+  python3 - "$OUT/kvikio-junit.xml" >> "$log" <<'PY'
+import json, sys, xml.etree.ElementTree as ET
+s = ET.parse(sys.argv[1]).getroot()
+s = s if s.tag == "testsuite" else s.find("testsuite")
+n, f, e, k = (int(s.get(x, 0)) for x in ("tests", "failures", "errors", "skipped"))
+print(json.dumps({"test": "kvikio_pytest_compat_off", "tests": n, "failed": f + e, "skipped": k, "passed": n - f - e - k}))
+PY
+}
+
+torch_gds() {
+  [ -f "$F" ] || "$GDIO" make-file "$F" --size 8G
+  LD_PRELOAD="$OURS" python3 bench/cufile_torch_gds.py "$OUT/torch" "$F" >> "$log" 2> "$OUT/torch-stderr.txt"
+  echo "torch.cuda.gds exit $? (stderr in $OUT/torch-stderr.txt)"
+}
+
+perf() {
+  [ -f "$F" ] || "$GDIO" make-file "$F" --size 8G
+  cat "$F" > /dev/null  # into the page cache
+  for t in 8 16 32; do
+    env LD_PRELOAD="$OURS" CUFILE_ENV_PATH_JSON="$CFG" python3 bench/cufile_kvikio_read.py off "$F" $t 3 >> "$log" 2>> "$OUT/perf-stderr.txt"
+    python3 bench/cufile_kvikio_read.py on "$F" $t 3 >> "$log" 2>> "$OUT/perf-stderr.txt"
+    # gdio's engine with KvikIO's shape: 4 MiB tasks, t requests in flight.
+    [ -x "$GDIO" ] && "$GDIO" bench --json --file "$F" --mode read --iterations 3 --threads $t --task-size 4M --io-size 4M --queue-depth $t 2>> "$OUT/perf-stderr.txt" \
+      | python3 -c "import json,sys; d=json.load(sys.stdin)['results'][0]; d['label']='gdio bench 4M x $t'; d['threads']=$t; print(json.dumps(d))" >> "$log"
+  done
+}
+
+registered() {
+  [ -f "$F" ] || "$GDIO" make-file "$F" --size 8G
+  LD_PRELOAD="$OURS" python3 bench/cufile_registered.py "$F" >> "$log" 2>> "$OUT/registered-stderr.txt"
+}
+
+nvidia() {
+  [ -f "$F" ] || "$GDIO" make-file "$F" --size 8G
+  local dev udev
+  dev=$(findmnt -no MAJ:MIN -T "$(dirname "$F")" | tr -d ' ')
+  udev=/run/udev/data/b$dev
+  mkdir -p /run/udev/data && printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' > "$udev"
+  cat "$F" > /dev/null
+  CUFILE_ENV_PATH_JSON="$CFG" PEER_LABEL=nvidia python3 bench/cufile_kvikio_read.py off "$F" 16 2 \
+    | sed 's/"libcufile": "none"/"libcufile": "nvidia", "cache": "hot"/' >> "$log" 2>> "$OUT/nvidia-stderr.txt"
+  sync; echo 3 > /proc/sys/vm/drop_caches
+  CUFILE_ENV_PATH_JSON="$CFG" python3 bench/cufile_kvikio_read.py off "$F" 16 0 \
+    | sed 's/"libcufile": "none"/"libcufile": "nvidia", "cache": "cold"/' >> "$log" 2>> "$OUT/nvidia-stderr.txt"
+  rm -f "$udev"
+  cat "$F" > /dev/null
+  env LD_PRELOAD="$OURS" CUFILE_ENV_PATH_JSON="$CFG" python3 bench/cufile_kvikio_read.py off "$F" 16 2 \
+    | sed 's/"compat_mode"/"cache": "hot", "compat_mode"/' >> "$log" 2>> "$OUT/nvidia-stderr.txt"
+  sync; echo 3 > /proc/sys/vm/drop_caches
+  env LD_PRELOAD="$OURS" CUFILE_ENV_PATH_JSON="$CFG" python3 bench/cufile_kvikio_read.py off "$F" 16 0 \
+    | sed 's/"compat_mode"/"cache": "cold", "compat_mode"/' >> "$log" 2>> "$OUT/nvidia-stderr.txt"
+}
+
+case $what in
+  kvikio-tests) kvikio_tests ;;
+  torch) torch_gds ;;
+  perf) perf ;;
+  registered) registered ;;
+  nvidia) nvidia ;;
+  all) kvikio_tests; torch_gds; perf; registered ;;
+esac
+
+python3 - "$log" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
+for r in rows:
+    if r.get("test") == "kvikio_pytest_compat_off":
+        print(f"KvikIO tests, compat OFF on gdio's libcufile: {r['passed']} passed, {r['failed']} failed, {r['skipped']} skipped (NVIDIA's: 922 failed)")
+    elif str(r.get("test", "")).startswith("torch_gds_round") or r.get("test") == "torch_gds_file_bytes":
+        print(f"{r['test']:<28} registered={r.get('registered', '-')!s:<5} equal={r['equal']}")
+    elif r.get("test") == "torch_gds_load_8g":
+        print(f"torch.cuda.gds 8 GiB load    {r['gds_gbps']:.1f} GB/s vs pinned H2D {r['pinned_h2d_gbps']:.1f} GB/s = {r['ratio']:.2f}x (goal >= 0.85) verified={r['verified']}")
+for r in rows:
+    if r.get("test") == "cufile_read_registered":
+        print(f"cuFileRead {r['size']:>8} B registered={r['registered']!s:<5} {r['us_per_call']:.1f} us/call")
+cache = [r for r in rows if r.get("cache")]
+for r in cache:
+    who = "NVIDIA's" if r["libcufile"] == "nvidia" else "gdio's"
+    print(f"KvikIO OFF on {who:<8} {r['cache']:<4} {r['gbps']:.2f} GB/s (16 threads)")
+by = {}
+for r in rows:
+    if r.get("peer") == "kvikio" and not r.get("cache"):
+        by.setdefault(r["threads"], {})[r["compat_mode"]] = r["gbps"]
+    elif str(r.get("label", "")).startswith("gdio bench 4M"):
+        g = r.get("gbps")
+        by.setdefault(r["threads"], {})["gdio"] = g
+if by:
+    print(f"\n{'threads':>7} {'KvikIO OFF on gdio':>19} {'KvikIO compat ON':>17} {'ratio':>6} {'gdio bench':>11} {'OFF/gdio':>9}")
+    for t in sorted(by):
+        d = by[t]
+        off, on, gd = d.get("off"), d.get("on"), d.get("gdio")
+        fmt = lambda x: f"{x:.1f}" if isinstance(x, (int, float)) else "-"
+        ratio = f"{off / on:.2f}" if off and on else "-"
+        r2 = f"{off / gd:.2f}" if off and isinstance(gd, (int, float)) and gd else "-"
+        print(f"{t:>7} {fmt(off):>19} {fmt(on):>17} {ratio:>6} {fmt(gd):>11} {r2:>9}")
+    print("goals: KvikIO OFF on gdio >= 1.10 x compat ON; >= 0.95 x gdio bench (same shape)")
+PY

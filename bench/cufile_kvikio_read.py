@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""KvikIO reading a file into GPU memory with compat mode ON or OFF (OFF: every read goes
+through libcufile's cuFileRead, which is gdio's under LD_PRELOAD). One JSON line per thread
+count on stdout.
+
+usage: cufile_kvikio_read.py on|off PATH THREADS[,THREADS...] ITERATIONS
+"""
+import json
+import os
+import sys
+import time
+
+os.environ["KVIKIO_COMPAT_MODE"] = sys.argv[1].upper()
+
+import cupy  # noqa: E402
+import kvikio  # noqa: E402
+import kvikio.defaults  # noqa: E402
+
+
+def main():
+    mode, path, threads, iters = sys.argv[1], sys.argv[2], [int(t) for t in sys.argv[3].split(",")], int(sys.argv[4])
+    size = os.path.getsize(path)
+    buf = cupy.empty(size, dtype=cupy.uint8)
+    with open(path, "rb") as f:
+        head = f.read(1 << 20)
+        f.seek(size - (1 << 20))
+        tail = f.read(1 << 20)
+    for n in threads:
+        kvikio.defaults.set({"num_threads": n})
+        times = []
+        # The first pass warms up and is not timed; ITERATIONS 0 times one pass (cold reads).
+        for i in range(iters + 1):
+            buf[:] = 0
+            cupy.cuda.runtime.deviceSynchronize()
+            t = time.perf_counter()
+            with kvikio.CuFile(path, "r") as f:
+                got = f.pread(buf).get()
+            cupy.cuda.runtime.deviceSynchronize()
+            if i > 0 or iters == 0:
+                times.append(time.perf_counter() - t)
+            assert got == size, f"short read: {got} of {size}"
+        ok = buf[: 1 << 20].get().tobytes() == head and buf[size - (1 << 20):].get().tobytes() == tail
+        times.sort()
+        med = times[len(times) // 2]
+        print(json.dumps({
+            "peer": "kvikio", "compat_mode": mode, "libcufile": os.environ.get("LD_PRELOAD", "") or "none",
+            "version": kvikio.__version__, "op": "read", "path": path, "threads": n, "bytes": size,
+            "seconds": med, "gbps": size / med / 1e9, "best_gbps": size / times[0] / 1e9, "verified": ok,
+        }), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+//! `gdio bench --sweep`: the request shapes real clients use, from 4 KiB at random offsets to
+//! 1 GiB, each read verified and set beside its limit (the pinned host→device copy for GPU
+//! memory; a plain `pread` of the same shape for host memory); the summary names the weakest.
+
+use serde_json::Value;
+
+use super::pass::{Pattern, Shape};
+use super::report::{BenchReport, OpResult};
+use super::run::{Bench, Target};
+use super::BenchArgs;
+use crate::units::format_size;
+
+/// The rows: bytes per request, requests in flight, order.
+pub const ROWS: [(u64, usize, Pattern); 7] = [
+    (4 << 10, 64, Pattern::Random),
+    (64 << 10, 64, Pattern::Seq),
+    (1 << 20, 32, Pattern::Seq),
+    (4 << 20, 16, Pattern::Seq),
+    (16 << 20, 8, Pattern::Seq),
+    (64 << 20, 4, Pattern::Seq),
+    (1 << 30, 2, Pattern::Seq),
+];
+
+/// A row's request size on a file of `size` bytes: as in the table, but no larger than the
+/// file split among the requests in flight (a multiple of 4096, at least 4096), so that a small
+/// `--size` still keeps every request in flight busy.
+pub fn scaled_io_size(io: u64, depth: usize, size: u64) -> u64 {
+    let share = (size / depth as u64) / 4096 * 4096;
+    io.min(share.max(4096))
+}
+
+fn row_label(io: u64, depth: usize, pattern: Pattern) -> String {
+    let io = format_size(io).replace(".0 ", " ");
+    match pattern {
+        Pattern::Random => format!("{io} random x {depth}"),
+        Pattern::Seq => format!("{io} x {depth}"),
+    }
+}
+
+/// The row with the smallest ratio to its limit.
+pub fn weakest(rows: &[OpResult]) -> Option<&OpResult> {
+    rows.iter()
+        .filter(|r| r.ratio_to_limit.is_some())
+        .min_by(|a, b| a.ratio_to_limit.unwrap_or(0.0).total_cmp(&b.ratio_to_limit.unwrap_or(0.0)))
+}
+
+/// Runs every row.
+pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
+    let mut b = Bench::prepare(args)?;
+    let size = b.size();
+    let mut results = Vec::new();
+    for (io, depth, pattern) in ROWS {
+        let shape = Shape { io_size: scaled_io_size(io, depth, size), depth, pattern };
+        let limit = match b.target() {
+            Target::Gpu(_) => b.limits.get("pinned_h2d_gbps").and_then(Value::as_f64),
+            Target::Host => Some(b.plain_read_shape(shape)?),
+        };
+        let mut r = b.read(shape, limit)?;
+        r.label = Some(row_label(io, depth, pattern));
+        results.push(r);
+    }
+    let summary = weakest(&results).map(|w| {
+        format!(
+            "weakest row: {} ({} requests) at {:.2} GB/s = {:.2} x the limit of {:.2} GB/s",
+            w.label.as_deref().unwrap_or("?"),
+            format_size(w.io_size),
+            w.gbps,
+            w.ratio_to_limit.unwrap_or(0.0),
+            w.limit_gbps.unwrap_or(0.0)
+        )
+    });
+    Ok(BenchReport {
+        results,
+        limits: b.limits.clone(),
+        setup: b.setup.clone(),
+        stats: b.stats(),
+        summary,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_scale_to_small_files() {
+        assert_eq!(scaled_io_size(1 << 30, 2, 8 << 30), 1 << 30);
+        assert_eq!(scaled_io_size(1 << 30, 2, 64 << 20), 32 << 20);
+        assert_eq!(scaled_io_size(4 << 10, 64, 64 << 20), 4 << 10);
+        assert_eq!(scaled_io_size(64 << 20, 4, 1000), 4096);
+        assert_eq!(row_label(4 << 10, 64, Pattern::Random), "4 KiB random x 64");
+        assert_eq!(row_label(1 << 30, 2, Pattern::Seq), "1 GiB x 2");
+    }
+}

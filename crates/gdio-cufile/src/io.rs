@@ -1,0 +1,177 @@
+//! `cuFileRead`/`cuFileWrite` and what builds on them (stream-ordered and batch I/O): argument
+//! checks, the registered-buffer fast lookup, gdio's driver call, and cuFile's return
+//! convention (bytes; `-1` with `errno`; `-code`).
+
+use std::ffi::c_void;
+use std::time::Instant;
+
+use gdio::iobatch::{BatchEntry, BatchOp, Completion, EntryStatus};
+use gdio::memory::{BufferRef, IoBuf, IoBufMut};
+use gdio::{Error, ErrorKind, MemoryKind};
+
+use crate::abi::code;
+use crate::log::{self, Level};
+use crate::session::{self, Session};
+
+/// Memory named by address, with a kind already known (from a registration or one query).
+struct RawMem(BufferRef);
+
+impl IoBufMut for RawMem {
+    fn io_ref_mut(&mut self, _classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
+        self.0
+    }
+}
+
+impl IoBuf for RawMem {
+    fn io_ref(&self, _classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
+        self.0
+    }
+}
+
+/// Sets the calling thread's `errno`.
+pub fn set_errno(e: i32) {
+    // SAFETY: __errno_location returns the calling thread's errno slot.
+    unsafe { *libc::__errno_location() = e };
+}
+
+/// cuFile's encoding of a gdio error for the sync calls: `-1` (with `errno` set) for a system
+/// error, else `-code`.
+fn encode(e: &Error) -> isize {
+    if let Some(errno) = e.errno() {
+        set_errno(errno);
+        return -1;
+    }
+    let c = match e.kind() {
+        ErrorKind::Gpu => code::CUDA_DRIVER_ERROR,
+        ErrorKind::NoGpu => code::DEVICE_NOT_FOUND,
+        ErrorKind::InvalidInput => code::INVALID_VALUE,
+        ErrorKind::Unsupported | ErrorKind::NoBackend => code::IO_NOT_SUPPORTED,
+        ErrorKind::PermissionDenied => code::PERMISSION_DENIED,
+        _ => {
+            set_errno(libc::EIO);
+            return -1;
+        }
+    };
+    -(c as isize)
+}
+
+/// Read or write `size` bytes between file offset `file_offset` of handle `fh` and memory at
+/// `base + buf_offset`, in cuFile's return convention.
+pub fn sync_io(
+    op: BatchOp,
+    fh: *mut c_void,
+    base: *const c_void,
+    size: usize,
+    file_offset: i64,
+    buf_offset: i64,
+) -> isize {
+    let Some(session) = session::current() else {
+        log::log(Level::Error, || "I/O with the driver closed (or a stale handle)".into());
+        set_errno(libc::EBADF);
+        return -1;
+    };
+    let Some(reg) = session.handle(fh) else {
+        log::log(Level::Error, || format!("invalid file handle {fh:?}"));
+        set_errno(libc::EBADF);
+        return -1;
+    };
+    if base.is_null() || file_offset < 0 || buf_offset < 0 {
+        return -(code::INVALID_VALUE as isize);
+    }
+    let allowed = match op {
+        BatchOp::Read => reg.file.is_readable(),
+        BatchOp::Write => reg.file.is_writable(),
+    };
+    if !allowed {
+        return -(code::INVALID_FILE_OPEN_FLAG as isize);
+    }
+    let size = size.min(isize::MAX as usize);
+    if size == 0 {
+        return 0;
+    }
+    let base_addr = base as u64;
+    let Some(addr) = base_addr.checked_add(buf_offset as u64) else {
+        return -(code::INVALID_VALUE as isize);
+    };
+    let kind = kind_of(&session, base_addr, buf_offset as u64, size, addr);
+    let mem = RawMem(BufferRef { addr, len: size, kind });
+    let start = Instant::now();
+    let r = match op {
+        BatchOp::Read => {
+            let mut m = mem;
+            session.driver.read(&reg.file, file_offset as u64, &mut m, 0, size)
+        }
+        BatchOp::Write => session.driver.write(&reg.file, file_offset as u64, &mem, 0, size),
+    };
+    let took = start.elapsed();
+    if session::stats_on() {
+        let res = r.as_ref().map(|n| *n as u64).map_err(|_| ());
+        let gpu = kind.device_ordinal();
+        match op {
+            BatchOp::Read => session.stats.record_read(gpu, size as u64, res, took),
+            BatchOp::Write => session.stats.record_write(gpu, size as u64, res, took),
+        }
+    }
+    match r {
+        Ok(n) => {
+            log::log(Level::Trace, || {
+                format!("{op:?} {n} of {size} bytes at {file_offset} ({kind}) in {took:?}")
+            });
+            n as isize
+        }
+        Err(e) => {
+            log::log(Level::Error, || format!("{op:?}: {e}"));
+            encode(&e)
+        }
+    }
+}
+
+/// The kind of memory at `addr`: from the registration at `base` when the range lies inside
+/// it (no driver query), else asked once.
+fn kind_of(session: &Session, base: u64, off: u64, size: usize, addr: u64) -> MemoryKind {
+    match session.buffer(base) {
+        Some(b) if off.saturating_add(size as u64) <= b.len as u64 => match b.kind {
+            MemoryKind::Device { .. } | MemoryKind::PinnedHost | MemoryKind::Host => b.kind,
+            MemoryKind::Managed => session.driver.runtime().classify(addr),
+        },
+        _ => session.driver.runtime().classify(addr),
+    }
+}
+
+/// Runs batch entries now, one after the other, through [`sync_io`].
+///
+/// TEMPORARY: until the engine's batch API lands, every entry's I/O happens synchronously
+/// inside `cuFileBatchIOSubmit`; the engine wiring pass replaces this executor with one that
+/// starts the entries on the engine and completes each from its worker.
+pub fn run_batch_now(entries: Vec<(BatchEntry<u64>, Completion)>) {
+    for (e, done) in entries {
+        let r = sync_io(
+            e.op,
+            e.handle as *mut c_void,
+            e.buf_base as *const c_void,
+            e.size as usize,
+            e.file_offset as i64,
+            e.buf_offset as i64,
+        );
+        let status = match r {
+            n if n >= 0 => EntryStatus::Complete(n as u64),
+            -1 => EntryStatus::Failed(
+                -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as i64),
+            ),
+            n => EntryStatus::Failed(n as i64),
+        };
+        if let Some(s) = session::current() {
+            if session::stats_on() {
+                use std::sync::atomic::Ordering::Relaxed;
+                s.stats.batch_complete.record(matches!(status, EntryStatus::Complete(_)));
+                if let EntryStatus::Complete(n) = status {
+                    match e.op {
+                        BatchOp::Read => s.stats.batch_read_bytes.fetch_add(n, Relaxed),
+                        BatchOp::Write => s.stats.batch_write_bytes.fetch_add(n, Relaxed),
+                    };
+                }
+            }
+        }
+        done.complete(status);
+    }
+}

@@ -1,0 +1,185 @@
+//! Builds the C programs of `tests/c/` against `include/cufile.h` and the freshly built
+//! library (linked as `-lcufile`, loaded by its soname `libcufile.so.0`), runs them, and checks
+//! the soname and the 43 exports.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The 43 public functions of cufile.h 1.15.
+const SYMBOLS: &[&str] = &[
+    "cuFileDriverOpen",
+    "cuFileDriverClose",
+    "cuFileDriverClose_v2",
+    "cuFileUseCount",
+    "cuFileDriverGetProperties",
+    "cuFileDriverSetPollMode",
+    "cuFileDriverSetMaxDirectIOSize",
+    "cuFileDriverSetMaxCacheSize",
+    "cuFileDriverSetMaxPinnedMemSize",
+    "cuFileGetVersion",
+    "cuFileGetParameterSizeT",
+    "cuFileGetParameterBool",
+    "cuFileGetParameterString",
+    "cuFileSetParameterSizeT",
+    "cuFileSetParameterBool",
+    "cuFileSetParameterString",
+    "cuFileGetParameterMinMaxValue",
+    "cuFileSetParameterPosixPoolSlabArray",
+    "cuFileGetParameterPosixPoolSlabArray",
+    "cuFileHandleRegister",
+    "cuFileHandleDeregister",
+    "cuFileBufRegister",
+    "cuFileBufDeregister",
+    "cuFileRead",
+    "cuFileWrite",
+    "cuFileBatchIOSetUp",
+    "cuFileBatchIOSubmit",
+    "cuFileBatchIOGetStatus",
+    "cuFileBatchIOCancel",
+    "cuFileBatchIODestroy",
+    "cuFileReadAsync",
+    "cuFileWriteAsync",
+    "cuFileStreamRegister",
+    "cuFileStreamDeregister",
+    "cuFileSetStatsLevel",
+    "cuFileGetStatsLevel",
+    "cuFileStatsStart",
+    "cuFileStatsStop",
+    "cuFileStatsReset",
+    "cuFileGetStatsL1",
+    "cuFileGetStatsL2",
+    "cuFileGetStatsL3",
+    "cuFileGetBARSizeInKB",
+];
+
+/// target/<profile>/ of this test binary (which lives in target/<profile>/deps/).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    exe.parent().and_then(Path::parent).expect("target dir").to_path_buf()
+}
+
+/// The built library, building it first if this test run did not.
+fn library() -> PathBuf {
+    let so = profile_dir().join("libcufile.so");
+    if !so.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-p", "gdio-cufile", "--lib"]);
+        if profile_dir().file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().expect("cargo build").success());
+    }
+    assert!(so.exists(), "{} missing", so.display());
+    so
+}
+
+fn tool(name: &str) -> bool {
+    Command::new(name).arg("--version").output().is_ok_and(|o| o.status.success())
+}
+
+/// A directory with the library as libcufile.so.0 and libcufile.so -> libcufile.so.0.
+fn link_dir(tag: &str) -> PathBuf {
+    let dir = profile_dir().join(format!("cufile-c-test-{tag}"));
+    let lib = dir.join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    let _ = std::fs::remove_file(lib.join("libcufile.so.0"));
+    let _ = std::fs::remove_file(lib.join("libcufile.so"));
+    std::fs::copy(library(), lib.join("libcufile.so.0")).unwrap();
+    std::os::unix::fs::symlink("libcufile.so.0", lib.join("libcufile.so")).unwrap();
+    dir
+}
+
+fn compile(src: &str, exe: &Path, link: Option<&Path>) {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut cmd = Command::new(&cc);
+    cmd.args(["-std=c11", "-Wall", "-Werror", "-O1", "-I"])
+        .arg(manifest.join("include"))
+        .arg(manifest.join("tests/c").join(src))
+        .arg("-o")
+        .arg(exe);
+    if let Some(l) = link {
+        cmd.arg("-L").arg(l).arg("-lcufile");
+    }
+    cmd.arg("-ldl");
+    let out = cmd.output().expect("run cc");
+    assert!(out.status.success(), "cc {src} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn c_program_calls_every_function() {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    if !tool(&cc) {
+        eprintln!("skipped: no C compiler ({cc})");
+        return;
+    }
+    let dir = link_dir("api");
+    let lib = dir.join("lib");
+    let exe = dir.join("api");
+    compile("api.c", &exe, Some(&lib));
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let run = Command::new(&exe)
+        .arg(&work)
+        .current_dir(&work)
+        .env("LD_LIBRARY_PATH", &lib)
+        .env_remove("CUFILE_ENV_PATH_JSON")
+        .output()
+        .expect("run the C test");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "C test failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("OK"), "{stdout}");
+    assert!(!work.join("cufile.log").exists(), "no log file in the working directory");
+    if tool("readelf") {
+        let d = Command::new("readelf").arg("-d").arg(&exe).output().unwrap();
+        assert!(
+            String::from_utf8_lossy(&d.stdout).contains("[libcufile.so.0]"),
+            "NEEDED is not libcufile.so.0"
+        );
+    }
+}
+
+#[test]
+fn loading_starts_no_thread_and_opens_no_file() {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    if !tool(&cc) {
+        eprintln!("skipped: no C compiler ({cc})");
+        return;
+    }
+    let dir = link_dir("inert");
+    let exe = dir.join("inert");
+    compile("inert.c", &exe, None);
+    let run = Command::new(&exe)
+        .arg(dir.join("lib/libcufile.so.0"))
+        .current_dir(&dir)
+        .output()
+        .expect("run the inert test");
+    let out =
+        format!("{}{}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    assert!(run.status.success(), "{out}");
+    assert!(out.contains("OK"), "{out}");
+}
+
+#[test]
+fn soname_and_symbols() {
+    let so = library();
+    if !tool("readelf") || Command::new("nm").arg("--version").output().is_err() {
+        eprintln!("skipped: readelf/nm not installed");
+        return;
+    }
+    assert_eq!(SYMBOLS.len(), 43);
+    let d = Command::new("readelf").arg("-d").arg(&so).output().unwrap();
+    let d = String::from_utf8_lossy(&d.stdout);
+    assert!(d.contains("Library soname: [libcufile.so.0]"), "{d}");
+    assert!(!d.contains("VERDEF"), "no symbol versioning: {d}");
+    let nm = Command::new("nm").args(["-D", "--defined-only"]).arg(&so).output().unwrap();
+    let nm = String::from_utf8_lossy(&nm.stdout);
+    let exported: Vec<&str> = nm.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    for s in SYMBOLS {
+        assert!(exported.contains(s), "{s} is not exported");
+    }
+    let ours: Vec<&&str> = exported.iter().filter(|s| s.starts_with("cuFile")).collect();
+    assert_eq!(ours.len(), 43, "exactly the 43 public cuFile functions: {ours:?}");
+}
