@@ -16,13 +16,17 @@ use crate::session::{self, Session};
 /// Memory named by address, with a kind already known (from a registration or one query).
 struct RawMem(BufferRef);
 
-impl IoBufMut for RawMem {
+// SAFETY: a RawMem is built only in `sync_io`, from the C caller's address, which cuFile's
+// contract makes valid memory of that caller for the whole call; it is used for that one
+// synchronous call and never handed to an asynchronous API.
+unsafe impl IoBufMut for RawMem {
     fn io_ref_mut(&mut self, _classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
         self.0
     }
 }
 
-impl IoBuf for RawMem {
+// SAFETY: as above.
+unsafe impl IoBuf for RawMem {
     fn io_ref(&self, _classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
         self.0
     }

@@ -6,14 +6,17 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
 use crate::backend::gds::GdsBackend;
-use crate::backend::{compat::CompatBackend, host::HostBackend, select, Backend, Op, Request};
+use crate::backend::{compat::CompatBackend, host::HostBackend, select, Backend};
+use crate::batch::Batch;
 use crate::config::{Config, LoadedConfig};
 use crate::engine::Engine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{FileHandle, FileInfo, OpenOptions};
 use crate::gpu::{self, DeviceBuffer, GpuRuntime};
 use crate::memory::{BufferRef, IoBuf, IoBufMut, MemoryKind};
+use crate::request::{Op, Request};
 use crate::stats::{Stats, StatsSnapshot};
+use crate::submit::{IoHandle, Router};
 
 pub use crate::backend::select::Decision;
 
@@ -24,7 +27,7 @@ pub const EXPLAIN_LEN: u64 = 1 << 20;
 #[derive(Debug)]
 pub struct Driver {
     loaded: LoadedConfig,
-    stats: Stats,
+    stats: Arc<Stats>,
     runtime: Arc<dyn GpuRuntime>,
     why_no_gpu: Option<String>,
     engine: Arc<Engine>,
@@ -82,7 +85,7 @@ impl Driver {
             Some(make) => make(&engine),
             None => Self::standard_backends(&engine, config),
         };
-        Ok(Driver { loaded, stats: Stats::default(), runtime, why_no_gpu, engine, backends })
+        Ok(Driver { loaded, stats: Arc::default(), runtime, why_no_gpu, engine, backends })
     }
 
     /// The configuration in effect.
@@ -223,8 +226,11 @@ impl Driver {
             len: buf.len as u64,
         };
         select::run(&self.backends, &req, self.loaded.config(), &self.stats, |b| match op {
-            Op::Read => b.read(file, buf, offset),
-            Op::Write => b.write(file, buf, offset),
+            // SAFETY: every caller of `route` built `buf` from memory it holds for the call
+            // (a borrowed buffer, or a raw range the unsafe caller vouched for).
+            Op::Read => unsafe { b.read(file, buf, offset) },
+            // SAFETY: as above.
+            Op::Write => unsafe { b.write(file, buf, offset) },
         })
     }
 
@@ -445,5 +451,229 @@ impl Driver {
     ) -> Result<usize> {
         let buf = self.raw(addr, len, None, file, file_offset)?;
         self.route(Op::Write, file, buf, file_offset)
+    }
+
+    fn router(&self) -> Router {
+        Router {
+            backends: self.backends.clone(),
+            config: Arc::new(self.loaded.config().clone()),
+            stats: self.stats.clone(),
+            runtime: self.runtime.clone(),
+        }
+    }
+
+    /// Starts reading `len` bytes at `file_offset` of `file` into `dst` from `buf_offset`, and
+    /// returns at once. The handle owns `dst` until the read is over: [`IoHandle::wait`] gives
+    /// it back with the bytes read (fewer than `len` only at the end of the file), and
+    /// dropping the handle blocks until the read has finished. Many reads may be in flight on
+    /// one file and many files; they complete in any order. Routed like [`Driver::read`]: the
+    /// engine backends (compat, host) run it asynchronously; a backend with its own I/O path
+    /// (gds) serves it before this returns. Bad input is an error here, and `dst` is dropped.
+    pub fn submit_read<B: IoBufMut + Send + 'static>(
+        &self,
+        file: &Arc<FileHandle>,
+        file_offset: u64,
+        mut dst: B,
+        buf_offset: usize,
+        len: usize,
+    ) -> Result<IoHandle<B>> {
+        let whole = dst.io_ref_mut(&|a| self.runtime.classify(a));
+        let buf = Self::sub(whole, buf_offset, len, file, file_offset)?;
+        // SAFETY: `dst` moves into the handle, which keeps it (at the same address, by the
+        // IoBufMut contract) until the read is over, and leaks it if the handle is forgotten.
+        let started = unsafe { self.router().start(Op::Read, file, buf, file_offset, None)? };
+        Ok(IoHandle::new(started, self.stats.clone(), dst))
+    }
+
+    /// Starts writing `len` bytes of `src` from `buf_offset` at `file_offset`; as
+    /// [`Driver::submit_read`]. The result is `len` or an error that says how many bytes of the
+    /// write reached the file.
+    pub fn submit_write<B: IoBuf + Send + 'static>(
+        &self,
+        file: &Arc<FileHandle>,
+        file_offset: u64,
+        src: B,
+        buf_offset: usize,
+        len: usize,
+    ) -> Result<IoHandle<B>> {
+        let whole = src.io_ref(&|a| self.runtime.classify(a));
+        let buf = Self::sub(whole, buf_offset, len, file, file_offset)?;
+        // SAFETY: as in `submit_read`.
+        let started = unsafe { self.router().start(Op::Write, file, buf, file_offset, None)? };
+        Ok(IoHandle::new(started, self.stats.clone(), src))
+    }
+
+    /// Starts `op` on memory of any kind at `addr` (classified by the GPU driver), as
+    /// [`Driver::submit_read`] does for owned buffers: for the C ABI and other callers with
+    /// raw pointers.
+    ///
+    /// # Safety
+    /// `addr..addr+len` must be memory of this process valid for `op` and not accessed by
+    /// anything else until the handle reports the I/O finished (`wait`, `poll`, `is_done`) or
+    /// is dropped. A forgotten handle means the memory must stay valid for ever.
+    pub unsafe fn submit_raw(
+        &self,
+        op: Op,
+        file: &Arc<FileHandle>,
+        file_offset: u64,
+        addr: u64,
+        len: usize,
+    ) -> Result<IoHandle<()>> {
+        let buf = self.raw(addr, len, None, file, file_offset)?;
+        // SAFETY: forwarded contract.
+        let started = unsafe { self.router().start(op, file, buf, file_offset, None)? };
+        Ok(IoHandle::new(started, self.stats.clone(), ()))
+    }
+
+    /// A batch of up to `capacity` I/Os in flight, with cuFile's batch semantics (see
+    /// [`Batch`]). A capacity of 0 is an error.
+    pub fn batch(&self, capacity: usize) -> Result<Batch> {
+        Batch::new(self.router(), capacity)
+    }
+
+    /// Reads many pieces of `file` into one buffer at once: each `(file_offset, buf_offset,
+    /// len)` of `pieces` is read into `dst` at `buf_offset`, all in flight together. Returns
+    /// the bytes read per piece (fewer only at the end of the file). Pieces must not overlap
+    /// in `dst`; any bad piece is an error before anything is read. If a piece fails, the
+    /// others still finish before the first error is returned.
+    pub fn read_vectored<B: IoBufMut + ?Sized>(
+        &self,
+        file: &FileHandle,
+        dst: &mut B,
+        pieces: &[(u64, usize, usize)],
+    ) -> Result<Vec<usize>> {
+        let whole = dst.io_ref_mut(&|a| self.runtime.classify(a));
+        let mut bufs = Vec::with_capacity(pieces.len());
+        for &(off, bo, len) in pieces {
+            bufs.push(Self::sub(whole, bo, len, file, off)?);
+        }
+        let mut order: Vec<usize> = (0..pieces.len()).collect();
+        order.sort_by_key(|&i| pieces[i].1);
+        for w in order.windows(2) {
+            let (a, b) = (pieces[w[0]], pieces[w[1]]);
+            if a.2 > 0 && b.2 > 0 && a.1 + a.2 > b.1 {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("pieces overlap in the buffer: {}+{} and {}+{}", a.1, a.2, b.1, b.2),
+                )
+                .with_errno(libc::EINVAL)
+                .with_path(file.path()));
+            }
+        }
+        let engine = self.backends.iter().find_map(|b| {
+            let e = b.engine()?;
+            let req = Request {
+                op: Op::Read,
+                file: file.info(),
+                memory: whole.kind,
+                file_offset: 0,
+                buf_addr: whole.addr,
+                len: whole.len as u64,
+            };
+            (self.decide(&req).backend == Some(b.name())).then(|| (e.clone(), b.name()))
+        });
+        let Some((engine, name)) = engine else {
+            // No engine backend serves this memory: one routed read per piece.
+            return pieces
+                .iter()
+                .zip(bufs)
+                .map(|(&(off, _, _), buf)| self.route(Op::Read, file, buf, off))
+                .collect();
+        };
+        for (&(off, _, len), _) in pieces.iter().zip(&bufs) {
+            engine.validate(Op::Read, file, len as u64, off)?;
+        }
+        let mut ios = Vec::with_capacity(pieces.len());
+        for (&(off, _, _), buf) in pieces.iter().zip(bufs) {
+            // SAFETY: `dst` and `file` stay borrowed until every I/O below is waited for (each
+            // EngineIo also blocks in drop, and nothing here can forget one); the pieces do
+            // not overlap.
+            ios.push(unsafe { engine.submit_borrowed(Op::Read, file, buf, off) });
+        }
+        let mut out = Vec::with_capacity(ios.len());
+        let mut first_err = None;
+        for io in ios {
+            match io.and_then(|io| io.wait()) {
+                Ok(t) => {
+                    self.stats.record_ok(name, t.bytes);
+                    out.push(t.bytes as usize);
+                }
+                Err(e) => {
+                    self.stats.record_error(name);
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+
+    /// Enqueues `op` on the caller's GPU stream `stream` (a `CUstream`, or a
+    /// [`SimRuntime`](crate::gpu::sim::SimRuntime) stream handle) with `cuFileReadAsync`'s
+    /// semantics: it starts after the work queued on the stream before it, later work on the
+    /// stream waits for it, and the size and offsets in `params` are read when the stream
+    /// reaches it; the result (bytes, or a negative errno) lands in `*params.bytes_p`. See
+    /// [`stream_io`](crate::stream_io) for every ordering guarantee. `buf_base` must be
+    /// device memory; a stream of another GPU or context is an error here.
+    ///
+    /// # Safety
+    /// `stream` is a live stream; the `params` pointers stay valid until the stream has run the
+    /// I/O; `buf_base + *buf_offset_p .. + *size_p` is device memory valid for the I/O and not
+    /// otherwise accessed until then.
+    pub unsafe fn submit_on_stream(
+        &self,
+        op: Op,
+        file: &Arc<FileHandle>,
+        buf_base: u64,
+        params: crate::stream_io::StreamIoParams,
+        stream: u64,
+    ) -> Result<()> {
+        let MemoryKind::Device { ordinal } = self.runtime.classify(buf_base) else {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("address 0x{buf_base:x} is not device memory; stream-ordered I/O needs GPU memory"),
+            )
+            .with_errno(libc::EINVAL)
+            .with_path(file.path()));
+        };
+        self.check_gpu(ordinal)?;
+        let req = Request {
+            op,
+            file: file.info(),
+            memory: MemoryKind::Device { ordinal },
+            file_offset: 0,
+            buf_addr: buf_base,
+            len: EXPLAIN_LEN,
+        };
+        let config = self.loaded.config();
+        let engine = self.backends.iter().find_map(|b| {
+            let e = b.engine()?;
+            b.score(&req, config).accepts().then(|| (e.clone(), b.name()))
+        });
+        let Some((engine, name)) = engine else {
+            return Err(Error::new(
+                ErrorKind::NoBackend,
+                "stream-ordered I/O runs on the compat engine, which this configuration does not allow",
+            )
+            .with_errno(libc::ENOTSUP)
+            .with_path(file.path()));
+        };
+        // SAFETY: forwarded contract.
+        unsafe {
+            crate::stream_io::enqueue(
+                &self.runtime,
+                engine,
+                name,
+                self.stats.clone(),
+                op,
+                file,
+                buf_base,
+                ordinal,
+                params,
+                stream,
+            )
+        }
     }
 }

@@ -51,6 +51,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod batch;
 pub mod config;
 pub mod driver;
 pub mod engine;
@@ -62,12 +63,19 @@ pub mod iobatch;
 pub mod memory;
 pub mod op_stats;
 pub mod platform;
+pub mod request;
 pub mod stats;
+pub mod stream_io;
+pub mod submit;
 
+pub use batch::{Batch, BatchEntry, BatchEvent, BatchState, BatchStatus};
 pub use config::{Config, ConfigEntry, DirectIoPolicy, LoadedConfig, Source};
 pub use driver::{Decision, Driver};
 pub use error::{Error, ErrorKind, Result};
 pub use file::{FileHandle, FileInfo, OpenOptions};
 pub use gpu::{DeviceBuffer, PinnedBuffer};
 pub use memory::{BufferRef, IoBuf, IoBufMut, MemoryKind};
+pub use request::Op;
 pub use stats::{BackendStats, StatsSnapshot};
+pub use stream_io::StreamIoParams;
+pub use submit::IoHandle;

@@ -51,8 +51,40 @@ impl fmt::Display for MemoryKind {
 }
 
 /// The memory an I/O reads into or writes from, as the engine sees it: an address range and
-/// what kind of memory it is. Built by the safe API from slices and device buffers, or by the
-/// caller of the raw-pointer functions, who promises the range is valid.
+/// what kind of memory it is. A plain description: anyone can build one, and every function
+/// that moves bytes to or from the range it names is `unsafe` (its caller promises the range
+/// is valid). The safe API builds them from buffers it borrows or owns ([`IoBuf`],
+/// [`IoBufMut`]).
+///
+/// Safe code cannot hand the engine an arbitrary address:
+///
+/// ```compile_fail,E0133
+/// # fn f(engine: &gdio::engine::Engine, file: &gdio::FileHandle) {
+/// let anywhere = gdio::BufferRef { addr: 0xdead_0000, len: 4096, kind: gdio::MemoryKind::Host };
+/// let _ = engine.read(file, anywhere, 0); // error[E0133]: call to unsafe function
+/// # }
+/// ```
+///
+/// nor a backend:
+///
+/// ```compile_fail,E0133
+/// # use gdio::backend::Backend;
+/// # fn f(b: &dyn Backend, file: &gdio::FileHandle) {
+/// let anywhere = gdio::BufferRef { addr: 0xdead_0000, len: 4096, kind: gdio::MemoryKind::Host };
+/// let _ = b.write(file, anywhere, 0); // error[E0133]: call to unsafe function
+/// # }
+/// ```
+///
+/// nor claim, through a safe trait impl, that an address is its buffer:
+///
+/// ```compile_fail,E0200
+/// struct Anywhere;
+/// impl gdio::IoBufMut for Anywhere { // error[E0200]: the trait requires an `unsafe impl`
+///     fn io_ref_mut(&mut self, _: &dyn Fn(u64) -> gdio::MemoryKind) -> gdio::BufferRef {
+///         gdio::BufferRef { addr: 0xdead_0000, len: 4096, kind: gdio::MemoryKind::Host }
+///     }
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BufferRef {
     /// Start address (a host virtual address, or a CUDA device pointer).
@@ -63,20 +95,31 @@ pub struct BufferRef {
     pub kind: MemoryKind,
 }
 
-/// A buffer gdio can read into: host slices, [`DeviceBuffer`](crate::gpu::DeviceBuffer)s.
-pub trait IoBufMut {
+/// A buffer gdio can read into: host slices and vectors, [`DeviceBuffer`](crate::gpu::DeviceBuffer)s,
+/// [`PinnedBuffer`](crate::gpu::PinnedBuffer)s.
+///
+/// # Safety
+/// `io_ref_mut` must describe memory this value owns or borrows exclusively, valid for writes
+/// of the whole length for as long as the value lives (and is not used otherwise), and (for
+/// owned values given to [`Driver::submit_read`](crate::Driver::submit_read)) at the same
+/// address when the value is moved.
+pub unsafe trait IoBufMut {
     /// Address, length and kind of the whole buffer. `classify` tells the kind of a host
     /// address (pageable or pinned).
     fn io_ref_mut(&mut self, classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef;
 }
 
 /// A buffer gdio can write from.
-pub trait IoBuf {
+///
+/// # Safety
+/// As [`IoBufMut`], for reads.
+pub unsafe trait IoBuf {
     /// Address, length and kind of the whole buffer.
     fn io_ref(&self, classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef;
 }
 
-impl IoBufMut for [u8] {
+// SAFETY: the range is the slice or vector itself; a moved vector keeps its heap buffer.
+unsafe impl IoBufMut for [u8] {
     fn io_ref_mut(&mut self, classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
         let addr = self.as_mut_ptr() as u64;
         let kind = match classify(addr) {
@@ -87,7 +130,8 @@ impl IoBufMut for [u8] {
     }
 }
 
-impl IoBuf for [u8] {
+// SAFETY: as above.
+unsafe impl IoBuf for [u8] {
     fn io_ref(&self, classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
         let addr = self.as_ptr() as u64;
         let kind = match classify(addr) {
@@ -98,38 +142,16 @@ impl IoBuf for [u8] {
     }
 }
 
-impl IoBufMut for Vec<u8> {
+// SAFETY: the range is the slice or vector itself; a moved vector keeps its heap buffer.
+unsafe impl IoBufMut for Vec<u8> {
     fn io_ref_mut(&mut self, classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
         self.as_mut_slice().io_ref_mut(classify)
     }
 }
 
-impl IoBuf for Vec<u8> {
+// SAFETY: as above.
+unsafe impl IoBuf for Vec<u8> {
     fn io_ref(&self, classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
         self.as_slice().io_ref(classify)
-    }
-}
-
-impl IoBufMut for crate::gpu::DeviceBuffer {
-    fn io_ref_mut(&mut self, _classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
-        self.as_buffer_ref()
-    }
-}
-
-impl IoBuf for crate::gpu::DeviceBuffer {
-    fn io_ref(&self, _classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
-        self.as_buffer_ref()
-    }
-}
-
-impl IoBufMut for crate::gpu::PinnedBuffer {
-    fn io_ref_mut(&mut self, _classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
-        BufferRef { addr: self.as_mut_ptr() as u64, len: self.len(), kind: MemoryKind::PinnedHost }
-    }
-}
-
-impl IoBuf for crate::gpu::PinnedBuffer {
-    fn io_ref(&self, _classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
-        BufferRef { addr: self.as_ptr() as u64, len: self.len(), kind: MemoryKind::PinnedHost }
     }
 }

@@ -28,10 +28,10 @@ impl Backend for TableGds {
     fn score(&self, req: &Request<'_>, config: &Config) -> Score {
         gds::score_with(&self.platform, self.registration.as_ref(), req, config)
     }
-    fn read(&self, _: &FileHandle, _: BufferRef, _: u64) -> Result<usize> {
+    unsafe fn read(&self, _: &FileHandle, _: BufferRef, _: u64) -> Result<usize> {
         unreachable!("the table only scores")
     }
-    fn write(&self, _: &FileHandle, _: BufferRef, _: u64) -> Result<usize> {
+    unsafe fn write(&self, _: &FileHandle, _: BufferRef, _: u64) -> Result<usize> {
         unreachable!("the table only scores")
     }
 }

@@ -75,16 +75,17 @@ impl Backend for FaultBackend {
         }
     }
 
-    fn read(&self, file: &FileHandle, dst: BufferRef, offset: u64) -> Result<usize> {
+    unsafe fn read(&self, file: &FileHandle, dst: BufferRef, offset: u64) -> Result<usize> {
         if let Some(errno) = self.next() {
             return Err(Error::from_errno(errno, "injected fault on read")
                 .with_path(file.path())
                 .with_range(offset, dst.len as u64));
         }
-        Ok(self.engine.read(file, dst, offset)?.bytes as usize)
+        // SAFETY: forwarded contract.
+        Ok(unsafe { self.engine.read(file, dst, offset) }?.bytes as usize)
     }
 
-    fn write(&self, file: &FileHandle, src: BufferRef, offset: u64) -> Result<usize> {
+    unsafe fn write(&self, file: &FileHandle, src: BufferRef, offset: u64) -> Result<usize> {
         if let Some(errno) = self.next() {
             if self.scribble && file.is_writable() {
                 let junk = vec![0xA5u8; src.len];
@@ -94,6 +95,7 @@ impl Backend for FaultBackend {
                 .with_path(file.path())
                 .with_range(offset, src.len as u64));
         }
-        Ok(self.engine.write(file, src, offset)?.bytes as usize)
+        // SAFETY: forwarded contract.
+        Ok(unsafe { self.engine.write(file, src, offset) }?.bytes as usize)
     }
 }

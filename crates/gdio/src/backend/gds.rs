@@ -471,7 +471,15 @@ impl GdsBackend {
         Ok((lib, h as CUfileHandle))
     }
 
-    fn io(&self, file: &FileHandle, buf: BufferRef, offset: u64, write: bool) -> Result<usize> {
+    /// # Safety
+    /// `buf` is device memory valid for the I/O until the call returns.
+    unsafe fn io(
+        &self,
+        file: &FileHandle,
+        buf: BufferRef,
+        offset: u64,
+        write: bool,
+    ) -> Result<usize> {
         let MemoryKind::Device { ordinal } = buf.kind else {
             return Err(Error::new(ErrorKind::InvalidInput, "gds needs device memory")
                 .with_errno(libc::EINVAL));
@@ -592,12 +600,14 @@ impl Backend for GdsBackend {
         let _ = self.register(lib, f.as_raw_fd(), key, false);
     }
 
-    fn read(&self, file: &FileHandle, dst: BufferRef, offset: u64) -> Result<usize> {
-        self.io(file, dst, offset, false)
+    unsafe fn read(&self, file: &FileHandle, dst: BufferRef, offset: u64) -> Result<usize> {
+        // SAFETY: forwarded contract.
+        unsafe { self.io(file, dst, offset, false) }
     }
 
-    fn write(&self, file: &FileHandle, src: BufferRef, offset: u64) -> Result<usize> {
-        self.io(file, src, offset, true)
+    unsafe fn write(&self, file: &FileHandle, src: BufferRef, offset: u64) -> Result<usize> {
+        // SAFETY: forwarded contract.
+        unsafe { self.io(file, src, offset, true) }
     }
 }
 

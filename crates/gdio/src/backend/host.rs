@@ -42,11 +42,17 @@ impl Backend for HostBackend {
         }
     }
 
-    fn read(&self, file: &FileHandle, dst: BufferRef, offset: u64) -> Result<usize> {
-        Ok(self.engine.read(file, dst, offset)?.bytes as usize)
+    unsafe fn read(&self, file: &FileHandle, dst: BufferRef, offset: u64) -> Result<usize> {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { self.engine.read(file, dst, offset) }?.bytes as usize)
     }
 
-    fn write(&self, file: &FileHandle, src: BufferRef, offset: u64) -> Result<usize> {
-        Ok(self.engine.write(file, src, offset)?.bytes as usize)
+    unsafe fn write(&self, file: &FileHandle, src: BufferRef, offset: u64) -> Result<usize> {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { self.engine.write(file, src, offset) }?.bytes as usize)
+    }
+
+    fn engine(&self) -> Option<&Arc<Engine>> {
+        Some(&self.engine)
     }
 }

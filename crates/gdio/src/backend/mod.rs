@@ -12,48 +12,16 @@ pub mod select;
 
 pub use select::{Decision, RETRY_ERRNOS};
 
+/// The request vocabulary lives below both the backends and the engine ([`crate::request`]);
+/// re-exported here where callers have always found it.
+pub use crate::request::{Op, Request};
+
 use std::fmt;
 
 use crate::config::Config;
 use crate::error::Result;
 use crate::file::{FileHandle, FileInfo};
-use crate::memory::{BufferRef, MemoryKind};
-
-/// Direction of an I/O.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Op {
-    /// File → memory.
-    Read,
-    /// Memory → file.
-    Write,
-}
-
-impl fmt::Display for Op {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Op::Read => "read",
-            Op::Write => "write",
-        })
-    }
-}
-
-/// What a backend is asked to score: everything known about an I/O before it runs.
-#[derive(Debug, Clone, Copy)]
-pub struct Request<'a> {
-    /// Read or write.
-    pub op: Op,
-    /// The file's probe.
-    pub file: &'a FileInfo,
-    /// Kind of memory on the other side.
-    pub memory: MemoryKind,
-    /// Byte offset in the file.
-    pub file_offset: u64,
-    /// Address of the buffer (host virtual or device).
-    pub buf_addr: u64,
-    /// Bytes to move.
-    pub len: u64,
-}
+use crate::memory::BufferRef;
 
 /// Score of a fastpath that can serve a request.
 pub const SCORE_FASTPATH: i32 = 100;
@@ -97,9 +65,24 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// Scores `req` under `config`.
     fn score(&self, req: &Request<'_>, config: &Config) -> Score;
     /// Reads `dst.len` bytes at `offset` into `dst`; returns the bytes read (fewer at EOF).
-    fn read(&self, file: &FileHandle, dst: BufferRef, offset: u64) -> Result<usize>;
+    ///
+    /// # Safety
+    /// `dst` must describe memory of this process (host, or device memory of the driver's
+    /// GPUs) valid for writes of `dst.len` bytes and not accessed by anything else until the
+    /// call returns.
+    unsafe fn read(&self, file: &FileHandle, dst: BufferRef, offset: u64) -> Result<usize>;
     /// Writes `src.len` bytes from `src` at `offset`; returns the bytes written.
-    fn write(&self, file: &FileHandle, src: BufferRef, offset: u64) -> Result<usize>;
+    ///
+    /// # Safety
+    /// `src` must describe memory of this process valid for reads of `src.len` bytes until the
+    /// call returns.
+    unsafe fn write(&self, file: &FileHandle, src: BufferRef, offset: u64) -> Result<usize>;
+    /// The engine this backend runs its I/O on, when it runs every request there: the driver
+    /// then submits asynchronous, batched and vectored I/O to it directly. `None` for a backend
+    /// with its own I/O path (such I/O runs synchronously when it is submitted).
+    fn engine(&self) -> Option<&std::sync::Arc<crate::engine::Engine>> {
+        None
+    }
     /// True for a fastpath: its runtime failures with a retryable errno may be retried on a
     /// fallback ([`select`]).
     fn is_fastpath(&self) -> bool {

@@ -39,6 +39,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("bounce_buffer_size", KeyKind::Count),
     ("buffered_chunk_size", KeyKind::Count),
     ("bounce_buffers_per_thread", KeyKind::Count),
+    ("direct_reads_in_flight", KeyKind::Count),
     ("direct_io", KeyKind::DirectIo),
     ("hot_cache_fraction", KeyKind::Fraction),
     ("page_cache_dma", KeyKind::Bool),
@@ -138,6 +139,7 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "bounce_buffers_per_thread" => {
             config.bounce_buffers_per_thread = as_usize(origin, key, value)?
         }
+        "direct_reads_in_flight" => config.direct_reads_in_flight = as_usize(origin, key, value)?,
         "direct_io" => {
             let s = value
                 .as_str()
@@ -189,6 +191,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "bounce_buffer_size" => config.bounce_buffer_size.into(),
         "buffered_chunk_size" => config.buffered_chunk_size.into(),
         "bounce_buffers_per_thread" => config.bounce_buffers_per_thread.into(),
+        "direct_reads_in_flight" => config.direct_reads_in_flight.into(),
         "direct_io" => serde_json::to_value(config.direct_io).unwrap_or(Value::Null),
         "hot_cache_fraction" => config.hot_cache_fraction.into(),
         "page_cache_dma" => config.page_cache_dma.into(),

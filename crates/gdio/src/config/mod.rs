@@ -97,6 +97,10 @@ pub struct Config {
     pub buffered_chunk_size: usize,
     /// Pinned bounce buffers per worker (at least 2, so reads overlap copies).
     pub bounce_buffers_per_thread: usize,
+    /// `O_DIRECT` reads one worker keeps in flight for a cold range going to GPU memory (1–64):
+    /// a worker reads this many bounce buffers at once, so a cold read keeps the disk's queue
+    /// full. Each worker then has at least this many + 1 bounce buffers.
+    pub direct_reads_in_flight: usize,
     /// When to use `O_DIRECT`.
     pub direct_io: DirectIoPolicy,
     /// A range at least this cached (0.0–1.0) counts as hot under `DirectIoPolicy::Auto`.
@@ -143,6 +147,7 @@ impl Default for Config {
             bounce_buffer_size: 8 << 20,
             buffered_chunk_size: 4 << 20,
             bounce_buffers_per_thread: 2,
+            direct_reads_in_flight: 2,
             direct_io: DirectIoPolicy::Auto,
             hot_cache_fraction: 0.5,
             page_cache_dma: false,
@@ -171,6 +176,9 @@ impl Config {
         }
         if self.buffered_chunk_size < 4096 {
             return bad("buffered_chunk_size", "must be at least 4096 bytes");
+        }
+        if !(1..=64).contains(&self.direct_reads_in_flight) {
+            return bad("direct_reads_in_flight", "must be between 1 and 64");
         }
         if self.bounce_buffers_per_thread < 2 {
             return bad("bounce_buffers_per_thread", "must be at least 2 (reads overlap copies)");

@@ -1,14 +1,17 @@
-//! A job: one request, split into tasks that workers claim one at a time, and the state the
-//! caller waits on.
+//! A job: one request, split into tasks that workers claim one at a time, and the state its
+//! submitter waits on. A task counts as finished only when its bytes have landed (for reads
+//! into GPU memory: when the copy of its last chunk is known complete), so a job is done
+//! exactly when no worker or copy touches its buffer any more.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 use super::plan::Task;
-use crate::backend::Op;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::file::FileHandle;
 use crate::memory::BufferRef;
+use crate::request::Op;
 
 /// How the engine reads one job's file: decided per task from the direct-I/O policy.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -21,7 +24,7 @@ pub enum DirectChoice {
     WhenCold(f64),
 }
 
-/// The outcome of one task.
+/// The outcome of one task (on error: what reached its destination before the error).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TaskResult {
     /// Bytes moved.
@@ -32,10 +35,47 @@ pub struct TaskResult {
     pub mapped_bytes: u64,
 }
 
+/// The file a job reads or writes: borrowed from a submitter that waits for the job before it
+/// lets the handle go, or shared with it.
+pub(crate) enum JobFile {
+    /// The submitter keeps the handle alive until the job is done.
+    Borrowed(*const FileHandle),
+    /// The job keeps the handle alive itself.
+    Shared(Arc<FileHandle>),
+}
+
+/// Where the engine counts the bytes of finished jobs.
+#[derive(Default, Debug)]
+pub(crate) struct Counters {
+    pub buffered_read: AtomicU64,
+    pub direct_read: AtomicU64,
+    pub mapped_read: AtomicU64,
+    pub buffered_write: AtomicU64,
+    pub direct_write: AtomicU64,
+}
+
+/// Told when a job completes (a batch waits on one of these for all its entries).
+#[derive(Default, Debug)]
+pub(crate) struct Notifier {
+    pub completions: Mutex<u64>,
+    pub cv: Condvar,
+}
+
+impl Notifier {
+    pub(crate) fn notify(&self) {
+        *self.completions.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.cv.notify_all();
+    }
+}
+
 #[derive(Default)]
 struct State {
-    finished_tasks: usize,
-    active_workers: usize,
+    claimed: usize,
+    finished: usize,
+    /// No more tasks will be claimed (an error or a cancel).
+    stopped: bool,
+    canceled: bool,
+    done: bool,
     bytes: u64,
     direct_bytes: u64,
     mapped_bytes: u64,
@@ -44,137 +84,243 @@ struct State {
     error: Option<Error>,
 }
 
+/// What a finished job moved: bytes counted as `pread` would (up to the first short task), of
+/// which direct and page-cache DMA.
+pub(crate) type JobOutcome = Result<(u64, u64, u64), Error>;
+
 /// One request in flight.
 pub struct Job {
     pub(crate) op: Op,
-    file: *const FileHandle,
+    file: JobFile,
     pub(crate) buf: BufferRef,
     pub(crate) offset: u64,
+    pub(crate) len: u64,
     pub(crate) tasks: Vec<Task>,
     pub(crate) direct: DirectChoice,
     /// Hot ranges go to the GPU by DMA from the page cache.
     pub(crate) page_cache_dma: bool,
     /// Bytes per buffered read into a bounce buffer.
     pub(crate) buffered_chunk: u64,
-    next: AtomicUsize,
-    failed: AtomicBool,
+    /// `O_DIRECT` reads a worker keeps in flight for this job's cold ranges in GPU memory.
+    pub(crate) direct_in_flight: usize,
+    counters: Option<Arc<Counters>>,
+    notifier: Option<Arc<Notifier>>,
     state: Mutex<State>,
     cv: Condvar,
 }
 
-// SAFETY: `file` points to a FileHandle (Sync) that the submitting thread keeps alive until
-// `wait` returns, and `wait` returns only after every task finished and no worker is active.
+// SAFETY: a borrowed `file` points to a FileHandle (Sync) that the submitter keeps alive until
+// the job is done, and the buffer stays valid until then by the contract of the unsafe
+// submission functions; workers touch both only while running or completing a task, which is
+// before the job is done. All mutable state is behind the mutex.
 unsafe impl Send for Job {}
-// SAFETY: as above; all mutable state is behind atomics or the mutex.
+// SAFETY: as above.
 unsafe impl Sync for Job {}
 
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Job")
+            .field("op", &self.op)
+            .field("offset", &self.offset)
+            .field("len", &self.len)
+            .field("buf", &self.buf)
+            .finish()
+    }
+}
+
 impl Job {
-    /// A job over `tasks`; the caller must keep `file` alive until [`Job::wait`] returns.
+    /// A job over `tasks` (a request of `len` bytes at `offset`).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         op: Op,
-        file: &FileHandle,
+        file: JobFile,
         buf: BufferRef,
         offset: u64,
+        len: u64,
         tasks: Vec<Task>,
         direct: DirectChoice,
+        counters: Option<Arc<Counters>>,
     ) -> Job {
+        let done = tasks.is_empty();
         Job {
             op,
             file,
             buf,
             offset,
+            len,
             tasks,
             direct,
             page_cache_dma: false,
             buffered_chunk: u64::MAX,
-            next: AtomicUsize::new(0),
-            failed: AtomicBool::new(false),
-            state: Mutex::new(State::default()),
+            direct_in_flight: 1,
+            counters,
+            notifier: None,
+            state: Mutex::new(State { done, ..State::default() }),
             cv: Condvar::new(),
         }
     }
 
-    /// The file. Valid while the job is not finished (see the `Send` impl).
+    /// Completion of this job also notifies `n`.
+    pub(crate) fn set_notifier(&mut self, n: Arc<Notifier>) {
+        self.notifier = Some(n);
+    }
+
+    /// The file. Valid while the job is not done (see the `Send` impl).
     pub(crate) fn file(&self) -> &FileHandle {
-        // SAFETY: the submitter keeps the handle alive until `wait` returns, which is after all
-        // tasks are finished; workers only call this while running a task.
-        unsafe { &*self.file }
+        match &self.file {
+            // SAFETY: the submitter keeps the handle alive until the job is done; workers
+            // only call this while running a task, which is before that.
+            JobFile::Borrowed(p) => unsafe { &**p },
+            JobFile::Shared(f) => f,
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A worker starts working on this job.
-    pub(crate) fn enter(&self) {
-        self.lock().active_workers += 1;
-    }
-
-    /// A worker is done with this job (after synchronizing its stream).
-    pub(crate) fn leave(&self, sync_error: Option<Error>) {
+    /// Claims the next task, or `None` when all are claimed or the job stopped.
+    pub(crate) fn claim(&self) -> Option<Task> {
         let mut s = self.lock();
-        s.active_workers -= 1;
-        if let Some(e) = sync_error {
-            s.error.get_or_insert(e);
-        }
-        self.cv.notify_all();
-    }
-
-    /// Claims the next task, or `None` when all are claimed or the job failed.
-    pub(crate) fn claim(&self) -> Option<(usize, Task)> {
-        if self.failed.load(Ordering::Acquire) {
+        if s.stopped || s.claimed >= self.tasks.len() {
             return None;
         }
-        let i = self.next.fetch_add(1, Ordering::AcqRel);
-        self.tasks.get(i).map(|t| (i, *t))
+        s.claimed += 1;
+        Some(self.tasks[s.claimed - 1])
     }
 
-    /// Records the outcome of a task.
-    pub(crate) fn finish(&self, task: Task, result: Result<TaskResult, Error>) {
+    /// Stops claiming: tasks not started are canceled; tasks in flight still finish. Returns
+    /// false when the job was already done.
+    pub(crate) fn cancel(&self) -> bool {
         let mut s = self.lock();
-        s.finished_tasks += 1;
-        match result {
-            Ok(r) => {
-                s.bytes += r.bytes;
-                s.direct_bytes += r.direct_bytes;
-                s.mapped_bytes += r.mapped_bytes;
-                if r.bytes < task.len {
-                    let at = task.offset + r.bytes;
+        if s.done {
+            return false;
+        }
+        if !s.stopped {
+            s.stopped = true;
+            if s.claimed < self.tasks.len() {
+                s.canceled = true;
+            }
+        }
+        self.complete_if_done(&mut s);
+        true
+    }
+
+    /// Records the outcome of a task whose bytes have landed (or that failed, after nothing of
+    /// it is in flight any more).
+    pub(crate) fn finish(&self, task: Task, result: TaskResult, error: Option<Error>) {
+        let mut s = self.lock();
+        s.finished += 1;
+        s.bytes += result.bytes;
+        s.direct_bytes += result.direct_bytes;
+        s.mapped_bytes += result.mapped_bytes;
+        match error {
+            None => {
+                if result.bytes < task.len {
+                    let at = task.offset + result.bytes;
                     s.short_at = Some(s.short_at.map_or(at, |x: u64| x.min(at)));
                 }
             }
-            Err(e) => {
-                self.failed.store(true, Ordering::Release);
+            Some(e) => {
+                s.stopped = true;
                 s.error.get_or_insert(e);
             }
         }
-        self.cv.notify_all();
+        self.complete_if_done(&mut s);
     }
 
-    /// Blocks until every claimed task finished and no worker is active; returns the bytes
-    /// moved counted as `pread` would (up to the first short task), the direct bytes and the
-    /// page-cache DMA bytes.
-    pub(crate) fn wait(&self) -> Result<(u64, u64, u64), Error> {
-        let mut s = self.lock();
-        loop {
-            let claimed = self.next.load(Ordering::Acquire).min(self.tasks.len());
-            let all_done = if self.failed.load(Ordering::Acquire) {
-                s.finished_tasks >= claimed
-            } else {
-                s.finished_tasks == self.tasks.len()
-            };
-            if all_done && s.active_workers == 0 {
-                break;
-            }
-            s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner());
+    fn complete_if_done(&self, s: &mut State) {
+        if s.done || s.finished < s.claimed || !(s.stopped || s.claimed == self.tasks.len()) {
+            return;
         }
-        if let Some(e) = s.error.take() {
-            return Err(e);
+        s.done = true;
+        if s.error.is_none() {
+            if let Some(c) = &self.counters {
+                let plain = s.bytes.saturating_sub(s.direct_bytes + s.mapped_bytes);
+                let (a, b) = match self.op {
+                    Op::Read => {
+                        c.mapped_read.fetch_add(s.mapped_bytes, Ordering::Relaxed);
+                        (&c.buffered_read, &c.direct_read)
+                    }
+                    Op::Write => (&c.buffered_write, &c.direct_write),
+                };
+                a.fetch_add(plain, Ordering::Relaxed);
+                b.fetch_add(s.direct_bytes, Ordering::Relaxed);
+            }
+        }
+        self.cv.notify_all();
+        if let Some(n) = &self.notifier {
+            n.notify();
+        }
+    }
+
+    /// Tells the notifier about a job that was done at creation (nothing to move).
+    pub(crate) fn notify_done(&self) {
+        if let Some(n) = &self.notifier {
+            n.notify();
+        }
+    }
+
+    /// True once no worker and no copy touches the job's buffer any more.
+    pub(crate) fn is_done(&self) -> bool {
+        self.lock().done
+    }
+
+    /// Blocks until the job is done, or until `deadline`; true when done.
+    pub(crate) fn wait_until(&self, deadline: Option<Instant>) -> bool {
+        let mut s = self.lock();
+        while !s.done {
+            match deadline {
+                None => s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner()),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return false;
+                    }
+                    s = self.cv.wait_timeout(s, d - now).unwrap_or_else(|p| p.into_inner()).0;
+                }
+            }
+        }
+        true
+    }
+
+    /// The outcome of a done job (call after [`Job::wait_until`] returned true). A write that
+    /// failed says how many bytes of the whole request reached the file.
+    pub(crate) fn outcome(&self) -> JobOutcome {
+        let s = self.lock();
+        if let Some(e) = &s.error {
+            if self.op == Op::Write {
+                return Err(Error::new(
+                    e.kind(),
+                    format!(
+                        "{}; {} of the {} bytes of this write reached the file",
+                        e.message(),
+                        s.bytes,
+                        self.len
+                    ),
+                )
+                .with_errno(e.errno().unwrap_or(libc::EIO))
+                .with_path(self.file().path())
+                .with_range(self.offset, self.len));
+            }
+            return Err(e.clone());
+        }
+        if s.canceled {
+            return Err(Error::new(ErrorKind::Io, "the I/O was canceled before it completed")
+                .with_errno(libc::ECANCELED)
+                .with_path(self.file().path())
+                .with_range(self.offset, self.len));
         }
         let total = match s.short_at {
             Some(at) => at - self.offset,
             None => s.bytes,
         };
         Ok((total, s.direct_bytes, s.mapped_bytes))
+    }
+
+    /// True when the job was canceled before all its tasks ran.
+    pub(crate) fn was_canceled(&self) -> bool {
+        let s = self.lock();
+        s.canceled && s.error.is_none()
     }
 }

@@ -15,18 +15,20 @@ pub mod plan;
 mod pool;
 mod transfer;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub use job::DirectChoice;
 
-use crate::backend::Op;
+pub(crate) use job::Notifier;
+
 use crate::config::{Config, DirectIoPolicy};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::FileHandle;
 use crate::gpu::GpuRuntime;
-use crate::memory::BufferRef;
-use job::Job;
+use crate::memory::{BufferRef, MemoryKind};
+use crate::request::Op;
+use job::{Counters, Job, JobFile};
 use pool::{LaneShape, Pool};
 
 /// What one request moved.
@@ -56,21 +58,12 @@ pub struct EngineCounters {
     pub direct_write_bytes: u64,
 }
 
-#[derive(Default)]
-struct Counters {
-    buffered_read: AtomicU64,
-    direct_read: AtomicU64,
-    mapped_read: AtomicU64,
-    buffered_write: AtomicU64,
-    direct_write: AtomicU64,
-}
-
 /// The engine: a worker pool over one GPU runtime.
 pub struct Engine {
     runtime: Arc<dyn GpuRuntime>,
     pool: Pool,
     config: Config,
-    counters: Counters,
+    counters: Arc<Counters>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -90,13 +83,16 @@ impl Engine {
         let config = config.clone();
         let shape = LaneShape {
             size: config.bounce_buffer_size,
-            count: config.bounce_buffers_per_thread.max(2),
+            count: config
+                .bounce_buffers_per_thread
+                .max(2)
+                .max(config.direct_reads_in_flight.clamp(1, 64) + 1),
         };
         Engine {
             pool: Pool::new(runtime.clone(), config.threads.max(1), shape),
             runtime,
             config,
-            counters: Counters::default(),
+            counters: Arc::default(),
         }
     }
 
@@ -139,60 +135,44 @@ impl Engine {
         }
     }
 
-    fn run(
-        &self,
-        op: Op,
-        file: &FileHandle,
-        buf: BufferRef,
-        offset: u64,
-        len: u64,
-    ) -> Result<Transfer> {
-        let align = transfer::direct_align(file);
-        let tasks = plan::split(offset, len, self.config.task_size as u64, align);
-        if tasks.is_empty() {
-            return Ok(Transfer::default());
-        }
-        let cap =
-            if op == Op::Write { self.config.write_threads.max(1) } else { self.pool.threads() };
-        let workers = tasks.len().min(cap);
-        let mut job = Job::new(op, file, buf, offset, tasks, self.direct_choice(op));
-        job.buffered_chunk = self.config.buffered_chunk_size.max(4096) as u64;
-        job.page_cache_dma = self.config.page_cache_dma && op == Op::Read;
-        let job = Arc::new(job);
-        if let Err(e) = self.pool.submit(&job, workers) {
-            return Err(e.with_path(file.path()).with_range(offset, len));
-        }
-        let (bytes, direct_bytes, mapped_bytes) = job.wait()?;
-        let c = &self.counters;
-        let plain = bytes.saturating_sub(direct_bytes + mapped_bytes);
+    /// Checks a request and clamps a read at the end of the file; `None` when there is nothing
+    /// to move.
+    fn check(&self, op: Op, file: &FileHandle, len: u64, offset: u64) -> Result<Option<u64>> {
+        let end = offset.checked_add(len).ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidInput,
+                format!("offset {offset} + length {len} overflows a 64-bit file offset"),
+            )
+            .with_errno(libc::EINVAL)
+            .with_path(file.path())
+            .with_range(offset, len)
+        })?;
         match op {
-            Op::Read => {
-                c.buffered_read.fetch_add(plain, Ordering::Relaxed);
-                c.direct_read.fetch_add(direct_bytes, Ordering::Relaxed);
-                c.mapped_read.fetch_add(mapped_bytes, Ordering::Relaxed);
+            Op::Read if !file.is_readable() => {
+                return Err(Error::new(ErrorKind::PermissionDenied, "handle was opened write-only")
+                    .with_errno(libc::EBADF)
+                    .with_path(file.path())
+                    .with_range(offset, len))
             }
-            Op::Write => {
-                c.buffered_write.fetch_add(plain, Ordering::Relaxed);
-                c.direct_write.fetch_add(direct_bytes, Ordering::Relaxed);
-            }
-        }
-        Ok(Transfer { bytes, direct_bytes, mapped_bytes })
-    }
-
-    /// Reads up to `dst.len` bytes at `offset` into `dst`. Fewer bytes come back only when the
-    /// file ends first. An offset past the end of the file is an error.
-    pub fn read(&self, file: &FileHandle, dst: BufferRef, offset: u64) -> Result<Transfer> {
-        let len = dst.len as u64;
-        if !file.is_readable() {
-            return Err(Error::new(ErrorKind::PermissionDenied, "handle was opened write-only")
+            Op::Write if !file.is_writable() => {
+                return Err(Error::new(
+                    ErrorKind::PermissionDenied,
+                    "handle was opened read-only; open it for writing",
+                )
+                .with_errno(libc::EBADF)
                 .with_path(file.path())
-                .with_range(offset, len));
+                .with_range(offset, len))
+            }
+            _ => {}
         }
         if len == 0 {
-            return Ok(Transfer::default());
+            return Ok(None);
+        }
+        if op == Op::Write {
+            return Ok(Some(len));
         }
         let mut size = file.size();
-        if offset + len > size {
+        if end > size {
             size = file.refresh_size()?;
         }
         if offset > size {
@@ -204,27 +184,231 @@ impl Engine {
             .with_path(file.path())
             .with_range(offset, len));
         }
-        let len = len.min(size - offset);
-        self.run(Op::Read, file, dst, offset, len)
+        Ok(Some(len.min(size - offset)))
+    }
+
+    /// Builds the job of a checked request of `len` bytes.
+    fn job(&self, op: Op, file: JobFile, buf: BufferRef, offset: u64, len: u64) -> Job {
+        let fh = match &file {
+            // SAFETY: the caller of `job` holds the handle for the whole call.
+            JobFile::Borrowed(p) => unsafe { &**p },
+            JobFile::Shared(f) => &**f,
+        };
+        let align = transfer::direct_align(fh);
+        let tasks = plan::split(offset, len, self.config.task_size as u64, align);
+        let mut job = Job::new(
+            op,
+            file,
+            buf,
+            offset,
+            len,
+            tasks,
+            self.direct_choice(op),
+            Some(self.counters.clone()),
+        );
+        job.buffered_chunk = self.config.buffered_chunk_size.max(4096) as u64;
+        job.direct_in_flight = self.config.direct_reads_in_flight.clamp(1, 64);
+        job.page_cache_dma = self.config.page_cache_dma && op == Op::Read;
+        job
+    }
+
+    /// Queues a job for the workers (`threads`, for writes `write_threads`).
+    fn queue(&self, job: &Arc<Job>) -> Result<()> {
+        let cap = if job.op == Op::Write {
+            self.config.write_threads.max(1)
+        } else {
+            self.pool.threads()
+        };
+        let workers = job.tasks.len().min(cap);
+        self.pool.submit(job, workers).map_err(|e| e.with_path(job.file().path()))
+    }
+
+    fn transfer(job: &Job) -> Result<Transfer> {
+        job.wait_until(None);
+        let (bytes, direct_bytes, mapped_bytes) = job.outcome()?;
+        Ok(Transfer { bytes, direct_bytes, mapped_bytes })
+    }
+
+    fn run_sync(&self, op: Op, file: &FileHandle, buf: BufferRef, offset: u64) -> Result<Transfer> {
+        let Some(len) = self.check(op, file, buf.len as u64, offset)? else {
+            return Ok(Transfer::default());
+        };
+        let job = self.job(op, JobFile::Borrowed(file), buf, offset, len);
+        // A single task in host memory runs on the calling thread: no hand-off, no wake-up.
+        if job.tasks.len() == 1 && !matches!(buf.kind, MemoryKind::Device { .. }) {
+            if let Some(task) = job.claim() {
+                pool::run_host_task(&job, task);
+            }
+            let t = Self::transfer(&job);
+            if op == Op::Write && t.is_ok() {
+                file.note_written_end(offset + len);
+            }
+            return t;
+        }
+        let job = Arc::new(job);
+        if let Err(e) = self.queue(&job) {
+            // Nothing was queued: cancel so the job counts as done before it is dropped.
+            job.cancel();
+            return Err(e.with_range(offset, len));
+        }
+        let t = Self::transfer(&job);
+        if op == Op::Write && t.is_ok() {
+            file.note_written_end(offset + len);
+        }
+        t
+    }
+
+    /// Reads up to `dst.len` bytes at `offset` into `dst`. Fewer bytes come back only when the
+    /// file ends first. An offset past the end of the file is an error.
+    ///
+    /// # Safety
+    /// `dst` must describe memory of this process (host memory, or device memory of the
+    /// runtime's GPUs) valid for writes of `dst.len` bytes and not accessed by anything else
+    /// until the call returns.
+    pub unsafe fn read(&self, file: &FileHandle, dst: BufferRef, offset: u64) -> Result<Transfer> {
+        self.run_sync(Op::Read, file, dst, offset)
     }
 
     /// Writes all `src.len` bytes of `src` at `offset`.
-    pub fn write(&self, file: &FileHandle, src: BufferRef, offset: u64) -> Result<Transfer> {
-        let len = src.len as u64;
-        if !file.is_writable() {
-            return Err(Error::new(
-                ErrorKind::PermissionDenied,
-                "handle was opened read-only; open it for writing",
-            )
-            .with_errno(libc::EBADF)
-            .with_path(file.path())
-            .with_range(offset, len));
+    ///
+    /// # Safety
+    /// `src` must describe memory of this process valid for reads of `src.len` bytes until the
+    /// call returns.
+    pub unsafe fn write(&self, file: &FileHandle, src: BufferRef, offset: u64) -> Result<Transfer> {
+        self.run_sync(Op::Write, file, src, offset)
+    }
+
+    /// Starts `op` on `buf` at `offset` of `file` and returns at once; the returned [`EngineIo`]
+    /// waits for it, and its drop blocks until the I/O has finished. Reads are clamped at the
+    /// end of the file, as [`Engine::read`] does.
+    ///
+    /// # Safety
+    /// `buf` must describe memory of this process valid for `op` (writes for a read, reads for
+    /// a write) of `buf.len` bytes, not accessed by anything else (not read either, for a
+    /// read) until the returned [`EngineIo`] reports the I/O done or is dropped. Forgetting the
+    /// [`EngineIo`] (`mem::forget`) means the memory must stay valid for ever.
+    pub unsafe fn submit(
+        &self,
+        op: Op,
+        file: &Arc<FileHandle>,
+        buf: BufferRef,
+        offset: u64,
+    ) -> Result<EngineIo> {
+        // SAFETY: forwarded contract.
+        unsafe { self.submit_with(op, file, buf, offset, None) }
+    }
+
+    /// Like [`Engine::submit`], notifying `notifier` when the job completes.
+    ///
+    /// # Safety
+    /// As [`Engine::submit`].
+    pub(crate) unsafe fn submit_with(
+        &self,
+        op: Op,
+        file: &Arc<FileHandle>,
+        buf: BufferRef,
+        offset: u64,
+        notifier: Option<Arc<Notifier>>,
+    ) -> Result<EngineIo> {
+        // SAFETY: forwarded contract; the job keeps the file alive itself.
+        unsafe { self.start(op, JobFile::Shared(file.clone()), buf, offset, notifier) }
+    }
+
+    /// Like [`Engine::submit`] on a borrowed file.
+    ///
+    /// # Safety
+    /// As [`Engine::submit`], and `file` must outlive the returned [`EngineIo`] and the I/O
+    /// (the caller waits for it, without the chance of a `mem::forget`, before the borrow
+    /// ends).
+    pub(crate) unsafe fn submit_borrowed(
+        &self,
+        op: Op,
+        file: &FileHandle,
+        buf: BufferRef,
+        offset: u64,
+    ) -> Result<EngineIo> {
+        // SAFETY: forwarded contract.
+        unsafe { self.start(op, JobFile::Borrowed(file), buf, offset, None) }
+    }
+
+    /// # Safety
+    /// As [`Engine::submit_borrowed`].
+    unsafe fn start(
+        &self,
+        op: Op,
+        file: JobFile,
+        buf: BufferRef,
+        offset: u64,
+        notifier: Option<Arc<Notifier>>,
+    ) -> Result<EngineIo> {
+        let fh = match &file {
+            // SAFETY: the caller keeps the handle alive (contract).
+            JobFile::Borrowed(p) => unsafe { &**p },
+            JobFile::Shared(f) => &**f,
+        };
+        let len = self.check(op, fh, buf.len as u64, offset)?.unwrap_or(0);
+        let mut job = self.job(op, file, buf, offset, len);
+        if let Some(n) = notifier {
+            job.set_notifier(n);
         }
-        if len == 0 {
-            return Ok(Transfer::default());
+        let job = Arc::new(job);
+        if job.is_done() {
+            job.notify_done();
+        } else if let Err(e) = self.queue(&job) {
+            job.cancel();
+            return Err(e.with_range(offset, len));
         }
-        let t = self.run(Op::Write, file, src, offset, len)?;
-        file.note_written_end(offset + len);
-        Ok(t)
+        Ok(EngineIo { job })
+    }
+
+    /// Checks `op` of `len` bytes at `offset` as a submission would, without starting it.
+    pub(crate) fn validate(&self, op: Op, file: &FileHandle, len: u64, offset: u64) -> Result<()> {
+        self.check(op, file, len, offset).map(|_| ())
+    }
+}
+
+/// One I/O started with [`Engine::submit`]. Dropping it blocks until the I/O has finished, so
+/// nothing touches its buffer afterwards.
+#[derive(Debug)]
+pub struct EngineIo {
+    job: Arc<Job>,
+}
+
+impl EngineIo {
+    /// True once the I/O has finished (the buffer is the caller's again).
+    pub fn is_done(&self) -> bool {
+        self.job.is_done()
+    }
+
+    /// Blocks until the I/O has finished or `timeout` passed; true when it finished.
+    pub fn wait_timeout(&self, timeout: std::time::Duration) -> bool {
+        self.job.wait_until(std::time::Instant::now().checked_add(timeout))
+    }
+
+    /// Blocks until the I/O has finished and returns what it moved.
+    pub fn wait(&self) -> Result<Transfer> {
+        let t = Engine::transfer(&self.job);
+        if self.job.op == Op::Write && self.job.len > 0 && t.is_ok() {
+            self.job.file().note_written_end(self.job.offset + self.job.len);
+        }
+        t
+    }
+
+    /// Stops the tasks that have not started; tasks in flight finish. The I/O then completes
+    /// with an `ECANCELED` error unless every task had already run. Returns false when the I/O
+    /// had already finished.
+    pub fn cancel(&self) -> bool {
+        self.job.cancel()
+    }
+
+    /// True when the I/O was canceled before all of it ran.
+    pub fn was_canceled(&self) -> bool {
+        self.job.was_canceled()
+    }
+}
+
+impl Drop for EngineIo {
+    fn drop(&mut self) {
+        self.job.wait_until(None);
     }
 }

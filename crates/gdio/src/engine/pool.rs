@@ -1,18 +1,21 @@
-//! The worker pool: threads that take jobs from a queue and run their tasks, each worker with
-//! its own lanes (stream and bounce ring) per GPU.
+//! The worker pool: threads that take jobs of every request from one queue and run their
+//! tasks, each worker with its own lanes (stream and bounce ring) per GPU. A worker never waits
+//! for a request's copies before it moves on: it polls its lanes between tasks and blocks on
+//! their markers only when the queue is empty.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Barrier, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use super::job::Job;
+use super::job::{Job, TaskResult};
 use super::lane::Lane;
 use super::mapped;
+use super::plan::Task;
 use super::transfer::{self, ReadPath};
-use crate::backend::Op;
 use crate::error::{Error, Result};
 use crate::gpu::GpuRuntime;
 use crate::memory::MemoryKind;
+use crate::request::Op;
 
 /// Sizes the workers' bounce rings.
 #[derive(Debug, Clone, Copy)]
@@ -88,12 +91,15 @@ impl Pool {
     /// Queues `job` for up to `workers` workers.
     pub(crate) fn submit(&self, job: &Arc<Job>, workers: usize) -> Result<()> {
         self.start()?;
+        let n = workers.clamp(1, self.threads);
         let mut q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
-        for _ in 0..workers.clamp(1, self.threads) {
+        for _ in 0..n {
             q.jobs.push_back(Work::Job(job.clone()));
         }
         drop(q);
-        self.shared.cv.notify_all();
+        for _ in 0..n {
+            self.shared.cv.notify_one();
+        }
         Ok(())
     }
 }
@@ -157,7 +163,10 @@ fn worker_main(shared: Arc<Shared>) {
             let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
             loop {
                 if let Some(j) = q.jobs.pop_front() {
-                    break j;
+                    break Some(j);
+                }
+                if lanes.values().any(Lane::has_in_flight) {
+                    break None;
                 }
                 if q.shutdown {
                     return;
@@ -166,8 +175,13 @@ fn worker_main(shared: Arc<Shared>) {
             }
         };
         let job = match work {
-            Work::Job(j) => j,
-            Work::Warm(w) => {
+            // Nothing queued: wait for this worker's copies in flight (blocking, no spinning).
+            None => {
+                lanes.values_mut().for_each(Lane::drain);
+                continue;
+            }
+            Some(Work::Job(j)) => j,
+            Some(Work::Warm(w)) => {
                 if let Err(e) = lane(&mut lanes, &shared, w.ordinal) {
                     w.error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
                 }
@@ -175,34 +189,59 @@ fn worker_main(shared: Arc<Shared>) {
                 continue;
             }
         };
-        job.enter();
-        let mut used: Option<usize> = None;
-        while let Some((_, task)) = job.claim() {
-            let device = matches!(job.buf.kind, MemoryKind::Device { .. });
-            let path = (job.op == Op::Read).then(|| transfer::read_path(&job, &task, device));
-            let result = match (path, job.buf.kind) {
-                (path, MemoryKind::Device { ordinal }) => {
-                    match lane(&mut lanes, &shared, ordinal) {
-                        Ok(l) => {
-                            used = Some(ordinal);
-                            match path {
-                                Some(ReadPath::Mapped) => {
-                                    mapped::read_to_device(&job, task, l, &*shared.runtime, ordinal)
-                                }
-                                Some(p) => transfer::read_to_device(&job, task, l, p),
-                                None => transfer::write_from_device(&job, task, l),
-                            }
-                        }
-                        Err(e) => Err(e),
-                    }
-                }
-                (Some(p), _) => transfer::read_to_host(&job, task, p),
-                (None, _) => transfer::write_from_host(&job, task),
-            };
-            job.finish(task, result);
+        while let Some(task) = job.claim() {
+            for l in lanes.values_mut().filter(|l| l.has_in_flight()) {
+                l.poll();
+            }
+            run_task(&job, task, &mut lanes, &shared);
         }
-        let sync_err =
-            used.and_then(|o| lanes.get_mut(&o)).and_then(|l| l.stream.synchronize().err());
-        job.leave(sync_err);
+    }
+}
+
+/// Runs one task; a task whose copies are still in flight is finished later by its lane.
+fn run_task(job: &Arc<Job>, task: Task, lanes: &mut HashMap<usize, Lane>, shared: &Shared) {
+    let MemoryKind::Device { ordinal } = job.buf.kind else {
+        return run_host_task(job, task);
+    };
+    let l = match lane(lanes, shared, ordinal) {
+        Ok(l) => l,
+        Err(e) => return job.finish(task, TaskResult::default(), Some(e)),
+    };
+    if job.op == Op::Write {
+        let (res, err) = transfer::write_from_device(job, task, l);
+        if err.is_some() {
+            l.settle();
+        }
+        return job.finish(task, res, err);
+    }
+    match transfer::read_path(job, &task, true) {
+        ReadPath::Mapped => match mapped::read_to_device(job, task, l, &*shared.runtime, ordinal) {
+            Ok(r) => job.finish(task, r, None),
+            Err(e) => job.finish(task, TaskResult::default(), Some(e)),
+        },
+        path => {
+            let ran = transfer::read_to_device(job, task, l, path);
+            match (ran.error, ran.last) {
+                (None, Some((seq, slot))) => l.defer(seq, slot, job.clone(), task, ran.result),
+                (None, None) => job.finish(task, ran.result, None),
+                (Some(e), _) => {
+                    l.settle();
+                    job.finish(task, ran.result, Some(e));
+                }
+            }
+        }
+    }
+}
+
+/// Runs one task on host memory (on a worker, or inline on the submitting thread).
+pub(crate) fn run_host_task(job: &Job, task: Task) {
+    if job.op == Op::Write {
+        let (res, err) = transfer::write_from_host(job, task);
+        return job.finish(task, res, err);
+    }
+    let path = transfer::read_path(job, &task, false);
+    match transfer::read_to_host(job, task, path) {
+        Ok(r) => job.finish(task, r, None),
+        Err(e) => job.finish(task, TaskResult::default(), Some(e)),
     }
 }

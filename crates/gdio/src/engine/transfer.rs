@@ -103,7 +103,8 @@ unsafe fn read_range(
 }
 
 /// Writes `[off, off+len)` from `src`, the aligned middle with `O_DIRECT` when `direct` and
-/// `src` lines up. Returns the direct bytes. On error nothing more is written.
+/// `src` lines up. Returns the direct bytes. On error nothing more is written, and the error
+/// comes with the bytes of this range that reached the file.
 ///
 /// # Safety
 /// `src` must be valid for reads of `len` bytes.
@@ -114,18 +115,21 @@ unsafe fn write_range(
     len: u64,
     direct: bool,
     align: u64,
-) -> Result<u64> {
-    let buffered = |src: *const u8, off: u64, len: u64| -> Result<()> {
+) -> std::result::Result<u64, (u64, Error)> {
+    let buffered = |src: *const u8, off: u64, len: u64| -> std::result::Result<(), (u64, Error)> {
         // SAFETY: the caller's range covers these bytes.
         unsafe { posix::pwrite_all_raw(file.buffered_fd(), src, len as usize, off) }.map_err(
             |(done, e)| {
-                io_error(
+                let err = io_error(
                     file,
-                    &format!("write failed after {done} of {len} bytes reached the file"),
+                    &format!(
+                        "write failed after {done} of {len} bytes of this piece reached the file"
+                    ),
                     e,
                     off,
                     len,
-                )
+                );
+                (done as u64, err)
             },
         )
     };
@@ -136,6 +140,7 @@ unsafe fn write_range(
         buffered(src, off, len)?;
         return Ok(0);
     };
+    let plus = |before: u64| move |(done, e): (u64, Error)| (before + done, e);
     // SAFETY: head, middle and tail are consecutive sub-ranges of the caller's range.
     unsafe {
         buffered(src, off, p.head)?;
@@ -143,18 +148,20 @@ unsafe fn write_range(
         let mid_off = off + p.head;
         if let Err((done, e)) = posix::pwrite_all_raw(dfd, mid_src, p.middle as usize, mid_off) {
             if e == libc::EINVAL && done == 0 {
-                buffered(mid_src, mid_off, p.middle + p.tail)?;
+                buffered(mid_src, mid_off, p.middle + p.tail).map_err(plus(p.head))?;
                 return Ok(0);
             }
-            return Err(io_error(
+            let err = io_error(
                 file,
                 &format!("O_DIRECT write failed after {done} of {} bytes", p.middle),
                 e,
                 mid_off,
                 p.middle,
-            ));
+            );
+            return Err((p.head + done as u64, err));
         }
-        buffered(mid_src.add(p.middle as usize), mid_off + p.middle, p.tail)?;
+        buffered(mid_src.add(p.middle as usize), mid_off + p.middle, p.tail)
+            .map_err(plus(p.head + p.middle))?;
     }
     Ok(p.middle)
 }
@@ -171,15 +178,17 @@ pub(crate) fn read_to_host(job: &Job, task: Task, path: ReadPath) -> Result<Task
     Ok(TaskResult { bytes, direct_bytes, mapped_bytes: 0 })
 }
 
-/// Writes a task straight from host memory.
-pub(crate) fn write_from_host(job: &Job, task: Task) -> Result<TaskResult> {
+/// Writes a task straight from host memory. On error, the result holds the bytes that reached
+/// the file.
+pub(crate) fn write_from_host(job: &Job, task: Task) -> (TaskResult, Option<Error>) {
     let file = job.file();
     let src = (job.buf.addr + task.rel) as *const u8;
     let direct = matches!(job.direct, DirectChoice::Always);
     // SAFETY: the task lies inside the job's buffer, valid until the job is done.
-    let direct_bytes =
-        unsafe { write_range(file, src, task.offset, task.len, direct, direct_align(file))? };
-    Ok(TaskResult { bytes: task.len, direct_bytes, mapped_bytes: 0 })
+    match unsafe { write_range(file, src, task.offset, task.len, direct, direct_align(file)) } {
+        Ok(direct_bytes) => (TaskResult { bytes: task.len, direct_bytes, mapped_bytes: 0 }, None),
+        Err((done, e)) => (TaskResult { bytes: done, ..TaskResult::default() }, Some(e)),
+    }
 }
 
 /// Usable bytes of a bounce buffer and the in-buffer shift for a chunk at `off`. A direct chunk
@@ -203,58 +212,141 @@ fn chunk_geometry(
     }
 }
 
+/// What a worker did with a task whose copies may still be in flight.
+pub(crate) struct Ran {
+    /// Bytes read (and queued for copying) so far.
+    pub result: TaskResult,
+    /// The marker (sequence number, slot) recorded after the task's last copy, if any.
+    pub last: Option<(u64, usize)>,
+    /// The error that ended the task early.
+    pub error: Option<Error>,
+}
+
 /// Reads a task into GPU memory through the lane's bounce ring: read chunk into a pinned buffer,
-/// queue its copy, move on to the next buffer while the copy runs.
-pub(crate) fn read_to_device(
+/// queue its copy, move on to the next buffer while the copy runs. The task's bytes have landed
+/// when the marker in `Ran::last` is reached.
+pub(crate) fn read_to_device(job: &Job, task: Task, lane: &mut Lane, path: ReadPath) -> Ran {
+    let mut ran = Ran { result: TaskResult::default(), last: None, error: None };
+    if let Err(e) = read_chunks(job, task, lane, path, &mut ran) {
+        ran.error = Some(e);
+    }
+    ran
+}
+
+/// A chunk of a task read into a bounce buffer: (slot, buffer address, file offset, bytes).
+type Chunk = (usize, usize, u64, u64);
+
+fn read_chunks(
     job: &Job,
     task: Task,
     lane: &mut Lane,
     path: ReadPath,
-) -> Result<TaskResult> {
+    ran: &mut Ran,
+) -> Result<()> {
     let file = job.file();
     let align = direct_align(file);
     let direct = path == ReadPath::Direct;
-    let mut res = TaskResult::default();
-    while res.bytes < task.len {
-        let off = task.offset + res.bytes;
-        let (cap, shift) = chunk_geometry(lane, direct, align, off, job.buffered_chunk);
-        let n = cap.min(task.len - res.bytes);
-        let slot = lane.take_slot()?;
-        // SAFETY: `shift + n <= buffer size` by `chunk_geometry`; the slot's previous copy is done.
-        let buf = unsafe { lane.buffers[slot].as_mut_ptr().add(shift as usize) };
-        // SAFETY: `buf` has room for `n` bytes (above).
-        let (got, d) = unsafe { read_range(file, buf, off, n, direct, align)? };
-        if got > 0 {
-            let dst = job.buf.addr + task.rel + res.bytes;
-            // SAFETY: the device range lies inside the job's buffer; the pinned source stays
-            // untouched until the slot's marker is waited for.
-            unsafe { lane.stream.copy_to_device(dst, buf, got as usize)? };
-            lane.stream.record(slot)?;
+    // Cold ranges: several O_DIRECT reads at once, each into its own bounce buffer.
+    let group = if direct { job.direct_in_flight.clamp(1, lane.buffers.len() - 1) } else { 1 };
+    let mut chunks: Vec<Chunk> = Vec::with_capacity(group);
+    while ran.result.bytes < task.len {
+        chunks.clear();
+        let mut pos = ran.result.bytes;
+        while chunks.len() < group && pos < task.len {
+            let off = task.offset + pos;
+            let (cap, shift) = chunk_geometry(lane, direct, align, off, job.buffered_chunk);
+            let n = cap.min(task.len - pos);
+            let slot = lane.take_slot()?;
+            // SAFETY: `shift + n <= buffer size` by `chunk_geometry`; the slot's previous copy
+            // is done.
+            let buf = unsafe { lane.buffers[slot].as_mut_ptr().add(shift as usize) };
+            chunks.push((slot, buf as usize, off, n));
+            pos += n;
         }
-        res.bytes += got;
-        res.direct_bytes += d;
-        if got < n {
-            break;
+        let read = |&(_, buf, off, n): &Chunk| {
+            // SAFETY: each chunk's bounce range has room for `n` bytes and belongs to this
+            // chunk alone until its copy is queued below.
+            unsafe { read_range(file, buf as *mut u8, off, n, direct, align) }
+        };
+        let results: Vec<Result<(u64, u64)>> = if chunks.len() == 1 {
+            vec![read(&chunks[0])]
+        } else {
+            read_concurrently(&chunks, &read)
+        };
+        for (&(slot, buf, _, n), r) in chunks.iter().zip(results) {
+            let (got, d) = r?;
+            if got > 0 {
+                let dst = job.buf.addr + task.rel + ran.result.bytes;
+                // SAFETY: the device range lies inside the job's buffer; the pinned source
+                // stays untouched until the slot's marker is waited for.
+                unsafe { lane.stream.copy_to_device(dst, buf as *const u8, got as usize)? };
+                ran.last = Some((lane.record(slot)?, slot));
+            }
+            ran.result.bytes += got;
+            ran.result.direct_bytes += d;
+            if got < n {
+                return Ok(());
+            }
         }
     }
-    Ok(res)
+    Ok(())
+}
+
+/// Reads every chunk at once: the first on this thread, the others on scoped threads (a
+/// thread costs microseconds; a cold read of a bounce buffer, milliseconds). A thread the OS
+/// refuses reads its chunk here, after the others.
+fn read_concurrently(
+    chunks: &[Chunk],
+    read: &(dyn Fn(&Chunk) -> Result<(u64, u64)> + Sync),
+) -> Vec<Result<(u64, u64)>> {
+    std::thread::scope(|s| {
+        let helpers: Vec<_> = chunks[1..]
+            .iter()
+            .map(|c| std::thread::Builder::new().spawn_scoped(s, move || read(c)).ok())
+            .collect();
+        let mut out = vec![read(&chunks[0])];
+        for (c, h) in chunks[1..].iter().zip(helpers) {
+            let r = h.and_then(|h| h.join().ok()).unwrap_or_else(|| read(c));
+            out.push(r);
+        }
+        out
+    })
 }
 
 /// Writes a task from GPU memory: copy chunk N+1 to a pinned buffer while chunk N is written.
-pub(crate) fn write_from_device(job: &Job, task: Task, lane: &mut Lane) -> Result<TaskResult> {
+/// On error, the result holds the bytes that reached the file; copies may still be in flight
+/// (the caller settles the lane).
+pub(crate) fn write_from_device(
+    job: &Job,
+    task: Task,
+    lane: &mut Lane,
+) -> (TaskResult, Option<Error>) {
+    let mut res = TaskResult::default();
+    let err = write_chunks(job, task, lane, &mut res).err();
+    (res, err)
+}
+
+fn write_chunks(job: &Job, task: Task, lane: &mut Lane, res: &mut TaskResult) -> Result<()> {
     let file = job.file();
     let align = direct_align(file);
     let direct = matches!(job.direct, DirectChoice::Always) && file.direct_fd().is_some();
-    let mut res = TaskResult::default();
     let mut pending: Option<(usize, *const u8, u64, u64)> = None;
     let mut queued = 0u64;
     let flush =
         |lane: &mut Lane, p: (usize, *const u8, u64, u64), res: &mut TaskResult| -> Result<()> {
             lane.stream.wait(p.0)?;
             // SAFETY: the pinned range holds `p.3` bytes copied from the device (waited for above).
-            res.direct_bytes += unsafe { write_range(file, p.1, p.2, p.3, direct, align)? };
-            res.bytes += p.3;
-            Ok(())
+            match unsafe { write_range(file, p.1, p.2, p.3, direct, align) } {
+                Ok(d) => {
+                    res.direct_bytes += d;
+                    res.bytes += p.3;
+                    Ok(())
+                }
+                Err((done, e)) => {
+                    res.bytes += done;
+                    Err(e)
+                }
+            }
         };
     while queued < task.len {
         let off = task.offset + queued;
@@ -267,15 +359,15 @@ pub(crate) fn write_from_device(job: &Job, task: Task, lane: &mut Lane) -> Resul
         // SAFETY: the device range lies inside the job's buffer; `buf` has room for `n` bytes
         // and is not read before the slot's marker is waited for.
         unsafe { lane.stream.copy_to_host(buf, src, n as usize)? };
-        lane.stream.record(slot)?;
+        lane.record(slot)?;
         if let Some(p) = pending.take() {
-            flush(lane, p, &mut res)?;
+            flush(lane, p, res)?;
         }
         pending = Some((slot, buf as *const u8, off, n));
         queued += n;
     }
     if let Some(p) = pending.take() {
-        flush(lane, p, &mut res)?;
+        flush(lane, p, res)?;
     }
-    Ok(res)
+    Ok(())
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::GpuRuntime;
 use crate::error::{Error, ErrorKind, Result};
-use crate::memory::{BufferRef, MemoryKind};
+use crate::memory::{BufferRef, IoBuf, IoBufMut, MemoryKind};
 
 /// Memory on one GPU, owned; freed when dropped.
 #[derive(Debug)]
@@ -153,5 +153,33 @@ impl Drop for PinnedBuffer {
     fn drop(&mut self) {
         // SAFETY: `ptr` came from `alloc_pinned(.., len)` of this runtime and is dropped once.
         unsafe { self.runtime.free_pinned(self.ptr, self.len) };
+    }
+}
+
+// SAFETY: the range is the allocation this value owns; moving the value does not move it.
+unsafe impl IoBufMut for DeviceBuffer {
+    fn io_ref_mut(&mut self, _classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
+        self.as_buffer_ref()
+    }
+}
+
+// SAFETY: as above.
+unsafe impl IoBuf for DeviceBuffer {
+    fn io_ref(&self, _classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
+        self.as_buffer_ref()
+    }
+}
+
+// SAFETY: the range is the allocation this value owns; moving the value does not move it.
+unsafe impl IoBufMut for PinnedBuffer {
+    fn io_ref_mut(&mut self, _classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
+        BufferRef { addr: self.as_mut_ptr() as u64, len: self.len(), kind: MemoryKind::PinnedHost }
+    }
+}
+
+// SAFETY: as above.
+unsafe impl IoBuf for PinnedBuffer {
+    fn io_ref(&self, _classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
+        BufferRef { addr: self.as_ptr() as u64, len: self.len(), kind: MemoryKind::PinnedHost }
     }
 }

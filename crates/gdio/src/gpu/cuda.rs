@@ -265,6 +265,43 @@ impl GpuRuntime for CudaRuntime {
         self.bind(ordinal).map(|_| ())
     }
 
+    unsafe fn launch_host_fn(
+        &self,
+        ordinal: usize,
+        stream: u64,
+        f: Box<dyn FnOnce() + Send>,
+    ) -> Result<()> {
+        let ctx = self.bind(ordinal)?;
+        let s = stream as sys::CUstream;
+        let mut sctx: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: the caller promises a live stream; writes one context handle.
+        check(unsafe { sys::cuStreamGetCtx(s, &mut sctx) }, "cuStreamGetCtx")?;
+        if sctx != ctx.cu_ctx() {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "stream 0x{stream:x} belongs to another CUDA context than GPU {ordinal}'s                      primary context, which gdio uses"
+                ),
+            )
+            .with_errno(libc::EINVAL));
+        }
+        unsafe extern "C" fn trampoline(user: *mut std::ffi::c_void) {
+            // SAFETY: `user` is the box leaked below, handed to exactly one call.
+            let f = unsafe { Box::from_raw(user.cast::<Box<dyn FnOnce() + Send>>()) };
+            // A panic must not unwind into the CUDA driver.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        }
+        let user = Box::into_raw(Box::new(f));
+        // SAFETY: `trampoline` consumes `user` exactly once when the stream reaches it.
+        let r = unsafe { sys::cuLaunchHostFunc(s, Some(trampoline), user.cast()) };
+        if let Err(e) = check(r, "cuLaunchHostFunc") {
+            // SAFETY: the launch failed, so the trampoline will never run; reclaim the box.
+            drop(unsafe { Box::from_raw(user) });
+            return Err(e);
+        }
+        Ok(())
+    }
+
     unsafe fn register_host(
         &self,
         ordinal: usize,
@@ -340,6 +377,18 @@ impl GpuStream for CudaStream {
         self.bind()?;
         // SAFETY: the event was recorded on this stream.
         check(unsafe { sys::cuEventSynchronize(self.events[slot]) }, "cuEventSynchronize")
+    }
+    fn query(&mut self, slot: usize) -> Result<bool> {
+        if !self.recorded[slot] {
+            return Ok(true);
+        }
+        self.bind()?;
+        // SAFETY: the event was recorded on this stream.
+        let r = unsafe { sys::cuEventQuery(self.events[slot]) };
+        if r == sys::CUresult::CUDA_ERROR_NOT_READY {
+            return Ok(false);
+        }
+        check(r, "cuEventQuery").map(|_| true)
     }
     fn synchronize(&mut self) -> Result<()> {
         let last = self.events.len() - 1;

@@ -57,7 +57,10 @@ pub trait GpuStream: Send {
     /// Records marker `slot` (0..[`GpuStream::slots`]) after the copies queued so far.
     fn record(&mut self, slot: usize) -> Result<()>;
     /// Blocks until marker `slot` has been reached (returns at once if it was never recorded).
+    /// Blocks in the kernel, never spins.
     fn wait(&mut self, slot: usize) -> Result<()>;
+    /// True when marker `slot` has been reached (or was never recorded); never blocks.
+    fn query(&mut self, slot: usize) -> Result<bool>;
     /// Blocks until every queued copy is done.
     fn synchronize(&mut self) -> Result<()>;
     /// Number of marker slots.
@@ -107,6 +110,25 @@ pub trait GpuRuntime: Send + Sync + std::fmt::Debug {
         len: usize,
         read_only: bool,
     ) -> Result<()>;
+    /// Enqueues `f` on the caller's stream `stream` (a raw stream handle of this runtime, e.g.
+    /// a `CUstream`) of GPU `ordinal`: `f` runs on a runtime thread once the work queued on the
+    /// stream before it has finished, and work queued after it waits until `f` returns. A
+    /// stream of another GPU or context is an error. `f` must not call the GPU runtime.
+    ///
+    /// # Safety
+    /// `stream` must be a live stream of this process until `f` has run.
+    unsafe fn launch_host_fn(
+        &self,
+        ordinal: usize,
+        stream: u64,
+        f: Box<dyn FnOnce() + Send>,
+    ) -> Result<()> {
+        let _ = (stream, f);
+        Err(crate::error::Error::new(
+            crate::error::ErrorKind::Unsupported,
+            format!("the {} runtime has no streams for GPU {ordinal}", self.name()),
+        ))
+    }
     /// Undoes [`GpuRuntime::register_host`].
     ///
     /// # Safety

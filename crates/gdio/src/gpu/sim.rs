@@ -17,18 +17,65 @@ struct Allocations {
     pinned: BTreeMap<u64, usize>,
 }
 
+/// A caller's stream: its GPU ordinal and the stream.
+type UserStream = (usize, Arc<Mutex<SimStream>>);
+
 /// A runtime with `devices` simulated GPUs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SimRuntime {
     devices: usize,
     allocs: Arc<Mutex<Allocations>>,
     copy_delay: std::time::Duration,
+    /// Callers' streams by handle, with their GPU ordinal.
+    streams: Arc<Mutex<BTreeMap<u64, UserStream>>>,
 }
+
+impl std::fmt::Debug for SimRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimRuntime").field("devices", &self.devices).finish()
+    }
+}
+
+/// Stream handles are unique across every runtime of the process, so a stream of another
+/// runtime (another "context") is recognised as such.
+static NEXT_SIM_STREAM: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl SimRuntime {
     /// `devices` simulated GPUs whose copies start `copy_delay` after they are dequeued.
     pub fn new(devices: usize, copy_delay: std::time::Duration) -> Self {
-        SimRuntime { devices, allocs: Arc::default(), copy_delay }
+        SimRuntime { devices, allocs: Arc::default(), copy_delay, streams: Arc::default() }
+    }
+
+    /// A stream of the caller's on GPU `ordinal` (as an application's `CUstream`); returns its
+    /// handle for [`SimRuntime::with_stream`] and stream-ordered I/O.
+    pub fn create_stream(&self, ordinal: usize) -> Result<u64> {
+        self.check_ordinal(ordinal)?;
+        let id = NEXT_SIM_STREAM.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let s = Arc::new(Mutex::new(SimStream::new(1, self.copy_delay)));
+        self.streams.lock().unwrap_or_else(|p| p.into_inner()).insert(id, (ordinal, s));
+        Ok(id)
+    }
+
+    /// Queues work on the caller's stream `id`.
+    pub fn with_stream<T>(&self, id: u64, f: impl FnOnce(&mut dyn GpuStream) -> T) -> Result<T> {
+        let s = self.user_stream(id)?.1;
+        let mut g = s.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(f(&mut *g))
+    }
+
+    /// Destroys the caller's stream `id` after its work has finished.
+    pub fn destroy_stream(&self, id: u64) {
+        self.streams.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+    }
+
+    fn user_stream(&self, id: u64) -> Result<UserStream> {
+        self.streams.lock().unwrap_or_else(|p| p.into_inner()).get(&id).cloned().ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidInput,
+                format!("stream {id} is not a stream of this runtime (another context?)"),
+            )
+            .with_errno(libc::EINVAL)
+        })
     }
 
     fn check_ordinal(&self, ordinal: usize) -> Result<()> {
@@ -135,10 +182,29 @@ impl GpuRuntime for SimRuntime {
     unsafe fn unregister_host(&self, ordinal: usize, _ptr: *mut u8) -> Result<()> {
         self.check_ordinal(ordinal)
     }
+    unsafe fn launch_host_fn(
+        &self,
+        ordinal: usize,
+        stream: u64,
+        f: Box<dyn FnOnce() + Send>,
+    ) -> Result<()> {
+        self.check_ordinal(ordinal)?;
+        let (owner, s) = self.user_stream(stream)?;
+        if owner != ordinal {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("stream {stream} belongs to GPU {owner}'s context, not GPU {ordinal}'s"),
+            )
+            .with_errno(libc::EINVAL));
+        }
+        let g = s.lock().unwrap_or_else(|p| p.into_inner());
+        g.send(Op::Host(f))
+    }
 }
 
 enum Op {
     Copy { dst: usize, src: usize, len: usize },
+    Host(Box<dyn FnOnce() + Send>),
     Mark { slot: usize, seq: u64 },
 }
 
@@ -173,6 +239,9 @@ impl SimStream {
                         unsafe {
                             std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, len)
                         };
+                    }
+                    Op::Host(f) => {
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
                     }
                     Op::Mark { slot, seq } => {
                         let mut g = m.done.lock().unwrap_or_else(|p| p.into_inner());
@@ -223,6 +292,10 @@ impl GpuStream for SimStream {
     }
     fn wait(&mut self, slot: usize) -> Result<()> {
         self.wait_slot(slot)
+    }
+    fn query(&mut self, slot: usize) -> Result<bool> {
+        let want = self.recorded[slot];
+        Ok(self.marks.done.lock().unwrap_or_else(|p| p.into_inner()).0[slot] >= want)
     }
     fn synchronize(&mut self) -> Result<()> {
         let last = self.recorded.len() - 1;

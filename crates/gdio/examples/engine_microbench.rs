@@ -1,0 +1,156 @@
+//! Microbenchmark of the engine's per-request cost: many small requests in flight on host
+//! memory or a simulated GPU, from a file in the page cache.
+//!
+//! `cargo run --release -p gdio --example engine_microbench -- [host|sim|gpu] SIZE_KIB IN_FLIGHT SECONDS [sync|async]`
+//!
+//! `host`: host memory on a runtime without GPU; `sim`: a simulated GPU; `gpu`: GPU 0 through
+//! CUDA (the GPU machine). The file (64 MiB, in `GDIO_BENCH_DIR`, default `/dev/shm`) is read
+//! at random offsets aligned to the request size.
+//!
+//! `sync` keeps IN_FLIGHT requests in flight with that many caller threads each calling
+//! `Driver::read`; `async` keeps them in flight from one thread with `Driver::submit_read`.
+//! Prints requests per second and GB/s.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gdio::{Config, Driver, FileHandle};
+
+fn main() -> gdio::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let mem = args.get(1).map(String::as_str).unwrap_or("host").to_owned();
+    let kib: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(64);
+    let inflight: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(64);
+    let secs: f64 = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(2.0);
+    let mode = args.get(5).map(String::as_str).unwrap_or("sync").to_owned();
+    let size = kib * 1024;
+    let file_len: usize = 64 << 20;
+    let dir = std::env::var("GDIO_BENCH_DIR").unwrap_or_else(|_| "/dev/shm".into());
+    let path = std::path::Path::new(&dir).join(format!("gdio-microbench-{}", std::process::id()));
+    let data: Vec<u8> =
+        (0..file_len).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    std::fs::write(&path, &data).map_err(|e| gdio::Error::from_io(&e, "writing the bench file"))?;
+    let config = Config::default();
+    let driver = Arc::new(match mem.as_str() {
+        "sim" => Driver::with_runtime(
+            config,
+            Arc::new(gdio::gpu::sim::SimRuntime::new(1, Duration::ZERO)),
+        )?,
+        "gpu" => Driver::new(config)?,
+        _ => Driver::with_runtime(config, Arc::new(gdio::gpu::host::HostRuntime::new("bench")))?,
+    });
+    let file = Arc::new(FileHandle::open(&path)?);
+    if mem == "gpu" {
+        driver.prepare_gpu(0)?;
+    }
+    let _ = std::fs::remove_file(&path);
+    let done = Arc::new(AtomicU64::new(0));
+    let slots = (file_len / size) as u64;
+    let t0 = Instant::now();
+    let deadline = t0 + Duration::from_secs_f64(secs);
+    let run = bench_mode(&mode, &mem, &driver, &file, &done, size, inflight, slots, deadline);
+    run?;
+    let el = t0.elapsed().as_secs_f64();
+    let n = done.load(Ordering::Relaxed) as f64;
+    println!(
+        "{mem} {mode} {kib} KiB x {inflight}: {:.0} req/s, {:.2} GB/s, {:.1} us/req",
+        n / el,
+        n * size as f64 / el / 1e9,
+        el / n * 1e6 * inflight as f64
+    );
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bench_mode(
+    mode: &str,
+    mem: &str,
+    driver: &Arc<Driver>,
+    file: &Arc<FileHandle>,
+    done: &Arc<AtomicU64>,
+    size: usize,
+    inflight: usize,
+    slots: u64,
+    deadline: Instant,
+) -> gdio::Result<()> {
+    if mode == "async" {
+        return bench_async(mem, driver, file, done, size, inflight, slots, deadline);
+    }
+    let mut threads = Vec::new();
+    for t in 0..inflight {
+        let (driver, file, done, mem) =
+            (driver.clone(), file.clone(), done.clone(), mem.to_owned());
+        threads.push(std::thread::spawn(move || -> gdio::Result<()> {
+            let mut host = vec![0u8; size];
+            let mut dev = if mem != "host" { Some(driver.alloc_device(0, size)?) } else { None };
+            let mut i = t as u64 * 7919;
+            while Instant::now() < deadline {
+                i = (i * 6_364_136_223_846_793_005 + 1_442_695_040_888_963_407) >> 1;
+                let off = (i % slots) * size as u64;
+                match dev.as_mut() {
+                    Some(d) => driver.read(&file, off, d, 0, size)?,
+                    None => driver.read(&file, off, &mut host, 0, size)?,
+                };
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(())
+        }));
+    }
+    for t in threads {
+        t.join().expect("bench thread panicked")?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bench_async(
+    mem: &str,
+    driver: &Arc<Driver>,
+    file: &Arc<FileHandle>,
+    done: &Arc<AtomicU64>,
+    size: usize,
+    inflight: usize,
+    slots: u64,
+    deadline: Instant,
+) -> gdio::Result<()> {
+    enum H {
+        Host(gdio::IoHandle<Vec<u8>>),
+        Dev(gdio::IoHandle<gdio::DeviceBuffer>),
+    }
+    let mut i = 1u64;
+    let mut next_off = || {
+        i = (i * 6_364_136_223_846_793_005 + 1_442_695_040_888_963_407) >> 1;
+        (i % slots) * size as u64
+    };
+    let mut q = std::collections::VecDeque::new();
+    for _ in 0..inflight {
+        let h = if mem != "host" {
+            H::Dev(driver.submit_read(file, next_off(), driver.alloc_device(0, size)?, 0, size)?)
+        } else {
+            H::Host(driver.submit_read(file, next_off(), vec![0u8; size], 0, size)?)
+        };
+        q.push_back(h);
+    }
+    while let Some(h) = q.pop_front() {
+        let again = Instant::now() < deadline;
+        match h {
+            H::Host(h) => {
+                let (r, buf) = h.wait();
+                r?;
+                if again {
+                    q.push_back(H::Host(driver.submit_read(file, next_off(), buf, 0, size)?));
+                }
+            }
+            H::Dev(h) => {
+                let (r, buf) = h.wait();
+                r?;
+                if again {
+                    q.push_back(H::Dev(driver.submit_read(file, next_off(), buf, 0, size)?));
+                }
+            }
+        }
+        done.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
+}

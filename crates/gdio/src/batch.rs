@@ -1,0 +1,289 @@
+//! Batched I/O with cuFile's batch semantics (`cuFileBatchIOSetUp`, `…Submit`, `…GetStatus`,
+//! `…Cancel`, `…Destroy`): a [`Batch`] has a capacity, takes many reads and writes at once,
+//! each with a caller cookie, and reports each entry's completion exactly once through
+//! [`Batch::get_status`].
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::engine::Notifier;
+use crate::error::{Error, ErrorKind, Result};
+use crate::file::FileHandle;
+use crate::memory::BufferRef;
+use crate::request::Op;
+use crate::submit::{Router, Started};
+
+/// One I/O of a batch, as `CUfileIOParams_t` describes it.
+#[derive(Debug, Clone)]
+pub struct BatchEntry {
+    /// Read or write ([`Op::from_cufile`] maps `CUfileOpcode_t`).
+    pub op: Op,
+    /// The file.
+    pub file: Arc<FileHandle>,
+    /// Byte offset in the file.
+    pub file_offset: u64,
+    /// Start of the buffer (`devPtr_base`): device or host memory of this process.
+    pub buf_base: u64,
+    /// Offset into the buffer (`devPtr_offset`).
+    pub buf_offset: u64,
+    /// Bytes to move.
+    pub len: usize,
+    /// Echoed in the entry's [`BatchEvent`].
+    pub cookie: u64,
+}
+
+/// How a batch entry ended.
+#[derive(Debug, Clone)]
+pub enum BatchState {
+    /// Done: the bytes moved (reads: fewer than asked only at the end of the file).
+    Complete(usize),
+    /// Failed with this error (errno or driver code inside).
+    Failed(Error),
+    /// Canceled by [`Batch::cancel`] before it ran.
+    Canceled,
+}
+
+/// One completion, reported once.
+#[derive(Debug, Clone)]
+pub struct BatchEvent {
+    /// The entry's cookie.
+    pub cookie: u64,
+    /// How it ended.
+    pub state: BatchState,
+}
+
+/// What [`Batch::get_status`] found.
+#[derive(Debug, Clone, Default)]
+pub struct BatchStatus {
+    /// Completions not reported before, at most the `nr` asked for.
+    pub events: Vec<BatchEvent>,
+    /// True when the timeout passed before `min_nr` entries had completed (then `events`
+    /// holds fewer than `min_nr`).
+    pub timed_out: bool,
+}
+
+struct Slot {
+    cookie: u64,
+    started: Started,
+}
+
+/// A batch of I/Os (`CUfileBatchHandle_t`). Dropping it, like [`Batch::destroy`], cancels what
+/// has not started and blocks until every entry in flight has finished.
+pub struct Batch {
+    router: Router,
+    capacity: usize,
+    slots: VecDeque<Slot>,
+    notifier: Arc<Notifier>,
+    destroyed: bool,
+}
+
+impl std::fmt::Debug for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batch")
+            .field("capacity", &self.capacity)
+            .field("outstanding", &self.slots.len())
+            .field("destroyed", &self.destroyed)
+            .finish()
+    }
+}
+
+fn invalid(msg: String) -> Error {
+    Error::new(ErrorKind::InvalidInput, msg).with_errno(libc::EINVAL)
+}
+
+impl Batch {
+    pub(crate) fn new(router: Router, capacity: usize) -> Result<Batch> {
+        if capacity == 0 {
+            return Err(invalid("a batch needs a capacity of at least 1 entry".into()));
+        }
+        Ok(Batch {
+            router,
+            capacity,
+            slots: VecDeque::new(),
+            notifier: Arc::default(),
+            destroyed: false,
+        })
+    }
+
+    fn alive(&self) -> Result<()> {
+        if self.destroyed {
+            return Err(invalid("this batch was destroyed".into()));
+        }
+        Ok(())
+    }
+
+    /// The capacity given at setup.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Entries submitted and not yet reported by [`Batch::get_status`].
+    pub fn outstanding(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Submits `entries`. The batch and every entry's parameters are checked first (capacity:
+    /// outstanding + new ≤ capacity; buffer non-null, known to the runtime and inside one
+    /// allocation; offsets that do not overflow): if any fails, nothing is submitted and the
+    /// error names the entry. Entries then run concurrently and may complete in any order; an
+    /// I/O error of one entry (a handle not open for the operation, an offset past the end of
+    /// the file, EIO, ENOSPC…) is that entry's [`BatchState::Failed`] event and leaves the
+    /// others alone.
+    ///
+    /// # Safety
+    /// Each entry's buffer range `buf_base + buf_offset .. + len` must be memory of this
+    /// process valid for the entry's operation, not accessed by anything else until
+    /// [`Batch::get_status`] has reported the entry, or the batch was destroyed or dropped.
+    pub unsafe fn submit(&mut self, entries: &[BatchEntry]) -> Result<()> {
+        self.alive()?;
+        if self.slots.len() + entries.len() > self.capacity {
+            return Err(invalid(format!(
+                "{} entries do not fit: the batch holds {} of {} entries (get their status first)",
+                entries.len(),
+                self.slots.len(),
+                self.capacity
+            )));
+        }
+        let mut bufs = Vec::with_capacity(entries.len());
+        for (i, e) in entries.iter().enumerate() {
+            let at = |err: Error| {
+                Error::new(err.kind(), format!("batch entry {i}: {}", err.message()))
+                    .with_errno(err.errno().unwrap_or(libc::EINVAL))
+                    .with_path(e.file.path())
+                    .with_range(e.file_offset, e.len as u64)
+            };
+            let addr = match (e.buf_base, e.buf_base.checked_add(e.buf_offset)) {
+                (0, _) => return Err(at(invalid("null buffer address".into()))),
+                (_, Some(a)) => a,
+                (_, None) => return Err(at(invalid("buffer base + offset overflows".into()))),
+            };
+            let kind = self.router.runtime.classify(e.buf_base);
+            let buf = BufferRef { addr, len: e.len, kind };
+            self.router.check_buffer(buf, &e.file, e.file_offset).map_err(at)?;
+            if e.file_offset.checked_add(e.len as u64).is_none() {
+                return Err(at(invalid("file offset + length overflows".into())));
+            }
+            bufs.push(buf);
+        }
+        for (e, buf) in entries.iter().zip(bufs) {
+            // SAFETY: forwarded contract: valid until reported, destroyed or dropped, and
+            // drop/destroy wait for every entry.
+            let started = unsafe {
+                self.router.start(e.op, &e.file, buf, e.file_offset, Some(self.notifier.clone()))
+            };
+            let started = started.unwrap_or_else(|err| Started::Done(Err(err)));
+            self.slots.push_back(Slot { cookie: e.cookie, started });
+        }
+        Ok(())
+    }
+
+    fn take_finished(&mut self, nr: usize, out: &mut Vec<BatchEvent>) {
+        let mut i = 0;
+        while i < self.slots.len() && out.len() < nr {
+            let done = match &self.slots[i].started {
+                Started::Engine(io, _) => io.is_done(),
+                Started::Done(_) => true,
+            };
+            if !done {
+                i += 1;
+                continue;
+            }
+            let Some(slot) = self.slots.remove(i) else { break };
+            let state = match slot.started {
+                Started::Engine(io, name) => {
+                    let canceled = io.was_canceled();
+                    match io.wait() {
+                        Ok(t) => {
+                            self.router.stats.record_ok(name, t.bytes);
+                            BatchState::Complete(t.bytes as usize)
+                        }
+                        Err(_) if canceled => BatchState::Canceled,
+                        Err(e) => {
+                            self.router.stats.record_error(name);
+                            BatchState::Failed(e)
+                        }
+                    }
+                }
+                Started::Done(Ok(n)) => BatchState::Complete(n),
+                Started::Done(Err(e)) => BatchState::Failed(e),
+            };
+            out.push(BatchEvent { cookie: slot.cookie, state });
+        }
+    }
+
+    /// Reports up to `nr` completions not reported before, waiting until at least `min_nr`
+    /// are available (`min_nr` is capped at `nr` and at the entries outstanding, so it cannot
+    /// wait for entries that do not exist) or until `timeout` has passed (`None`: no limit).
+    /// It returns fewer than `min_nr` events only when the timeout truly passed
+    /// (`timed_out`). `nr` = 0 is an error, as is a destroyed batch.
+    pub fn get_status(
+        &mut self,
+        min_nr: usize,
+        nr: usize,
+        timeout: Option<Duration>,
+    ) -> Result<BatchStatus> {
+        self.alive()?;
+        if nr == 0 {
+            return Err(invalid("get_status needs room for at least one event (nr = 0)".into()));
+        }
+        let want = min_nr.min(nr).min(self.slots.len());
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        let mut out = Vec::new();
+        loop {
+            let seen = *self.notifier.completions.lock().unwrap_or_else(|p| p.into_inner());
+            self.take_finished(nr, &mut out);
+            if out.len() >= want || out.len() >= nr {
+                return Ok(BatchStatus { events: out, timed_out: false });
+            }
+            let g = self.notifier.completions.lock().unwrap_or_else(|p| p.into_inner());
+            if *g != seen {
+                continue;
+            }
+            match deadline {
+                None => drop(self.notifier.cv.wait(g).unwrap_or_else(|p| p.into_inner())),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        drop(g);
+                        self.take_finished(nr, &mut out);
+                        let timed_out = out.len() < want;
+                        return Ok(BatchStatus { events: out, timed_out });
+                    }
+                    let r = self.notifier.cv.wait_timeout(g, d - now);
+                    drop(r.unwrap_or_else(|p| p.into_inner()));
+                }
+            }
+        }
+    }
+
+    /// Cancels every entry that has not started (best effort: entries in flight finish and
+    /// report their result; canceled ones report [`BatchState::Canceled`]).
+    pub fn cancel(&mut self) -> Result<()> {
+        self.alive()?;
+        for s in &self.slots {
+            if let Started::Engine(io, _) = &s.started {
+                io.cancel();
+            }
+        }
+        Ok(())
+    }
+
+    /// Cancels what has not started, waits for every entry in flight, and retires the batch:
+    /// every later call on it is an error. Safe right after a submit and more than once.
+    pub fn destroy(&mut self) {
+        if self.destroyed {
+            return;
+        }
+        let _ = self.cancel();
+        // Dropping an engine I/O blocks until it has finished.
+        self.slots.clear();
+        self.destroyed = true;
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        self.destroy();
+    }
+}

@@ -1,0 +1,147 @@
+//! Stream-ordered I/O on simulated GPUs (whose stream work runs late on its own thread): the
+//! I/O starts after earlier stream work, which may write its size and offsets; later stream
+//! work sees its bytes; a stream of another context is refused.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use gdio::gpu::sim::SimRuntime;
+use gdio::{DirectIoPolicy, Driver, FileHandle, Op, OpenOptions, StreamIoParams};
+
+fn setup(delay_ms: u64) -> (Arc<SimRuntime>, Driver) {
+    let rt = Arc::new(SimRuntime::new(2, Duration::from_millis(delay_ms)));
+    let drv = Driver::with_runtime(tiny_config(DirectIoPolicy::Off, 3), rt.clone()).unwrap();
+    (rt, drv)
+}
+
+struct Params {
+    size: usize,
+    foff: i64,
+    boff: i64,
+    bytes: isize,
+}
+
+impl Params {
+    fn ptrs(&mut self) -> StreamIoParams {
+        StreamIoParams {
+            size_p: &self.size,
+            file_offset_p: &self.foff,
+            buf_offset_p: &self.boff,
+            bytes_p: &mut self.bytes,
+        }
+    }
+}
+
+#[test]
+fn read_whose_size_and_offset_are_written_by_earlier_stream_work() {
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(60, 1 << 20);
+    let f = Arc::new(FileHandle::open(write_file(d.path(), "s", &data)).unwrap());
+    let (rt, drv) = setup(3);
+    let stream = rt.create_stream(0).unwrap();
+    let dev = drv.alloc_device(0, 1 << 20).unwrap();
+    // The real parameters sit in device memory; earlier stream work copies them into the host
+    // parameter block, 3 ms late.
+    let mut real = Vec::new();
+    real.extend_from_slice(&300_000usize.to_ne_bytes());
+    real.extend_from_slice(&12_345i64.to_ne_bytes());
+    real.extend_from_slice(&777i64.to_ne_bytes());
+    let mut pdev = drv.alloc_device(0, real.len()).unwrap();
+    pdev.copy_from_host(0, &real).unwrap();
+    let mut p = Box::new(Params { size: 0, foff: 0, boff: 0, bytes: -999 });
+    let mut out = vec![0u8; 300_000];
+    rt.with_stream(stream, |s| {
+        // SAFETY: the parameter fields and `pdev` live until the stream is synchronized below.
+        unsafe {
+            s.copy_to_host((&mut p.size as *mut usize).cast(), pdev.addr(), 8).unwrap();
+            s.copy_to_host((&mut p.foff as *mut i64).cast(), pdev.addr() + 8, 8).unwrap();
+            s.copy_to_host((&mut p.boff as *mut i64).cast(), pdev.addr() + 16, 8).unwrap();
+        }
+    })
+    .unwrap();
+    let params = p.ptrs();
+    // SAFETY: the stream, the parameters and `dev` outlive the stream's run of the I/O.
+    unsafe { drv.submit_on_stream(Op::Read, &f, dev.addr(), params, stream) }.unwrap();
+    // Later stream work: copy the destination out; it must see the read's bytes.
+    rt.with_stream(stream, |s| {
+        // SAFETY: `out` and `dev` live until the synchronize right after.
+        unsafe { s.copy_to_host(out.as_mut_ptr(), dev.addr() + 777, out.len()).unwrap() };
+        s.synchronize().unwrap();
+    })
+    .unwrap();
+    assert_eq!(p.bytes, 300_000, "result written before later stream work ran");
+    assert_eq!(&out[..], &data[12_345..312_345]);
+    rt.destroy_stream(stream);
+}
+
+#[test]
+fn write_of_bytes_that_earlier_stream_work_put_in_gpu_memory() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("w");
+    let f = Arc::new(
+        FileHandle::open_with(&path, OpenOptions::new().read(true).write(true).create(true))
+            .unwrap(),
+    );
+    let (rt, drv) = setup(2);
+    let stream = rt.create_stream(1).unwrap();
+    let payload = random_bytes(61, 200_000);
+    let dev = drv.alloc_device(1, 200_000).unwrap();
+    let mut p = Box::new(Params { size: 200_000, foff: 4096, boff: 0, bytes: -999 });
+    rt.with_stream(stream, |s| {
+        // SAFETY: `payload` and `dev` live until the stream is synchronized below.
+        unsafe { s.copy_to_device(dev.addr(), payload.as_ptr(), payload.len()).unwrap() };
+    })
+    .unwrap();
+    let params = p.ptrs();
+    // SAFETY: as in the read test.
+    unsafe { drv.submit_on_stream(Op::Write, &f, dev.addr(), params, stream) }.unwrap();
+    rt.with_stream(stream, |s| s.synchronize().unwrap()).unwrap();
+    assert_eq!(p.bytes, 200_000);
+    let got = std::fs::read(&path).unwrap();
+    assert_eq!(&got[4096..], &payload[..]);
+}
+
+#[test]
+fn errors_land_in_the_result_and_foreign_streams_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(62, 100_000);
+    let src = write_file(d.path(), "e", &data);
+    let f = Arc::new(FileHandle::open(&src).unwrap());
+    let (rt, drv) = setup(1);
+    let dev = drv.alloc_device(0, 100_000).unwrap();
+    let mut p = Box::new(Params { size: 1000, foff: 0, boff: 0, bytes: -999 });
+    // A stream of another runtime (another context), and one of another GPU.
+    let other = SimRuntime::new(1, Duration::ZERO);
+    let foreign = other.create_stream(0).unwrap();
+    let params = p.ptrs();
+    // SAFETY: refused before anything is enqueued.
+    let e = unsafe { drv.submit_on_stream(Op::Read, &f, dev.addr(), params, foreign) }.unwrap_err();
+    assert!(e.to_string().contains("another context"), "{e}");
+    let gpu1 = rt.create_stream(1).unwrap();
+    // SAFETY: as above.
+    let e = unsafe { drv.submit_on_stream(Op::Read, &f, dev.addr(), params, gpu1) }.unwrap_err();
+    assert!(e.to_string().contains("GPU 1"), "{e}");
+    // Host memory is refused.
+    let host = [0u8; 16];
+    // SAFETY: as above.
+    let e = unsafe { drv.submit_on_stream(Op::Read, &f, host.as_ptr() as u64, params, gpu1) };
+    assert!(e.unwrap_err().to_string().contains("not device memory"));
+    // A write through a read-only handle fails when it runs: -EBADF in the result, file intact.
+    let s0 = rt.create_stream(0).unwrap();
+    // SAFETY: the stream, parameters and `dev` outlive the synchronize below.
+    unsafe { drv.submit_on_stream(Op::Write, &f, dev.addr(), params, s0) }.unwrap();
+    rt.with_stream(s0, |s| s.synchronize().unwrap()).unwrap();
+    assert_eq!(p.bytes, -(libc::EBADF as isize));
+    assert_eq!(std::fs::read(&src).unwrap(), data);
+    // A negative offset read from memory at run time: -EINVAL.
+    p.foff = -5;
+    p.bytes = 0;
+    let params = p.ptrs();
+    // SAFETY: as above.
+    unsafe { drv.submit_on_stream(Op::Read, &f, dev.addr(), params, s0) }.unwrap();
+    rt.with_stream(s0, |s| s.synchronize().unwrap()).unwrap();
+    assert_eq!(p.bytes, -(libc::EINVAL as isize));
+}
