@@ -24,35 +24,35 @@ const FLAG_IS_COPIED: u64 = 1 << 1;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct DlDevice {
-    device_type: i32,
-    device_id: i32,
+pub(crate) struct DlDevice {
+    pub(crate) device_type: i32,
+    pub(crate) device_id: i32,
 }
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct DlDataType {
-    code: u8,
-    bits: u8,
-    lanes: u16,
+pub(crate) struct DlDataType {
+    pub(crate) code: u8,
+    pub(crate) bits: u8,
+    pub(crate) lanes: u16,
 }
 
 #[repr(C)]
-struct DlTensor {
-    data: *mut c_void,
-    device: DlDevice,
-    ndim: i32,
-    dtype: DlDataType,
-    shape: *const i64,
-    strides: *const i64,
-    byte_offset: u64,
+pub(crate) struct DlTensor {
+    pub(crate) data: *mut c_void,
+    pub(crate) device: DlDevice,
+    pub(crate) ndim: i32,
+    pub(crate) dtype: DlDataType,
+    pub(crate) shape: *const i64,
+    pub(crate) strides: *const i64,
+    pub(crate) byte_offset: u64,
 }
 
 #[repr(C)]
-struct DlManagedTensor {
-    dl_tensor: DlTensor,
-    manager_ctx: *mut c_void,
-    deleter: Option<unsafe extern "C" fn(*mut DlManagedTensor)>,
+pub(crate) struct DlManagedTensor {
+    pub(crate) dl_tensor: DlTensor,
+    pub(crate) manager_ctx: *mut c_void,
+    pub(crate) deleter: Option<unsafe extern "C" fn(*mut DlManagedTensor)>,
 }
 
 #[repr(C)]

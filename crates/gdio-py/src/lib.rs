@@ -11,6 +11,7 @@ mod error;
 mod file;
 mod future;
 mod io;
+mod safetensors;
 mod state;
 mod stream;
 
@@ -170,6 +171,10 @@ fn runtime_info(py: Python<'_>) -> PyResult<(String, usize, Option<String>, usiz
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file::CuFile>()?;
     m.add_class::<future::Future>()?;
+    m.add_class::<safetensors::Checkpoint>()?;
+    m.add_class::<safetensors::Stream>()?;
+    m.add_class::<safetensors::Tensor>()?;
+    m.add_function(wrap_pyfunction!(safetensors::save_file, m)?)?;
     m.add_function(wrap_pyfunction!(config_get, m)?)?;
     m.add_function(wrap_pyfunction!(config_set, m)?)?;
     m.add_function(wrap_pyfunction!(config_all, m)?)?;
