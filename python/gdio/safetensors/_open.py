@@ -1,0 +1,163 @@
+"""``safe_open``: the safetensors package's reader, loading through gdio."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterator, Optional, Sequence, Union
+
+from .. import _native
+from . import _frameworks
+
+PathArg = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
+
+
+def parse_device(device: Any) -> Optional[int]:
+    """``"cpu"`` -> ``None`` (host memory); ``"cuda"``, ``"cuda:N"``, ``N``, ``torch.device``
+    -> the GPU ordinal."""
+    if device is None:
+        return None
+    if isinstance(device, int) and not isinstance(device, bool):
+        if device < 0:
+            raise ValueError(f"bad device {device}")
+        return device
+    text = str(device)
+    if text == "cpu":
+        return None
+    for prefix in ("cuda", "gpu"):
+        if text == prefix:
+            return 0
+        if text.startswith(prefix + ":") and text[len(prefix) + 1 :].isdigit():
+            return int(text[len(prefix) + 1 :])
+    raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or an int, not {device!r}")
+
+
+def _paths(filename: PathArg) -> list[str]:
+    if isinstance(filename, (str, bytes, os.PathLike)):
+        return [os.fsdecode(filename)]
+    return [os.fsdecode(p) for p in filename]
+
+
+class safe_open:
+    """Opens a safetensors checkpoint like ``safetensors.safe_open``: one file, a list of
+    shards, a directory or a ``*.safetensors.index.json``.
+
+    ``framework``: ``"pt"`` (torch), ``"np"``/``"numpy"``, ``"jax"``/``"flax"`` or
+    ``"paddle"``. ``device``: ``"cpu"``, ``"cuda:N"`` or ``N``. Tensors are views of gdio's
+    allocations (zero-copy through DLPack) that stay valid while any of them lives.
+    ``process_group``: a ``torch.distributed`` group; every rank reads a share of the bytes
+    and the shares are exchanged, so the group reads the checkpoint once (see
+    :mod:`gdio.safetensors._dist`).
+    """
+
+    def __init__(
+        self,
+        filename: PathArg,
+        framework: str = "pt",
+        device: Any = "cpu",
+        process_group: Any = None,
+    ) -> None:
+        self._framework = _frameworks.normalize(framework)
+        self._gpu = parse_device(device)
+        self._ckpt = _native.Checkpoint(_paths(filename))
+        self._group = process_group
+
+    def __enter__(self) -> "safe_open":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def keys(self) -> list[str]:
+        """Tensor names, sorted (as the safetensors package returns them)."""
+        return sorted(self._ckpt.keys())
+
+    def offset_keys(self) -> list[str]:
+        """Tensor names in file order."""
+        return list(self._ckpt.keys())
+
+    def metadata(self) -> Optional[dict[str, str]]:
+        """The ``__metadata__`` (of every shard, merged), or ``None`` when there is none."""
+        return self._ckpt.metadata() or None
+
+    def _convert(self, t: Any) -> Any:
+        return _frameworks.convert(t, self._framework)
+
+    def get_tensor(self, name: str) -> Any:
+        """Tensor ``name`` in the framework and on the device asked for."""
+        if self._group is not None:
+            return self.get_tensors([name])[name]
+        (t,) = self._ckpt.load([name], self._gpu)
+        return self._convert(t)
+
+    def get_tensors(self, names: Optional[Sequence[str]] = None) -> dict[str, Any]:
+        """Tensors ``names`` (all when ``None``), loaded together, in ``keys()`` order."""
+        wanted = self.keys() if names is None else list(names)
+        if self._group is not None:
+            from . import _dist
+
+            got = _dist.load(self._ckpt, wanted, self._gpu, self._group, self._framework)
+        else:
+            got = {t.name: self._convert(t) for t in self._ckpt.load(wanted, self._gpu)}
+        return {n: got[n] for n in wanted}
+
+    def tensors(self, names: Optional[Sequence[str]] = None) -> Iterator[tuple[str, Any]]:
+        """``(name, tensor)`` pairs in the order the tensors land (completion order)."""
+        for t in self._ckpt.stream(None if names is None else list(names), self._gpu):
+            yield t.name, self._convert(t)
+
+    def get_slice(self, name: str) -> "Slice":
+        """A lazy slice of tensor ``name``: index it (``[a:b]``, ``[i]``, ``[a:b, ...]``) to
+        read only the rows along dimension 0 that the index selects."""
+        dtype, shape = self._ckpt.info(name)
+        return Slice(self, name, dtype, shape)
+
+
+class Slice:
+    """``safe_open.get_slice``: ``get_shape()``, ``get_dtype()``, and indexing that reads only
+    the selected rows (dimension 0)."""
+
+    def __init__(self, owner: safe_open, name: str, dtype: str, shape: list[int]) -> None:
+        self._owner = owner
+        self._name = name
+        self._dtype = dtype
+        self._shape = list(shape)
+
+    def get_shape(self) -> list[int]:
+        """The tensor's full shape."""
+        return list(self._shape)
+
+    def get_dtype(self) -> str:
+        """The safetensors dtype name (``"F32"``)."""
+        return self._dtype
+
+    def _rows(self, start: int, stop: int) -> Any:
+        o = self._owner
+        return o._convert(o._ckpt.load_rows(self._name, start, stop, o._gpu))
+
+    def _full(self) -> Any:
+        o = self._owner
+        (t,) = o._ckpt.load([self._name], o._gpu)
+        return o._convert(t)
+
+    def __getitem__(self, index: Any) -> Any:
+        idx = index if isinstance(index, tuple) else (index,)
+        if not self._shape or not idx or idx[0] is Ellipsis:
+            return self._full()[index]
+        first, rest = idx[0], idx[1:]
+        n = self._shape[0]
+        if isinstance(first, int) and not isinstance(first, bool):
+            i = first + n if first < 0 else first
+            if not 0 <= i < n:
+                raise IndexError(f"index {first} is out of range for {n} rows of {self._name!r}")
+            x = self._rows(i, i + 1)
+            return x[(0, *rest)]
+        if isinstance(first, slice):
+            start, stop, step = first.indices(n)
+            picked = range(start, stop, step)
+            if len(picked) == 0:
+                return self._full()[index]
+            lo, hi = min(picked), max(picked) + 1
+            x = self._rows(lo, hi)
+            local = slice(picked[0] - lo, None if step < 0 and picked[-1] == lo else picked[-1] - lo + (1 if step > 0 else -1), step)
+            return x[(local, *rest)]
+        return self._full()[index]

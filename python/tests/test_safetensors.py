@@ -1,0 +1,229 @@
+"""gdio.safetensors against the safetensors package: round trips with random data for every
+dtype NumPy has, slices, metadata, completion order, sharded checkpoints, errors; torch on the
+host when torch is installed; GPU loads where there is a GPU."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import safetensors.numpy as ref_np
+from safetensors import safe_open as ref_open
+
+import gdio
+from gdio.safetensors import safe_open
+import gdio.safetensors.numpy as gst_np
+
+from conftest import gpu_skip
+
+DTYPES = [np.float64, np.float32, np.float16, np.int64, np.uint64, np.int32, np.uint32,
+          np.int16, np.uint16, np.int8, np.uint8, np.bool_, np.complex64]
+
+
+def random_array(gen, dtype, shape):
+    raw = gen.integers(0, 256, size=int(np.prod(shape)) * np.dtype(dtype).itemsize, dtype=np.uint8)
+    a = raw.view(dtype).reshape(shape) if dtype not in (np.bool_,) else (raw % 2).astype(np.bool_).reshape(shape)
+    if np.dtype(dtype).kind in "fc":
+        a = np.nan_to_num(a)  # NaN payloads compare unequal
+    return a
+
+
+def random_tensors(seed, n=None):
+    gen = np.random.default_rng(seed)
+    out = {}
+    for i, dt in enumerate(DTYPES):
+        shape = [int(gen.integers(1, 9)), int(gen.integers(1, 33))]
+        out[f"t{i}.{np.dtype(dt).name}"] = random_array(gen, dt, shape)
+    out["scalar"] = np.array(gen.standard_normal(), dtype=np.float32)
+    out["empty"] = np.zeros((0, 4), dtype=np.float32)
+    return out
+
+
+def assert_same(a, b):
+    assert set(a) == set(b)
+    for k in a:
+        assert a[k].dtype == b[k].dtype, k
+        assert a[k].shape == b[k].shape, k
+        assert np.array_equal(a[k], b[k]), k
+
+
+def test_save_file_read_by_safetensors_and_back(tmp_path):
+    t = random_tensors(1)
+    meta = {"format": "np", "seed": "1"}
+    gst_np.save_file(t, tmp_path / "g.safetensors", metadata=meta)
+    assert_same(ref_np.load_file(tmp_path / "g.safetensors"), t)
+    with ref_open(str(tmp_path / "g.safetensors"), framework="np") as f:
+        assert f.metadata() == meta
+    ref_np.save_file(t, str(tmp_path / "r.safetensors"), metadata=meta)
+    got = gst_np.load_file(tmp_path / "r.safetensors")
+    assert_same(got, t)
+    assert all(isinstance(v, np.ndarray) for v in got.values())
+    with safe_open(tmp_path / "r.safetensors", framework="numpy") as f:
+        assert f.metadata() == meta
+        assert f.keys() == sorted(t)
+
+
+def test_bytes_round_trip_against_safetensors():
+    t = random_tensors(2)
+    assert_same(ref_np.load(gst_np.save(t, metadata={"a": "b"})), t)
+    assert_same(gst_np.load(ref_np.save(t)), t)
+
+
+def test_no_metadata_is_none(tmp_path):
+    ref_np.save_file({"x": np.arange(10, dtype=np.int32)}, str(tmp_path / "m.safetensors"))
+    with safe_open(tmp_path / "m.safetensors", framework="np") as f:
+        assert f.metadata() is None
+        assert f.get_slice("x").get_dtype() == "I32"
+
+
+def test_get_tensor_and_slices(tmp_path):
+    gen = np.random.default_rng(3)
+    w = random_array(gen, np.float32, [37, 5, 3])
+    ref_np.save_file({"w": w, "b": random_array(gen, np.int16, [11])}, str(tmp_path / "s.safetensors"))
+    with safe_open(str(tmp_path / "s.safetensors"), framework="np") as f:
+        assert np.array_equal(f.get_tensor("w"), w)
+        s = f.get_slice("w")
+        assert s.get_shape() == [37, 5, 3]
+        assert s.get_dtype() == "F32"
+        for idx in [slice(3, 17), slice(None, 5), slice(30, None), slice(-7, -2), slice(1, 30, 4),
+                    5, -1, (slice(2, 9), slice(1, 3)), (slice(0, 37), 2, slice(None, 2)),
+                    slice(10, 10), Ellipsis]:
+            assert np.array_equal(s[idx], w[idx]), idx
+        with pytest.raises(IndexError):
+            s[37]
+        with pytest.raises(KeyError):
+            f.get_slice("missing")
+        with pytest.raises(gdio.GdioError):
+            f.get_tensor("missing")
+
+
+def test_tensors_in_completion_order_and_alive_after_close(tmp_path):
+    t = random_tensors(4)
+    ref_np.save_file(t, str(tmp_path / "c.safetensors"))
+    with safe_open(tmp_path / "c.safetensors", framework="np") as f:
+        pairs = list(f.tensors())
+    assert sorted(n for n, _ in pairs) == sorted(t)
+    got = dict(pairs)
+    del pairs
+    import gc
+
+    gc.collect()
+    assert_same(got, t)  # the memory stays alive while the arrays use it
+
+
+def test_sharded_index(tmp_path):
+    t = random_tensors(5)
+    names = sorted(t)
+    shards = [names[: len(names) // 2], names[len(names) // 2 :]]
+    weight_map = {}
+    for i, part in enumerate(shards):
+        fname = f"model-0000{i + 1}-of-00002.safetensors"
+        ref_np.save_file({n: t[n] for n in part}, str(tmp_path / fname), metadata={"shard": str(i)})
+        weight_map.update({n: fname for n in part})
+    idx = tmp_path / "model.safetensors.index.json"
+    idx.write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    assert_same(gst_np.load_file(idx), t)
+    files = [tmp_path / f"model-0000{i + 1}-of-00002.safetensors" for i in range(2)]
+    with safe_open(files, framework="np") as f:
+        assert f.keys() == names
+        assert_same(dict(f.tensors()), t)
+
+
+def test_errors_leave_no_file(tmp_path):
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}      ")
+    with pytest.raises(gdio.GdioError):
+        gst_np.load_file(bad)
+    with pytest.raises(ValueError):
+        gst_np.save_file({"x": np.zeros(3, dtype=np.float32)}, tmp_path / "m.safetensors", metadata={"a": 1})
+    assert not (tmp_path / "m.safetensors").exists()
+    with pytest.raises(ValueError):
+        safe_open(bad, framework="tensorflowx")
+    with pytest.raises(ValueError):
+        safe_open(bad, framework="np", device="tpu")
+    with pytest.raises(ValueError):
+        gst_np.load(b"\xff" * 8 + b"{}")
+
+
+def test_numpy_has_no_bf16(tmp_path):
+    from gdio.safetensors import _format
+
+    raw = _format.serialize([("x", "BF16", [4], bytes(range(8)))], None)
+    (tmp_path / "b.safetensors").write_bytes(raw)
+    with safe_open(tmp_path / "b.safetensors", framework="np") as f:
+        assert f.get_slice("x").get_dtype() == "BF16"
+    with pytest.raises(TypeError):
+        gst_np.load_file(tmp_path / "b.safetensors")
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        pytest.skip("torch is not installed")
+    return torch
+
+
+def _torch_tensors(torch, seed):
+    g = torch.Generator().manual_seed(seed)
+    out = {}
+    for dt in [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64,
+               torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64]:
+        raw = torch.randint(0, 256, (7 * 13 * 8,), dtype=torch.uint8, generator=g)
+        n = 7 * 13 * torch.empty((), dtype=dt).element_size()
+        t = raw[:n].view(dt) if dt != torch.bool else (raw[: 7 * 13] % 2).bool()
+        if dt.is_floating_point or dt.is_complex:
+            t = torch.nan_to_num(t)
+        out[f"x.{dt}"] = t.reshape(7, 13).clone()
+    if hasattr(torch, "float8_e4m3fn"):
+        out["f8"] = torch.randint(0, 120, (5, 6), dtype=torch.uint8, generator=g).view(torch.float8_e4m3fn)
+        out["f8b"] = torch.randint(0, 120, (5, 6), dtype=torch.uint8, generator=g).view(torch.float8_e5m2)
+    return out
+
+
+def _assert_torch_same(torch, a, b):
+    assert set(a) == set(b)
+    for k in a:
+        assert a[k].dtype == b[k].dtype and a[k].shape == b[k].shape, k
+        assert torch.equal(a[k].cpu().view(torch.uint8) if a[k].element_size() == 1 else a[k].cpu(),
+                           b[k].cpu().view(torch.uint8) if b[k].element_size() == 1 else b[k].cpu()), k
+
+
+def test_torch_round_trip_host(tmp_path):
+    torch = _torch()
+    import safetensors.torch as ref_t
+    import gdio.safetensors.torch as gst_t
+
+    t = _torch_tensors(torch, 6)
+    gst_t.save_file(t, tmp_path / "t.safetensors", metadata={"k": "v"})
+    _assert_torch_same(torch, ref_t.load_file(str(tmp_path / "t.safetensors")), t)
+    ref_t.save_file(t, str(tmp_path / "r.safetensors"))
+    _assert_torch_same(torch, gst_t.load_file(tmp_path / "r.safetensors"), t)
+    _assert_torch_same(torch, gst_t.load(ref_t.save(t)), t)
+    _assert_torch_same(torch, ref_t.load(gst_t.save(t)), t)
+    with pytest.raises(RuntimeError):
+        base = torch.arange(10.0)
+        gst_t.save_file({"a": base[:6], "b": base[4:]}, tmp_path / "shared.safetensors")
+    with pytest.raises(ValueError):
+        gst_t.save_file({"a": torch.zeros(4, 4).t()}, tmp_path / "nc.safetensors")
+
+
+def test_torch_gpu_load(tmp_path):
+    torch = _torch()
+    if not torch.cuda.is_available():
+        gpu_skip("torch sees no CUDA GPU")
+    if gdio.runtime_info()["gpus"] == 0:
+        gpu_skip(f"gdio has no CUDA: {gdio.runtime_info()['why_no_gpu']}")
+    import safetensors.torch as ref_t
+    import gdio.safetensors.torch as gst_t
+
+    t = _torch_tensors(torch, 7)
+    ref_t.save_file(t, str(tmp_path / "g.safetensors"))
+    got = gst_t.load_file(tmp_path / "g.safetensors", device="cuda:0")
+    assert all(v.device == torch.device("cuda:0") for v in got.values())
+    _assert_torch_same(torch, got, t)
+    with safe_open(tmp_path / "g.safetensors", framework="pt", device=0) as f:
+        s = f.get_slice("x.torch.float32")
+        assert torch.equal(s[2:5].cpu(), t["x.torch.float32"][2:5])
+        streamed = dict(f.tensors())
+    _assert_torch_same(torch, streamed, t)
