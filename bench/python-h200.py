@@ -9,6 +9,11 @@
      gdio vs KvikIO (best of 8/16/32 threads). Target: ≥ 1.5 × KvikIO. Also gdio's `preadv`
      (one call for all 100,000).
 
+  C. `gdio.safetensors.torch.load_file(index, device="cuda:0")` beside
+     `safetensors.torch.load_file(shard, device="cuda:0")` for every shard, on the checkpoint
+     bench/safetensors-h200.py writes (tmpfs /dev/shm/gdio-st and hot ext4 /tmp/gdio-st; rows
+     skipped where it is missing). Verified: every tensor equal between the two.
+
 Every read is verified against the file (sampled). Prints a table and writes JSON lines to
 $OUT/python-h200.jsonl (default /tmp/gdio-bench).
 
@@ -178,6 +183,61 @@ def part_b(args, kvikio, rows):
                          {"threads": n_threads}))
 
 
+def part_c(args, rows):
+    import glob
+
+    try:
+        import safetensors.torch as ref
+    except ImportError as e:
+        print(f"safetensors not importable ({e}): part C skipped", file=sys.stderr)
+        return
+    import gdio.safetensors.torch as gst
+
+    for where in [d for d in args.st_dirs.split(",") if d]:
+        index = os.path.join(where, "model.safetensors.index.json")
+        shards = sorted(glob.glob(os.path.join(where, "model-*.safetensors")))
+        if not os.path.exists(index) or not shards:
+            print(f"no checkpoint in {where} (run bench/safetensors-h200.py first): part C skipped there",
+                  file=sys.stderr)
+            continue
+        nbytes = sum(os.path.getsize(s) for s in shards)
+        for s in shards:
+            warm(s)
+        kind = "tmpfs" if where.startswith("/dev/shm") else "ext4 hot"
+
+        def ours():
+            return gst.load_file(index, device="cuda:0")
+
+        def theirs():
+            out = {}
+            for s in shards:
+                out.update(ref.load_file(s, device="cuda:0"))
+            return out
+
+        results = {}
+        for label, fn in (("gdio.safetensors.torch.load_file", ours), ("safetensors.torch.load_file", theirs)):
+            times = []
+            for _ in range(args.iterations):
+                torch.cuda.synchronize()
+                t = time.perf_counter()
+                got = fn()
+                torch.cuda.synchronize()
+                times.append(time.perf_counter() - t)
+                del got
+                torch.cuda.empty_cache()
+            results[label] = times
+        a, b = ours(), theirs()
+        ok = a.keys() == b.keys() and all(
+            a[k].dtype == b[k].dtype and a[k].shape == b[k].shape
+            and torch.equal(a[k].view(torch.uint8) if a[k].element_size() == 1 else a[k],
+                            b[k].view(torch.uint8) if b[k].element_size() == 1 else b[k])
+            for k in a)
+        del a, b
+        torch.cuda.empty_cache()
+        for label, times in results.items():
+            rows.append(("C", f"{label} {kind}", nbytes, times, ok, {"dir": where}))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--file", default="/dev/shm/gdio-bench-8g.bin")
@@ -186,6 +246,9 @@ def main():
     p.add_argument("--iterations", type=int, default=3)
     p.add_argument("--futures", type=int, default=100_000)
     p.add_argument("--no-kvikio", action="store_true")
+    p.add_argument("--st-dirs", default="/dev/shm/gdio-st,/tmp/gdio-st",
+                   help="checkpoints of bench/safetensors-h200.py for part C ('' to skip)")
+    p.add_argument("--parts", default="A,B,C")
     p.add_argument("--out", default=os.environ.get("OUT", "/tmp/gdio-bench"))
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -199,8 +262,13 @@ def main():
     print(f"gdio runtime {info}; torch {torch.__version__}; file {args.file} ({os.path.getsize(args.file) / GIB:.1f} GiB)")
 
     rows = []
-    part_a(args, kvikio, rows)
-    part_b(args, kvikio, rows)
+    parts = set(args.parts.split(","))
+    if "A" in parts:
+        part_a(args, kvikio, rows)
+    if "B" in parts:
+        part_b(args, kvikio, rows)
+    if "C" in parts:
+        part_c(args, rows)
 
     print(f"\n{'part':<4} {'what':<40} {'GB/s mean':>9} {'GB/s best':>9} {'verified':>8}")
     best = {}
@@ -213,6 +281,8 @@ def main():
         key = (part, what.split()[0] if not what.startswith("gdio bench") else "bench")
         if "preadv" in what:
             key = (part, "preadv")
+        if part == "C":
+            key = (part, what)
         best[key] = max(best.get(key, 0.0), mean)
     print()
     a_py, a_bench, a_kv = best.get(("A", "gdio.CuFile.read(torch)")), best.get(("A", "bench")), best.get(("A", "kvikio.CuFile.read"))
@@ -223,6 +293,11 @@ def main():
     b_gd, b_kv = best.get(("B", "gdio")), best.get(("B", "kvikio"))
     if b_gd and b_kv:
         print(f"B: gdio pread futures / best KvikIO = {b_gd / b_kv:.3f} (target ≥ 1.5)")
+    for kind in ("tmpfs", "ext4 hot"):
+        c_gd = best.get(("C", f"gdio.safetensors.torch.load_file {kind}"))
+        c_st = best.get(("C", f"safetensors.torch.load_file {kind}"))
+        if c_gd and c_st:
+            print(f"C: gdio.safetensors.torch.load_file / safetensors ({kind}) = {c_gd / c_st:.3f}")
     if not all(r[4] for r in rows):
         print("VERIFICATION FAILED for some rows", file=sys.stderr)
         return 1
