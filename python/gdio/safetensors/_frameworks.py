@@ -99,3 +99,14 @@ def convert(t: Any, framework: str) -> Any:
     if framework == "jax":
         return to_jax(t)
     return to_paddle(t)
+
+
+def convert_torch(t: Any, framework: str) -> Any:
+    """A torch tensor (from a multi-rank load) in another framework, through DLPack."""
+    if framework == "jax":
+        import jax.numpy as jnp
+
+        return jnp.from_dlpack(t)
+    import paddle
+
+    return paddle.utils.dlpack.from_dlpack(t.__dlpack__())

@@ -1,0 +1,56 @@
+"""process_group=: two ranks (gloo, host memory) each read a share of a sharded checkpoint and
+end with every tensor. Skips without torch."""
+
+import json
+import os
+import socket
+
+import numpy as np
+import pytest
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rank(rank, world, port, index, out):
+    import torch
+    import torch.distributed as dist
+
+    import gdio.safetensors.torch as gst
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        got = gst.load_file(index, process_group=dist.group.WORLD)
+        torch.save({k: v.clone() for k, v in got.items()}, os.path.join(out, f"rank{rank}.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_ranks_gloo(tmp_path):
+    torch = pytest.importorskip("torch")
+    import torch.multiprocessing as mp
+    import safetensors.torch as ref_t
+
+    g = torch.Generator().manual_seed(11)
+    tensors = {}
+    for i in range(23):
+        dt = [torch.float32, torch.bfloat16, torch.int64, torch.uint8, torch.float16][i % 5]
+        n = int(torch.randint(1, 5000, (1,), generator=g))
+        tensors[f"w{i}"] = torch.randint(-100, 100, (n,), generator=g).to(dt)
+    names = sorted(tensors)
+    weight_map = {}
+    for s, part in enumerate([names[:9], names[9:]]):
+        fname = f"model-{s + 1:05d}-of-00002.safetensors"
+        ref_t.save_file({n: tensors[n] for n in part}, str(tmp_path / fname))
+        weight_map.update({n: fname for n in part})
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    mp.spawn(_rank, args=(2, _free_port(), str(index), str(tmp_path)), nprocs=2, join=True)
+    for r in range(2):
+        got = torch.load(tmp_path / f"rank{r}.pt")
+        assert got.keys() == tensors.keys()
+        for k in tensors:
+            assert got[k].dtype == tensors[k].dtype and torch.equal(got[k], tensors[k]), (r, k)
