@@ -25,6 +25,47 @@ def _granule(dtype: str) -> int:
     return math.lcm(bits, 8) // 8
 
 
+class Keep:
+    """Bytes ``src..src+len`` of a loaded piece go to ``dst`` of the rank's share."""
+
+    def __init__(self, src: int, dst: int, n: int) -> None:
+        self.src, self.dst, self.len = src, dst, n
+
+
+class SharePlan:
+    """What one rank reads: ``pieces`` ``(name, begin, end)`` in tensor bytes and where each
+    lands in its share (``keep``); ``bases`` are the files' offsets in the whole buffer."""
+
+    def __init__(self, bases: list[int], total: int, chunk: int, lo: int) -> None:
+        self.bases, self.total, self.chunk, self.lo = bases, total, chunk, lo
+        self.pieces: list[tuple[str, int, int]] = []
+        self.keep: dict[str, Keep] = {}
+
+
+def plan_share(tensors: list, file_lens: list[int], rank: int, world: int) -> SharePlan:
+    """Rank ``rank`` of ``world``'s share of the checkpoint described by
+    ``Checkpoint.layout()``."""
+    bases, at = [], 0
+    for n in file_lens:
+        bases.append(at)
+        at = (at + n + _ALIGN - 1) // _ALIGN * _ALIGN
+    total = at
+    chunk = max(_ALIGN, ((total + world - 1) // world + _ALIGN - 1) // _ALIGN * _ALIGN)
+    lo, hi = rank * chunk, min((rank + 1) * chunk, total)
+    plan = SharePlan(bases, total, chunk, lo)
+    for name, f, b, e, dtype, _shape in tensors:
+        g0, g1 = bases[f] + b, bases[f] + e
+        a, z = max(g0, lo), min(g1, hi)
+        if a >= z:
+            continue
+        q = _granule(dtype)
+        rb = (a - g0) // q * q
+        re = min(-(-(z - g0) // q) * q, g1 - g0)
+        plan.pieces.append((name, rb, re))
+        plan.keep[name] = Keep(a - g0 - rb, a - lo, z - a)
+    return plan
+
+
 def load(ckpt: Any, names: list[str], gpu: Optional[int], group: Any, framework: str) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
@@ -34,34 +75,15 @@ def load(ckpt: Any, names: list[str], gpu: Optional[int], group: Any, framework:
 
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     tensors, file_lens = ckpt.layout()
-    bases, at = [], 0
-    for n in file_lens:
-        bases.append(at)
-        at = (at + n + _ALIGN - 1) // _ALIGN * _ALIGN
-    total = at
-    chunk = max(_ALIGN, (total + world - 1) // world + _ALIGN - 1) // _ALIGN * _ALIGN
-    lo, hi = rank * chunk, min((rank + 1) * chunk, total)
+    share_plan = plan_share(tensors, file_lens, rank, world)
+    bases, chunk, lo, pieces = share_plan.bases, share_plan.chunk, share_plan.lo, share_plan.pieces
     device = torch.device("cpu") if gpu is None else torch.device(f"cuda:{gpu}")
-
-    # This rank's pieces: (name, read begin, read end) in tensor bytes, and where they go.
-    pieces, where = [], {}
-    for name, f, b, e, dtype, _shape in tensors:
-        g0, g1 = bases[f] + b, bases[f] + e
-        a, z = max(g0, lo), min(g1, hi)
-        if a >= z:
-            continue
-        q = _granule(dtype)
-        rb = (a - g0) // q * q
-        re = min(-(-(z - g0) // q) * q, g1 - g0)
-        pieces.append((name, rb, re))
-        where[name] = (g0, a, z)
     share = torch.zeros(chunk, dtype=torch.uint8, device=device)
     if pieces:
         for t in ckpt.load_bytes(pieces, gpu):
+            keep = share_plan.keep[t.name]
             raw = torch.from_dlpack(t.raw())
-            g0, a, z = where[t.name]
-            rb = next(p[1] for p in pieces if p[0] == t.name)
-            share[a - lo : z - lo].copy_(raw[a - g0 - rb : z - g0 - rb])
+            share[keep.dst : keep.dst + keep.len].copy_(raw[keep.src : keep.src + keep.len])
             del raw
     whole = torch.empty(world * chunk, dtype=torch.uint8, device=device)
     try:
