@@ -153,7 +153,7 @@ impl Default for Config {
             buffered_chunk_size: 4 << 20,
             bounce_buffers_per_thread: 2,
             direct_reads_in_flight: 2,
-            completion_spin_us: 200,
+            completion_spin_us: 1000,
             direct_io: DirectIoPolicy::Auto,
             hot_cache_fraction: 0.5,
             page_cache_dma: false,
