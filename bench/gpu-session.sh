@@ -79,6 +79,17 @@ sweep() {
   OUT=$L/sweep THREADS=${THREADS:-8,16,32} ITER=${ITER:-2} bash bench/sweep-h200.sh
 }
 
+safetensors() {
+  python3 bench/safetensors-h200.py --gdio "$GDIO" --out "$L/st" --rows "${ST_ROWS:-verify,tmpfs,ext4-hot,cold,save}"
+}
+
+python_pkg() {
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gdsite .dev/wheel/gdio-*.whl || return 1
+  export PYTHONPATH=/tmp/gdsite:$PYTHONPATH
+  (cd python/tests && python3 -m pytest -q -p no:cacheprovider . 2>&1 | tail -15)
+  python3 bench/python-h200.py --file /dev/shm/gdio-bench-8g.bin --gdio "$GDIO" --out "$L/py" --iterations 2 2>&1 | tail -25
+}
+
 for p in "$@"; do
   case $p in
     setup) phase setup 120 setup ;;
@@ -87,6 +98,8 @@ for p in "$@"; do
     micro) phase micro 240 micro; tee -a "$S" < "$L/micro.txt" ;;
     cufile) phase cufile 420 cufile; tail -25 "$L/cufile.txt" | tee -a "$S" >/dev/null ;;
     sweep) phase sweep 540 sweep; tail -30 "$L/sweep.txt" | tee -a "$S" >/dev/null ;;
+    safetensors) phase safetensors 420 safetensors; tail -30 "$L/safetensors.txt" | tee -a "$S" >/dev/null ;;
+    python) phase python 300 python_pkg; tail -45 "$L/python.txt" | tee -a "$S" >/dev/null ;;
     *) [ -f "bench/gpu-phase-$p.sh" ] && phase "$p" 540 bash "bench/gpu-phase-$p.sh" "$L/$p" && tail -30 "$L/$p.txt" | tee -a "$S" >/dev/null ;;
   esac
 done
