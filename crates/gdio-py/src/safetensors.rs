@@ -416,7 +416,11 @@ impl Tensor {
         // SAFETY: `managed` is a valid heap DLManagedTensor; the capsule's destructor frees it
         // unless a consumer renamed (consumed) the capsule, which then calls the deleter.
         let cap = unsafe {
-            pyo3::ffi::PyCapsule_New(managed as *mut c_void, DLTENSOR.as_ptr(), Some(destroy_capsule))
+            pyo3::ffi::PyCapsule_New(
+                managed as *mut c_void,
+                DLTENSOR.as_ptr(),
+                Some(destroy_capsule),
+            )
         };
         if cap.is_null() {
             // SAFETY: the capsule was not made, so nothing else owns `managed`.
