@@ -167,14 +167,12 @@ def _torch():
 def _torch_tensors(torch, seed):
     g = torch.Generator().manual_seed(seed)
     out = {}
-    for dt in [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64,
-               torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64]:
-        raw = torch.randint(0, 256, (7 * 13 * 8,), dtype=torch.uint8, generator=g)
-        n = 7 * 13 * torch.empty((), dtype=dt).element_size()
-        t = raw[:n].view(dt) if dt != torch.bool else (raw[: 7 * 13] % 2).bool()
-        if dt.is_floating_point or dt.is_complex:
-            t = torch.nan_to_num(t)
-        out[f"x.{dt}"] = t.reshape(7, 13).clone()
+    for dt in [torch.float32, torch.float16, torch.bfloat16, torch.float64]:
+        out[f"x.{dt}"] = torch.randn(7, 13, generator=g).to(dt)
+    out["x.torch.complex64"] = torch.randn(7, 13, dtype=torch.complex64, generator=g)
+    for dt in [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8]:
+        out[f"x.{dt}"] = torch.randint(-100 if dt != torch.uint8 else 0, 100, (7, 13), generator=g).to(dt)
+    out["x.torch.bool"] = torch.randint(0, 2, (7, 13), generator=g).bool()
     if hasattr(torch, "float8_e4m3fn"):
         out["f8"] = torch.randint(0, 120, (5, 6), dtype=torch.uint8, generator=g).view(torch.float8_e4m3fn)
         out["f8b"] = torch.randint(0, 120, (5, 6), dtype=torch.uint8, generator=g).view(torch.float8_e5m2)
