@@ -9,19 +9,20 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
 use gdio::gpu::GpuRuntime;
-use gdio::iobatch::{BatchTable, StreamTable};
 use gdio::op_stats::OpStats;
 use gdio::{Config, Driver, FileHandle, LoadedConfig, MemoryKind};
 
 use crate::abi::{code, CUfileError_t};
+use crate::batch::BatchTable;
+use crate::streams::StreamTable;
 use crate::log::{self, Level};
 use crate::params::{self, Params, Staged};
 
 /// A registered file.
 #[derive(Debug)]
 pub struct Registered {
-    /// gdio's handle (its own descriptors).
-    pub file: FileHandle,
+    /// gdio's handle (its own descriptors), shared with the I/O in flight on it.
+    pub file: Arc<FileHandle>,
     /// The caller's descriptor number.
     pub fd: i32,
 }
@@ -45,7 +46,7 @@ pub struct Session {
     handles: RwLock<HashMap<u64, Arc<Registered>>>,
     next_handle: AtomicU64,
     buffers: RwLock<HashMap<u64, BufReg>>,
-    /// Batches.
+    /// Batches, by `CUfileBatchHandle_t`.
     pub batches: BatchTable,
     /// Per-call counters (stats levels 1–3).
     pub stats: OpStats,
@@ -102,7 +103,7 @@ impl Session {
             return Err(code::HANDLE_ALREADY_REGISTERED);
         }
         let id = self.next_handle.fetch_add(1, Ordering::Relaxed);
-        map.insert(id, Arc::new(Registered { file, fd }));
+        map.insert(id, Arc::new(Registered { file: Arc::new(file), fd }));
         Ok(id as *mut c_void)
     }
 

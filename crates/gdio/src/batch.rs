@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::engine::Notifier;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::FileHandle;
-use crate::memory::BufferRef;
+use crate::memory::{BufferRef, MemoryKind};
 use crate::request::Op;
 use crate::submit::{Router, Started};
 
@@ -51,6 +51,14 @@ pub struct BatchEvent {
     pub cookie: u64,
     /// How it ended.
     pub state: BatchState,
+    /// The entry's operation (for per-operation accounting by front ends).
+    pub op: Op,
+    /// The kind of the entry's memory, as classified at submit.
+    pub memory: MemoryKind,
+    /// Bytes the entry asked for.
+    pub len: usize,
+    /// From submit until [`Batch::get_status`] saw the entry finished.
+    pub elapsed: Duration,
 }
 
 /// What [`Batch::get_status`] found.
@@ -65,6 +73,9 @@ pub struct BatchStatus {
 
 struct Slot {
     cookie: u64,
+    op: Op,
+    buf: BufferRef,
+    submitted: Instant,
     started: Started,
 }
 
@@ -166,6 +177,7 @@ impl Batch {
             }
             bufs.push(buf);
         }
+        let submitted = Instant::now();
         for (e, buf) in entries.iter().zip(bufs) {
             // SAFETY: forwarded contract: valid until reported, destroyed or dropped, and
             // drop/destroy wait for every entry.
@@ -173,7 +185,7 @@ impl Batch {
                 self.router.start(e.op, &e.file, buf, e.file_offset, Some(self.notifier.clone()))
             };
             let started = started.unwrap_or_else(|err| Started::Done(Err(err)));
-            self.slots.push_back(Slot { cookie: e.cookie, started });
+            self.slots.push_back(Slot { cookie: e.cookie, op: e.op, buf, submitted, started });
         }
         Ok(())
     }
@@ -208,7 +220,14 @@ impl Batch {
                 Started::Done(Ok(n)) => BatchState::Complete(n),
                 Started::Done(Err(e)) => BatchState::Failed(e),
             };
-            out.push(BatchEvent { cookie: slot.cookie, state });
+            out.push(BatchEvent {
+                cookie: slot.cookie,
+                state,
+                op: slot.op,
+                memory: slot.buf.kind,
+                len: slot.buf.len,
+                elapsed: slot.submitted.elapsed(),
+            });
         }
     }
 

@@ -615,8 +615,10 @@ impl Driver {
     /// semantics: it starts after the work queued on the stream before it, later work on the
     /// stream waits for it, and the size and offsets in `params` are read when the stream
     /// reaches it; the result (bytes, or a negative errno) lands in `*params.bytes_p`. See
-    /// [`stream_io`](crate::stream_io) for every ordering guarantee. `buf_base` must be
-    /// device memory; a stream of another GPU or context is an error here.
+    /// [`stream_io`](crate::stream_io) for every ordering guarantee. `buf_base` is device
+    /// memory (the stream must be of that GPU's context) or host memory (on a stream of GPU
+    /// 0's context); a stream of another GPU or context is an error here. Without a GPU, only
+    /// the null stream (0) is accepted and the I/O runs before this returns.
     ///
     /// # Safety
     /// `stream` is a live stream; the `params` pointers stay valid until the stream has run the
@@ -630,19 +632,31 @@ impl Driver {
         params: crate::stream_io::StreamIoParams,
         stream: u64,
     ) -> Result<()> {
-        let MemoryKind::Device { ordinal } = self.runtime.classify(buf_base) else {
-            return Err(Error::new(
-                ErrorKind::InvalidInput,
-                format!("address 0x{buf_base:x} is not device memory; stream-ordered I/O needs GPU memory"),
-            )
-            .with_errno(libc::EINVAL)
-            .with_path(file.path()));
+        let kind = self.runtime.classify(buf_base);
+        let ordinal = match kind {
+            MemoryKind::Device { ordinal } => {
+                self.check_gpu(ordinal)?;
+                Some(ordinal)
+            }
+            // No GPU: only the null stream exists, with nothing queued on it.
+            _ if self.runtime.device_count() == 0 && stream == 0 => None,
+            _ if self.runtime.device_count() == 0 => {
+                return Err(Error::new(
+                    ErrorKind::NoGpu,
+                    format!(
+                        "stream 0x{stream:x} cannot be a stream of this process: {}",
+                        self.why_no_gpu.as_deref().unwrap_or("it has no GPU")
+                    ),
+                )
+                .with_path(file.path()))
+            }
+            // Host memory on a GPU stream: the host function runs in GPU 0's context.
+            _ => Some(0),
         };
-        self.check_gpu(ordinal)?;
         let req = Request {
             op,
             file: file.info(),
-            memory: MemoryKind::Device { ordinal },
+            memory: kind,
             file_offset: 0,
             buf_addr: buf_base,
             len: EXPLAIN_LEN,
@@ -670,6 +684,7 @@ impl Driver {
                 op,
                 file,
                 buf_base,
+                kind,
                 ordinal,
                 params,
                 stream,

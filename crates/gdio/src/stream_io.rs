@@ -6,7 +6,11 @@
 //! - work queued on S after it starts only once the I/O has finished: every byte has landed in
 //!   GPU memory (reads) or reached the file (writes), and the result is in `*bytes_p`;
 //! - the size, file offset and buffer offset are read from the caller's memory when S reaches
-//!   the I/O, not when it is enqueued, so earlier work on S may write them;
+//!   the I/O, not when it is enqueued, so earlier work on S may write them — unless the caller
+//!   promised they are fixed ([`StreamIoParams::read_at_queue`], cuFile's stream flags), then
+//!   they are read when the I/O is enqueued;
+//! - in a process whose GPU runtime has no GPU (the host runtime), only the null stream exists
+//!   and nothing can be queued on it before the I/O: the I/O runs before the call returns;
 //! - I/Os on different streams, and I/Os submitted with the other APIs, are not ordered with
 //!   it.
 //!
@@ -40,14 +44,45 @@ pub struct StreamIoParams {
     pub buf_offset_p: *const i64,
     /// Where the result goes (`bytes_read_p`): bytes moved, or a negative errno.
     pub bytes_p: *mut isize,
+    /// Read the size and offsets when the I/O is enqueued, not when the stream reaches it (the
+    /// caller promised they are fixed by then: cuFile's `FIXED_*` stream flags).
+    pub read_at_queue: bool,
+}
+
+/// The size and offsets, as read from the caller's memory.
+#[derive(Debug, Clone, Copy)]
+struct Args {
+    size: usize,
+    file_offset: i64,
+    buf_offset: i64,
+}
+
+impl StreamIoParams {
+    /// Reads the size and offsets.
+    ///
+    /// # Safety
+    /// The three pointers are valid and written.
+    unsafe fn args(&self) -> Args {
+        // SAFETY: forwarded contract; volatile because earlier stream work may have written
+        // them behind the compiler's back.
+        unsafe {
+            Args {
+                size: std::ptr::read_volatile(self.size_p),
+                file_offset: std::ptr::read_volatile(self.file_offset_p),
+                buf_offset: std::ptr::read_volatile(self.buf_offset_p),
+            }
+        }
+    }
 }
 
 struct Job {
     op: Op,
     file: Arc<FileHandle>,
     base: u64,
-    ordinal: usize,
+    kind: MemoryKind,
     params: StreamIoParams,
+    /// Read at queue time (`read_at_queue`), else `None`: read when the job runs.
+    fixed: Option<Args>,
     engine: Arc<Engine>,
     stats: Arc<Stats>,
     backend: &'static str,
@@ -61,16 +96,9 @@ impl Job {
     fn run(self) {
         let p = self.params;
         // SAFETY: the caller keeps the parameter memory valid and written by the time the
-        // stream reaches this I/O (contract of `enqueue`); volatile because earlier stream
-        // work may have written it behind the compiler's back.
-        let (size, foff, boff) = unsafe {
-            (
-                std::ptr::read_volatile(p.size_p),
-                std::ptr::read_volatile(p.file_offset_p),
-                std::ptr::read_volatile(p.buf_offset_p),
-            )
-        };
-        let r = self.io(size, foff, boff);
+        // stream reaches this I/O (contract of `enqueue`).
+        let a = self.fixed.unwrap_or_else(|| unsafe { p.args() });
+        let r = self.io(a.size, a.file_offset, a.buf_offset);
         let v = match &r {
             Ok(n) => {
                 self.stats.record_ok(self.backend, *n as u64);
@@ -99,20 +127,21 @@ impl Job {
         let Some(addr) = self.base.checked_add(boff as u64) else {
             return bad(format!("buffer offset {boff} overflows"));
         };
-        let buf = BufferRef { addr, len: size, kind: MemoryKind::Device { ordinal: self.ordinal } };
-        // SAFETY: the caller's contract (`enqueue`): the buffer range is device memory valid
+        let buf = BufferRef { addr, len: size, kind: self.kind };
+        // SAFETY: the caller's contract (`enqueue`): the buffer range is memory of `kind` valid
         // until the I/O finished, which the wait below covers.
         let io = unsafe { self.engine.submit(self.op, &self.file, buf, foff as u64) }?;
         io.wait().map(|t| t.bytes as usize)
     }
 }
 
-/// Enqueues `op` on `stream`; see the module docs for the ordering.
+/// Enqueues `op` on `stream` of GPU `ordinal` (`None`: the runtime has no GPU and `stream` is
+/// the null stream: the I/O runs now); see the module docs for the ordering.
 ///
 /// # Safety
 /// `stream` is a live stream of this process; the parameter pointers are valid until the
-/// stream has run the I/O; `buf_base + *buf_offset_p .. + *size_p` is device memory of
-/// GPU `ordinal` valid for the I/O and not otherwise accessed until then.
+/// stream has run the I/O; `buf_base + *buf_offset_p .. + *size_p` is memory of `kind` valid
+/// for the I/O and not otherwise accessed until then.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn enqueue(
     runtime: &Arc<dyn GpuRuntime>,
@@ -122,12 +151,19 @@ pub(crate) unsafe fn enqueue(
     op: Op,
     file: &Arc<FileHandle>,
     buf_base: u64,
-    ordinal: usize,
+    kind: MemoryKind,
+    ordinal: Option<usize>,
     params: StreamIoParams,
     stream: u64,
 ) -> Result<()> {
+    // SAFETY: forwarded contract: with `read_at_queue` the values are written now.
+    let fixed = params.read_at_queue.then(|| unsafe { params.args() });
     let job =
-        Job { op, file: file.clone(), base: buf_base, ordinal, params, engine, stats, backend };
+        Job { op, file: file.clone(), base: buf_base, kind, params, fixed, engine, stats, backend };
+    let Some(ordinal) = ordinal else {
+        job.run();
+        return Ok(());
+    };
     // SAFETY: forwarded contract; the function calls no CUDA API.
     unsafe { runtime.launch_host_fn(ordinal, stream, Box::new(move || job.run())) }
 }

@@ -259,6 +259,7 @@ fn gpu_stream_ordered_read_runs_between_earlier_and_later_stream_work() {
             file_offset_p: &foff,
             buf_offset_p: &boff,
             bytes_p: &mut bytes,
+            read_at_queue: false,
         };
         // SAFETY: the stream, parameters and slice live until the synchronize below.
         unsafe {

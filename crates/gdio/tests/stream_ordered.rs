@@ -31,6 +31,7 @@ impl Params {
             file_offset_p: &self.foff,
             buf_offset_p: &self.boff,
             bytes_p: &mut self.bytes,
+            read_at_queue: false,
         }
     }
 }
