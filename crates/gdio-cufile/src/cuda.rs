@@ -7,8 +7,6 @@ use cudarc::driver::sys;
 /// `CUDA_ERROR_INVALID_CONTEXT`: a stream was given but this process has no CUDA.
 pub(crate) const INVALID_CONTEXT: i32 = 201;
 
-}
-
 /// The `(base, size)` of the allocation holding device address `addr`, if CUDA knows it.
 pub fn allocation(addr: u64) -> Option<(u64, u64)> {
     let mut base: sys::CUdeviceptr = 0;
