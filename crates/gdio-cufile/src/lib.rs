@@ -25,7 +25,6 @@
 
 pub mod abi;
 pub mod batch;
-mod cuda;
 pub mod io;
 pub mod log;
 pub mod params;
@@ -58,6 +57,9 @@ fn guard<T>(what: &str, fallback: T, f: impl FnOnce() -> T) -> T {
         fallback
     })
 }
+
+/// `CUDA_ERROR_INVALID_CONTEXT`, the `cu_err` of a stream given where this process has no CUDA.
+const CUDA_ERROR_INVALID_CONTEXT: c_int = 201;
 
 const INTERNAL: Err_t = Err_t::code(code::INTERNAL_ERROR);
 
@@ -794,15 +796,6 @@ fn async_io(
         put(bytes_p, -(code::INVALID_VALUE as isize));
         return err(code::INVALID_VALUE);
     }
-    let allowed = match op {
-        gdio::Op::Read => reg.file.is_readable(),
-        gdio::Op::Write => reg.file.is_writable(),
-    };
-    if !allowed {
-        // Known now and whatever the stream does: the submission succeeds, the I/O fails.
-        put(bytes_p, -(code::INVALID_FILE_OPEN_FLAG as isize));
-        return Err_t::OK;
-    }
     let read_at_queue = session::streams().flags(stream as u64).is_some_and(|f| f.all_fixed());
     let params = gdio::StreamIoParams {
         size_p,
@@ -811,9 +804,36 @@ fn async_io(
         bytes_p,
         read_at_queue,
     };
+    let gpu = s.driver.runtime().classify(base as u64).device_ordinal();
+    let counted = s.clone();
+    let done: gdio::stream_io::StreamIoDone = Box::new(move |size, r, took| {
+        if session::stats_on() {
+            let res = r.as_ref().map(|n| *n as u64).map_err(|_| ());
+            match op {
+                gdio::Op::Read => counted.stats.record_read(gpu, size as u64, res, took),
+                gdio::Op::Write => counted.stats.record_write(gpu, size as u64, res, took),
+            }
+        }
+        match r {
+            Ok(n) => *n as isize,
+            Err(e) => {
+                log::log(Level::Error, || format!("stream-ordered {op}: {e}"));
+                io::negative(e)
+            }
+        }
+    });
     // SAFETY: cuFile's contract: the stream is the caller's, the parameter memory stays valid
     // until the stream has run the I/O, and so does the buffer.
-    let r = unsafe { s.driver.submit_on_stream(op, &reg.file, base as u64, params, stream as u64) };
+    let r = unsafe {
+        s.driver.submit_on_stream_with(
+            op,
+            &reg.file,
+            base as u64,
+            params,
+            stream as u64,
+            Some(done),
+        )
+    };
     match r {
         Ok(()) => Err_t::OK,
         Err(e) => {
@@ -821,7 +841,7 @@ fn async_io(
             match e.kind() {
                 gdio::ErrorKind::Gpu | gdio::ErrorKind::NoGpu => Err_t {
                     err: CUDA_DRIVER_ERROR,
-                    cu_err: e.driver_code().map_or(cuda::INVALID_CONTEXT, |c| c as c_int),
+                    cu_err: e.driver_code().map_or(CUDA_ERROR_INVALID_CONTEXT, |c| c as c_int),
                 },
                 _ => err(code::INVALID_VALUE),
             }

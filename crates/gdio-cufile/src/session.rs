@@ -123,10 +123,8 @@ impl Session {
             return Err(code::MEMORY_ALREADY_REGISTERED);
         }
         let kind = self.driver.runtime().classify(base);
-        let cuda = self.driver.runtime().name() == "cuda";
         if let MemoryKind::Device { ordinal } = kind {
-            let range = if cuda { crate::cuda::allocation(base) } else { Some((base, len as u64)) };
-            match range {
+            match self.driver.runtime().device_allocation(base) {
                 Some((b, size)) if base + len as u64 > b + size => {
                     return Err(code::CUDA_POINTER_RANGE_ERROR)
                 }
@@ -202,7 +200,7 @@ fn runtime_override() -> &'static Mutex<Option<Arc<dyn GpuRuntime>>> {
 
 /// For tests (Rust only, not part of the C ABI): the next open builds its driver on `runtime`
 /// (for example [`gdio::gpu::sim::SimRuntime`]) instead of the machine's; `None` restores
-/// detection. Device allocation bounds (5014) are checked only on CUDA.
+/// detection.
 pub fn set_runtime_for_tests(runtime: Option<Arc<dyn GpuRuntime>>) {
     *runtime_override().lock().unwrap_or_else(|p| p.into_inner()) = runtime;
 }

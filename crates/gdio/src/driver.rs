@@ -632,6 +632,25 @@ impl Driver {
         params: crate::stream_io::StreamIoParams,
         stream: u64,
     ) -> Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.submit_on_stream_with(op, file, buf_base, params, stream, None) }
+    }
+
+    /// [`Driver::submit_on_stream`], calling `done` when the I/O has finished (on the
+    /// runtime's thread, before later stream work starts) for the value stored in
+    /// `*params.bytes_p`: how a front end counts the I/O and encodes its result.
+    ///
+    /// # Safety
+    /// As [`Driver::submit_on_stream`].
+    pub unsafe fn submit_on_stream_with(
+        &self,
+        op: Op,
+        file: &Arc<FileHandle>,
+        buf_base: u64,
+        params: crate::stream_io::StreamIoParams,
+        stream: u64,
+        done: Option<crate::stream_io::StreamIoDone>,
+    ) -> Result<()> {
         let kind = self.runtime.classify(buf_base);
         let ordinal = match kind {
             MemoryKind::Device { ordinal } => {
@@ -666,6 +685,14 @@ impl Driver {
             let e = b.engine()?;
             b.score(&req, config).accepts().then(|| (e.clone(), b.name()))
         });
+        // Device memory: where its allocation ends, asked now (the host function that runs the
+        // I/O may not call the GPU runtime) and checked against the size read then.
+        let end = match kind {
+            MemoryKind::Device { .. } => {
+                self.runtime.device_allocation(buf_base).map(|(start, len)| start + len)
+            }
+            _ => None,
+        };
         let Some((engine, name)) = engine else {
             return Err(Error::new(
                 ErrorKind::NoBackend,
@@ -685,9 +712,11 @@ impl Driver {
                 file,
                 buf_base,
                 kind,
+                end,
                 ordinal,
                 params,
                 stream,
+                done,
             )
         }
     }

@@ -23,6 +23,7 @@
 //! the engine, whose workers never wait for a host function.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::engine::Engine;
 use crate::error::{Error, ErrorKind, Result};
@@ -47,6 +48,20 @@ pub struct StreamIoParams {
     /// Read the size and offsets when the I/O is enqueued, not when the stream reaches it (the
     /// caller promised they are fixed by then: cuFile's `FIXED_*` stream flags).
     pub read_at_queue: bool,
+}
+
+/// Called on the runtime's thread when a stream-ordered I/O has finished, with the size asked,
+/// the result and the time the I/O took; returns the value stored in `*bytes_p` (a front end's
+/// encoding of the result). Must not call the GPU runtime.
+pub type StreamIoDone = Box<dyn FnOnce(usize, &Result<usize>, Duration) -> isize + Send>;
+
+/// The default value for `*bytes_p`: bytes moved, or a negative errno (`EIO` when the error
+/// has none).
+pub fn default_result(r: &Result<usize>) -> isize {
+    match r {
+        Ok(n) => *n as isize,
+        Err(e) => -(e.errno().unwrap_or(libc::EIO) as isize),
+    }
 }
 
 /// The size and offsets, as read from the caller's memory.
@@ -80,9 +95,13 @@ struct Job {
     file: Arc<FileHandle>,
     base: u64,
     kind: MemoryKind,
+    /// End of the device allocation holding the buffer, when the runtime knows it (checked
+    /// when the I/O runs, where no GPU call is allowed).
+    end: Option<u64>,
     params: StreamIoParams,
     /// Read at queue time (`read_at_queue`), else `None`: read when the job runs.
     fixed: Option<Args>,
+    done: Option<StreamIoDone>,
     engine: Arc<Engine>,
     stats: Arc<Stats>,
     backend: &'static str,
@@ -93,22 +112,24 @@ struct Job {
 unsafe impl Send for Job {}
 
 impl Job {
-    fn run(self) {
+    fn run(mut self) {
         let p = self.params;
         // SAFETY: the caller keeps the parameter memory valid and written by the time the
         // stream reaches this I/O (contract of `enqueue`).
         let a = self.fixed.unwrap_or_else(|| unsafe { p.args() });
+        let start = Instant::now();
         let r = self.io(a.size, a.file_offset, a.buf_offset);
-        let v = match &r {
-            Ok(n) => {
-                self.stats.record_ok(self.backend, *n as u64);
-                *n as isize
-            }
+        let took = start.elapsed();
+        match &r {
+            Ok(n) => self.stats.record_ok(self.backend, *n as u64),
             Err(e) => {
                 self.stats.record_error(self.backend);
                 tracing::debug!("stream-ordered {} failed: {e}", self.op);
-                -(e.errno().unwrap_or(libc::EIO) as isize)
             }
+        }
+        let v = match self.done.take() {
+            Some(done) => done(a.size, &r, took),
+            None => default_result(&r),
         };
         // SAFETY: as above, `bytes_p` is the caller's, valid and not read until later stream
         // work runs.
@@ -127,6 +148,13 @@ impl Job {
         let Some(addr) = self.base.checked_add(boff as u64) else {
             return bad(format!("buffer offset {boff} overflows"));
         };
+        if let Some(end) = self.end {
+            if addr.checked_add(size as u64).is_none_or(|e| e > end) {
+                return bad(format!(
+                    "buffer offset {boff} + {size} bytes runs past the end of the GPU allocation"
+                ));
+            }
+        }
         let buf = BufferRef { addr, len: size, kind: self.kind };
         // SAFETY: the caller's contract (`enqueue`): the buffer range is memory of `kind` valid
         // until the I/O finished, which the wait below covers.
@@ -152,14 +180,27 @@ pub(crate) unsafe fn enqueue(
     file: &Arc<FileHandle>,
     buf_base: u64,
     kind: MemoryKind,
+    end: Option<u64>,
     ordinal: Option<usize>,
     params: StreamIoParams,
     stream: u64,
+    done: Option<StreamIoDone>,
 ) -> Result<()> {
     // SAFETY: forwarded contract: with `read_at_queue` the values are written now.
     let fixed = params.read_at_queue.then(|| unsafe { params.args() });
-    let job =
-        Job { op, file: file.clone(), base: buf_base, kind, params, fixed, engine, stats, backend };
+    let job = Job {
+        op,
+        file: file.clone(),
+        base: buf_base,
+        kind,
+        end,
+        params,
+        fixed,
+        done,
+        engine,
+        stats,
+        backend,
+    };
     let Some(ordinal) = ordinal else {
         job.run();
         return Ok(());

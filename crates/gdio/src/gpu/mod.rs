@@ -110,6 +110,12 @@ pub trait GpuRuntime: Send + Sync + std::fmt::Debug {
         len: usize,
         read_only: bool,
     ) -> Result<()>;
+    /// The `(start, len)` of the device allocation that holds `addr`, where the runtime can
+    /// tell (`None`: unknown, or not device memory).
+    fn device_allocation(&self, addr: u64) -> Option<(u64, u64)> {
+        let _ = addr;
+        None
+    }
     /// Enqueues `f` on the caller's stream `stream` (a raw stream handle of this runtime, e.g.
     /// a `CUstream`) of GPU `ordinal`: `f` runs on a runtime thread once the work queued on the
     /// stream before it has finished, and work queued after it waits until `f` returns. A
