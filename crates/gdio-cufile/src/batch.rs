@@ -57,8 +57,13 @@ impl BatchTable {
 
     /// Destroys every batch (driver close).
     pub fn clear(&self) {
-        let all: Vec<Shared> =
-            self.batches.write().unwrap_or_else(|p| p.into_inner()).drain().map(|(_, b)| b).collect();
+        let all: Vec<Shared> = self
+            .batches
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .map(|(_, b)| b)
+            .collect();
         for b in all {
             lock(&b).destroy();
         }

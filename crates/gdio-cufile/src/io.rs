@@ -54,7 +54,9 @@ fn encode(e: &Error) -> isize {
 /// system error `-errno`, anything else `-code`.
 pub fn negative(e: &Error) -> isize {
     match (e.kind(), e.errno()) {
-        (ErrorKind::PermissionDenied, Some(libc::EBADF)) => -(code::INVALID_FILE_OPEN_FLAG as isize),
+        (ErrorKind::PermissionDenied, Some(libc::EBADF)) => {
+            -(code::INVALID_FILE_OPEN_FLAG as isize)
+        }
         (_, Some(errno)) => -(errno as isize),
         _ => code_of(e).map_or(-(libc::EIO as isize), |c| -(c as isize)),
     }

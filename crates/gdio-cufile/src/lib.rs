@@ -797,13 +797,8 @@ fn async_io(
         return err(code::INVALID_VALUE);
     }
     let read_at_queue = session::streams().flags(stream as u64).is_some_and(|f| f.all_fixed());
-    let params = gdio::StreamIoParams {
-        size_p,
-        file_offset_p,
-        buf_offset_p,
-        bytes_p,
-        read_at_queue,
-    };
+    let params =
+        gdio::StreamIoParams { size_p, file_offset_p, buf_offset_p, bytes_p, read_at_queue };
     let gpu = s.driver.runtime().classify(base as u64).device_ordinal();
     let counted = s.clone();
     let done: gdio::stream_io::StreamIoDone = Box::new(move |size, r, took| {

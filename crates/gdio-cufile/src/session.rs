@@ -14,9 +14,9 @@ use gdio::{Config, Driver, FileHandle, LoadedConfig, MemoryKind};
 
 use crate::abi::{code, CUfileError_t};
 use crate::batch::BatchTable;
-use crate::streams::StreamTable;
 use crate::log::{self, Level};
 use crate::params::{self, Params, Staged};
+use crate::streams::StreamTable;
 
 /// A registered file.
 #[derive(Debug)]

@@ -179,15 +179,8 @@ fn stream_ordered_io_follows_the_stream_and_its_flags() {
     // work wrote it (3 ms late).
     let mut a = Box::new(Args { size: 0, foff: 54_321, boff: 77, bytes: -999 });
     late_write(&rt, stream, scratch, &mut a.size, 300_000usize);
-    let e = cuFileReadAsync(
-        fh,
-        dev as *mut _,
-        &mut a.size,
-        &mut a.foff,
-        &mut a.boff,
-        &mut a.bytes,
-        cs,
-    );
+    let e =
+        cuFileReadAsync(fh, dev as *mut _, &mut a.size, &mut a.foff, &mut a.boff, &mut a.bytes, cs);
     assert_eq!(e.err, 0);
     sync();
     assert_eq!(a.bytes, 300_000);
@@ -197,15 +190,8 @@ fn stream_ordered_io_follows_the_stream_and_its_flags() {
     assert_eq!(cuFileStreamRegister(cs, 0x7).err, 0);
     let mut b = Box::new(Args { size: 10, foff: 4096, boff: 0, bytes: -999 });
     late_write(&rt, stream, scratch + 8, &mut b.foff, 500_000i64);
-    let e = cuFileReadAsync(
-        fh,
-        dev as *mut _,
-        &mut b.size,
-        &mut b.foff,
-        &mut b.boff,
-        &mut b.bytes,
-        cs,
-    );
+    let e =
+        cuFileReadAsync(fh, dev as *mut _, &mut b.size, &mut b.foff, &mut b.boff, &mut b.bytes, cs);
     assert_eq!(e.err, 0);
     sync();
     assert_eq!(b.bytes, 10);
@@ -216,15 +202,8 @@ fn stream_ordered_io_follows_the_stream_and_its_flags() {
     assert_eq!(cuFileStreamRegister(cs, 0xF).err, 0);
     let mut c = Box::new(Args { size: 8192, foff: 16_384, boff: 4096, bytes: -999 });
     late_write(&rt, stream, scratch + 16, &mut c.size, 4096usize);
-    let e = cuFileReadAsync(
-        fh,
-        dev as *mut _,
-        &mut c.size,
-        &mut c.foff,
-        &mut c.boff,
-        &mut c.bytes,
-        cs,
-    );
+    let e =
+        cuFileReadAsync(fh, dev as *mut _, &mut c.size, &mut c.foff, &mut c.boff, &mut c.bytes, cs);
     assert_eq!(e.err, 0);
     sync();
     assert_eq!((c.bytes, c.size), (8192, 4096));
@@ -274,15 +253,8 @@ fn stream_ordered_io_follows_the_stream_and_its_flags() {
     // A read past the buffer's allocation: -EINVAL, nothing written.
     let mut y = Box::new(Args { size: 4096, foff: 0, boff: len as i64, bytes: -999 });
     let before = device_bytes(dev, len);
-    let e = cuFileReadAsync(
-        fh,
-        dev as *mut _,
-        &mut y.size,
-        &mut y.foff,
-        &mut y.boff,
-        &mut y.bytes,
-        cs,
-    );
+    let e =
+        cuFileReadAsync(fh, dev as *mut _, &mut y.size, &mut y.foff, &mut y.boff, &mut y.bytes, cs);
     assert_eq!(e.err, 0);
     sync();
     assert_eq!(y.bytes, -(libc::EINVAL as isize));

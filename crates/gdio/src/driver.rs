@@ -615,10 +615,10 @@ impl Driver {
     /// semantics: it starts after the work queued on the stream before it, later work on the
     /// stream waits for it, and the size and offsets in `params` are read when the stream
     /// reaches it; the result (bytes, or a negative errno) lands in `*params.bytes_p`. See
-    /// [`stream_io`](crate::stream_io) for every ordering guarantee. `buf_base` is device
-    /// memory (the stream must be of that GPU's context) or host memory (on a stream of GPU
-    /// 0's context); a stream of another GPU or context is an error here. Without a GPU, only
-    /// the null stream (0) is accepted and the I/O runs before this returns.
+    /// [`stream_io`](crate::stream_io) for every ordering guarantee. `buf_base` must be
+    /// device memory, and the stream of that GPU's context: another GPU's or context's stream
+    /// is an error here. Without a GPU (host runtime) there are no streams: on the null stream
+    /// (0) an I/O on host memory runs before this returns; any other stream is an error.
     ///
     /// # Safety
     /// `stream` is a live stream; the `params` pointers stay valid until the stream has run the
@@ -669,8 +669,17 @@ impl Driver {
                 )
                 .with_path(file.path()))
             }
-            // Host memory on a GPU stream: the host function runs in GPU 0's context.
-            _ => Some(0),
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!(
+                        "address 0x{buf_base:x} is not device memory; stream-ordered I/O on a \
+                         GPU stream needs GPU memory"
+                    ),
+                )
+                .with_errno(libc::EINVAL)
+                .with_path(file.path()))
+            }
         };
         let req = Request {
             op,

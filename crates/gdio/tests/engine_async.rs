@@ -258,6 +258,17 @@ fn batch_mixes_reads_and_writes_with_failing_entries_among_good_ones() {
     events.sort_by_key(|e| e.cookie);
     let cookies: Vec<u64> = events.iter().map(|e| e.cookie).collect();
     assert_eq!(cookies, vec![100, 101, 102, 103, 200, 201, 300, 301], "each reported once");
+    // Each event names its entry's operation, memory and size (front ends count with them).
+    let shape: Vec<(Op, Option<usize>, usize)> =
+        events.iter().map(|e| (e.op, e.memory.device_ordinal(), e.len)).collect();
+    let entry_shape: Vec<(Op, Option<usize>, usize)> = {
+        let mut es: Vec<_> = entries.iter().collect();
+        es.sort_by_key(|e| e.cookie);
+        es.iter()
+            .map(|e| (e.op, drv.runtime().classify(e.buf_base).device_ordinal(), e.len))
+            .collect()
+    };
+    assert_eq!(shape, entry_shape);
     for ev in &events {
         match (ev.cookie, &ev.state) {
             (300, BatchState::Failed(e)) => assert_eq!(e.errno(), Some(libc::EBADF), "{e}"),
