@@ -288,3 +288,74 @@ fn stream_ordered_io_follows_the_stream_and_its_flags() {
     }
     cufile::session::set_runtime_for_tests(None);
 }
+
+#[test]
+fn batch_runs_on_the_engine_cancel_and_destroy_in_flight() {
+    let _g = serial();
+    let rt = Arc::new(SimRuntime::new(1, Duration::from_millis(2)));
+    cufile::session::set_runtime_for_tests(Some(rt.clone()));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.bin");
+    let data = random_bytes(92, 4 << 20);
+    std::fs::write(&path, &data).unwrap();
+    let f = OpenOptions::new().read(true).open(&path).unwrap();
+    let fh = register(&f);
+    let len = 4 << 20;
+    let dev = rt.alloc_device(0, len).unwrap();
+    let piece = 256 * 1024;
+    let mk = |i: usize| CUfileIOParams_t {
+        mode: BATCH_MODE,
+        dev_ptr_base: dev as *mut _,
+        file_offset: (i * piece) as i64,
+        dev_ptr_offset: (i * piece) as i64,
+        size: piece,
+        fh,
+        opcode: 0,
+        cookie: (1000 + i) as *mut _,
+    };
+    let mut id: CUfileBatchHandle_t = null_mut();
+    assert_eq!(cuFileBatchIOSetUp(&mut id, 16).err, 0);
+    let mut io: Vec<CUfileIOParams_t> = (0..16).map(mk).collect();
+    assert_eq!(cuFileBatchIOSubmit(id, 16, io.as_mut_ptr(), 0).err, 0);
+    assert_eq!(cuFileBatchIOCancel(id).err, 0);
+    // Every entry reported once: complete with its bytes in place, or canceled.
+    let mut ev = [CUfileIOEvents_t { cookie: null_mut(), status: 0, ret: 0 }; 16];
+    let mut seen = Vec::new();
+    while seen.len() < 16 {
+        let mut nr = 16;
+        let mut t = libc::timespec { tv_sec: 5, tv_nsec: 0 };
+        assert_eq!(cuFileBatchIOGetStatus(id, 1, &mut nr, ev.as_mut_ptr(), &mut t).err, 0);
+        assert!(nr >= 1);
+        for e in &ev[..nr as usize] {
+            let i = e.cookie as usize - 1000;
+            match e.status {
+                status::COMPLETE => {
+                    assert_eq!(e.ret, piece);
+                    let at = i * piece;
+                    assert_eq!(device_bytes(dev + at as u64, piece), data[at..at + piece]);
+                }
+                status::CANCELED => {}
+                s => panic!("entry {i}: status {s:#x}"),
+            }
+            seen.push(i);
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, (0..16).collect::<Vec<_>>());
+    // Destroy with entries in flight: waits for them, and the id is gone.
+    assert_eq!(cuFileBatchIOSubmit(id, 16, io.as_mut_ptr(), 0).err, 0);
+    cuFileBatchIODestroy(id);
+    let mut nr = 1;
+    assert_eq!(
+        cuFileBatchIOGetStatus(id, 0, &mut nr, ev.as_mut_ptr(), null_mut()).err,
+        code::INVALID_VALUE
+    );
+    // Closing the driver with a batch in flight is safe too.
+    assert_eq!(cuFileBatchIOSetUp(&mut id, 16).err, 0);
+    assert_eq!(cuFileBatchIOSubmit(id, 16, io.as_mut_ptr(), 0).err, 0);
+    cuFileHandleDeregister(fh);
+    closed();
+    // SAFETY: nothing uses the allocation any more (destroy and close waited for the I/O).
+    unsafe { rt.free_device(0, dev) };
+    cufile::session::set_runtime_for_tests(None);
+}
