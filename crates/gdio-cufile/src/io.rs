@@ -145,14 +145,20 @@ pub fn sync_io(
     }
 }
 
-/// The kind of memory at `addr`: from the registration at `base` when the range lies inside
-/// it (no driver query), else asked once.
-fn kind_of(session: &Session, base: u64, off: u64, size: usize, addr: u64) -> MemoryKind {
-    match session.buffer(base) {
-        Some(b) if off.saturating_add(size as u64) <= b.len as u64 => match b.kind {
-            MemoryKind::Device { .. } | MemoryKind::PinnedHost | MemoryKind::Host => b.kind,
-            MemoryKind::Managed => session.driver.runtime().classify(addr),
-        },
-        _ => session.driver.runtime().classify(addr),
+/// The kind of `base + off .. + size` when a registration at `base` covers it: known without
+/// a driver query (the registration classified it and checked its extent once). Managed
+/// memory may move, so it is asked each time.
+pub fn registered_kind(session: &Session, base: u64, off: u64, size: usize) -> Option<MemoryKind> {
+    let b = session.buffer(base)?;
+    if off.saturating_add(size as u64) > b.len as u64 || b.kind == MemoryKind::Managed {
+        return None;
     }
+    Some(b.kind)
+}
+
+/// The kind of memory at `addr`: from the registration at `base` when the range lies inside
+/// it, else asked once.
+fn kind_of(session: &Session, base: u64, off: u64, size: usize, addr: u64) -> MemoryKind {
+    registered_kind(session, base, off, size)
+        .unwrap_or_else(|| session.driver.runtime().classify(addr))
 }

@@ -643,6 +643,7 @@ fn batch_submit(
             buf_offset: p.dev_ptr_offset as u64,
             len: p.size.min(isize::MAX as usize),
             cookie: p.cookie as u64,
+            memory: io::registered_kind(s, p.dev_ptr_base as u64, p.dev_ptr_offset as u64, p.size),
         });
     }
     let mut batch = batch::lock(&shared);

@@ -180,6 +180,7 @@ fn gpu_batch_4k_random_reads_with_a_failing_entry() {
             buf_offset: (i * 4096) as u64,
             len: 4096,
             cookie: i as u64,
+            memory: None,
         })
         .collect();
     let mut bad = entries[0].clone();
