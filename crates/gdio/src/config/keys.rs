@@ -40,6 +40,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("buffered_chunk_size", KeyKind::Count),
     ("bounce_buffers_per_thread", KeyKind::Count),
     ("direct_reads_in_flight", KeyKind::Count),
+    ("completion_spin_us", KeyKind::Count),
     ("direct_io", KeyKind::DirectIo),
     ("hot_cache_fraction", KeyKind::Fraction),
     ("page_cache_dma", KeyKind::Bool),
@@ -94,6 +95,8 @@ pub const BOUNDS: &[(&str, Bound)] = &[
     ("buffered_chunk_size", Bound::new(4096, MAX_SIZE)),
     ("bounce_buffers_per_thread", Bound::new(2, 64)),
     ("direct_reads_in_flight", Bound::new(1, 64)),
+    // At most a second: a longer spin is a busy core, not a faster wake-up.
+    ("completion_spin_us", Bound::new(0, 1_000_000)),
     // KiB: up to 1 TiB, so `* 1024` never overflows.
     ("posix_gds_min_kb", Bound::new(0, 1 << 30)),
 ];
@@ -209,6 +212,7 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
             config.bounce_buffers_per_thread = as_usize(origin, key, value)?
         }
         "direct_reads_in_flight" => config.direct_reads_in_flight = as_usize(origin, key, value)?,
+        "completion_spin_us" => config.completion_spin_us = as_count(origin, key, value)?,
         "direct_io" => {
             let s = value
                 .as_str()
@@ -276,6 +280,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "buffered_chunk_size" => config.buffered_chunk_size.into(),
         "bounce_buffers_per_thread" => config.bounce_buffers_per_thread.into(),
         "direct_reads_in_flight" => config.direct_reads_in_flight.into(),
+        "completion_spin_us" => config.completion_spin_us.into(),
         "direct_io" => serde_json::to_value(config.direct_io).unwrap_or(Value::Null),
         "hot_cache_fraction" => config.hot_cache_fraction.into(),
         "page_cache_dma" => config.page_cache_dma.into(),
