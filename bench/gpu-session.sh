@@ -72,7 +72,7 @@ print('limits', json.dumps(d.get('limits')))"
 }
 
 micro() {
-  OUT=$L bash bench/engine-microbench.sh .dev/bin/engine_microbench gpu host
+  OUT=$L bash bench/engine-microbench.sh .dev/bin/engine_microbench ${MICRO_MEMS:-gpu host}
 }
 
 cufile() {
@@ -84,7 +84,8 @@ sweep() {
 }
 
 safetensors() {
-  python3 bench/safetensors-h200.py --gdio "$GDIO" --out "$L/st" --rows "${ST_ROWS:-verify,tmpfs,ext4-hot,cold,save}"
+  python3 bench/safetensors-h200.py --gdio "$GDIO" --out "$L/st" --size-gib "${ST_GIB:-16}" \
+    --rows "${ST_ROWS:-verify,tmpfs,ext4-hot,cold,save}"
 }
 
 python_pkg() {
