@@ -40,6 +40,10 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("buffered_chunk_size", KeyKind::Count),
     ("bounce_buffers_per_thread", KeyKind::Count),
     ("direct_reads_in_flight", KeyKind::Count),
+    ("gather_max_pieces", KeyKind::Count),
+    ("gather_max_bytes", KeyKind::Count),
+    ("gather_piece_size", KeyKind::Count),
+    ("gather_batch_copy", KeyKind::Bool),
     ("direct_io", KeyKind::DirectIo),
     ("hot_cache_fraction", KeyKind::Fraction),
     ("page_cache_dma", KeyKind::Bool),
@@ -140,6 +144,10 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
             config.bounce_buffers_per_thread = as_usize(origin, key, value)?
         }
         "direct_reads_in_flight" => config.direct_reads_in_flight = as_usize(origin, key, value)?,
+        "gather_max_pieces" => config.gather_max_pieces = as_usize(origin, key, value)?,
+        "gather_max_bytes" => config.gather_max_bytes = as_usize(origin, key, value)?,
+        "gather_piece_size" => config.gather_piece_size = as_usize(origin, key, value)?,
+        "gather_batch_copy" => config.gather_batch_copy = as_bool(origin, key, value)?,
         "direct_io" => {
             let s = value
                 .as_str()
@@ -192,6 +200,10 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "buffered_chunk_size" => config.buffered_chunk_size.into(),
         "bounce_buffers_per_thread" => config.bounce_buffers_per_thread.into(),
         "direct_reads_in_flight" => config.direct_reads_in_flight.into(),
+        "gather_max_pieces" => config.gather_max_pieces.into(),
+        "gather_max_bytes" => config.gather_max_bytes.into(),
+        "gather_piece_size" => config.gather_piece_size.into(),
+        "gather_batch_copy" => config.gather_batch_copy.into(),
         "direct_io" => serde_json::to_value(config.direct_io).unwrap_or(Value::Null),
         "hot_cache_fraction" => config.hot_cache_fraction.into(),
         "page_cache_dma" => config.page_cache_dma.into(),
