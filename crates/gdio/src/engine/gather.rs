@@ -133,9 +133,10 @@ pub(crate) fn run_group(
     }
     let copies: Vec<(u64, *const u8, usize)> = pieces
         .iter()
-        // SAFETY: `p.at + p.got <= cap`, inside the bounce buffer.
         .map(|p| {
-            (p.job.buf.addr + p.task.rel, unsafe { base.add(p.at) } as *const u8, p.got as usize)
+            // SAFETY: `p.at + p.got <= cap`, inside the bounce buffer.
+            let src = unsafe { base.add(p.at) };
+            (p.job.buf.addr + p.task.rel, src as *const u8, p.got as usize)
         })
         .collect();
     let queued = if shape.batch_copy {
