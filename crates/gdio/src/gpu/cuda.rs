@@ -5,6 +5,7 @@
 //! so presence is checked first and its absence becomes an error.
 
 use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys;
@@ -356,6 +357,9 @@ enum BatchCopy {
     V1(BatchV1),
 }
 
+/// Set when the driver refused a batched copy: later groups go one copy at a time.
+static BATCH_REFUSED: AtomicBool = AtomicBool::new(false);
+
 /// The batched copy of the loaded driver, `None` when it has none (before CUDA 12.8): then a
 /// batch is queued one copy at a time. Looked up once, without cudarc's loader (which panics
 /// on a missing symbol).
@@ -405,7 +409,7 @@ impl GpuStream for CudaStream {
     }
     unsafe fn copy_to_device_batch(&mut self, copies: &[(u64, *const u8, usize)]) -> Result<()> {
         let batch = match batch_copy_fn() {
-            Some(f) if copies.len() > 1 => f,
+            Some(f) if copies.len() > 1 && !BATCH_REFUSED.load(Ordering::Relaxed) => f,
             _ => {
                 for &(dst, src, len) in copies {
                     // SAFETY: forwarded contract.
@@ -449,7 +453,18 @@ impl GpuStream for CudaStream {
                 unsafe { f(d, s, z, n, a, ai, 1, &mut fail, self.stream) }
             }
         };
-        check(r, &format!("cuMemcpyBatchAsync of {n} copies"))
+        if let Err(e) = check(r, &format!("cuMemcpyBatchAsync of {n} copies")) {
+            // The driver refused the batched call: queue the copies one by one from now on.
+            // Copies are idempotent (same source, same destination, the source untouched until
+            // the group's marker), so any the refused call did queue may safely run twice.
+            BATCH_REFUSED.store(true, Ordering::Relaxed);
+            tracing::warn!(error = %e, "cuMemcpyBatchAsync refused; copying one piece at a time");
+            for &(dst, src, len) in copies {
+                // SAFETY: forwarded contract.
+                unsafe { self.copy_to_device(dst, src, len)? };
+            }
+        }
+        Ok(())
     }
     unsafe fn copy_to_host(&mut self, dst: *mut u8, src: u64, len: usize) -> Result<()> {
         self.bind()?;
