@@ -179,9 +179,10 @@ fn json_str(v: &Value, path: &[&str]) -> Option<String> {
     path.iter().try_fold(v, |v, k| v.get(k))?.as_str().map(str::to_owned)
 }
 
-/// Reads a cuFile JSON file (with `//` comments) into a value; `None` if unreadable.
+/// Reads a cuFile JSON file (with `//` comments) into a value; `None` if unreadable (a FIFO,
+/// device or file over 1 MiB is refused without blocking: `gdio::config::json::read_text`).
 pub fn read_json(path: &std::path::Path) -> Option<Value> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = gdio::config::json::read_text(path).ok()?;
     serde_json::from_str(&gdio::config::json::strip_comments(&text)).ok()
 }
 

@@ -60,7 +60,6 @@ fn c_program_runs_against_the_library_without_a_driver() {
     }
     let so = library();
     let dir = tempfile_dir();
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     // Link through a libgdrapi.so.2 name, as a program built against upstream would.
     let link_dir = dir.join("lib");
     std::fs::create_dir_all(&link_dir).unwrap();
@@ -69,30 +68,16 @@ fn c_program_runs_against_the_library_without_a_driver() {
     std::fs::copy(&so, link_dir.join("libgdrapi.so.2")).unwrap();
     std::os::unix::fs::symlink("libgdrapi.so.2", link_dir.join("libgdrapi.so")).unwrap();
     let exe = dir.join("no_driver");
-    let out = Command::new(&cc)
-        .arg("-std=c99")
-        .arg("-Wall")
-        .arg("-Werror")
-        .arg("-I")
-        .arg(manifest.join("include"))
-        .arg(manifest.join("tests/c/no_driver.c"))
-        .arg("-o")
-        .arg(&exe)
-        .arg("-L")
-        .arg(&link_dir)
-        .arg("-lgdrapi")
-        .output()
-        .expect("run cc");
-    assert!(out.status.success(), "cc failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let run = Command::new(&exe)
-        .env("LD_LIBRARY_PATH", &link_dir)
-        .env("GDIO_GDR_DEVICE", "/nonexistent/gdrdrv")
-        .output()
-        .expect("run the C test");
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "C test failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("OK") || stdout.contains("SKIP"), "{stdout}");
+    build_and_run(&cc, &[], &exe, &link_dir);
+    // Again under AddressSanitizer and UBSan on the C side, where the compiler has them: the C
+    // program's reads and writes of what the library hands it are checked (the Rust library
+    // itself is not instrumented: that needs a nightly compiler, see README "Testing").
+    let asan_flags = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"];
+    if sanitizer_works(&cc, &asan_flags, &dir) {
+        build_and_run(&cc, &asan_flags, &dir.join("no_driver_asan"), &link_dir);
+    } else {
+        eprintln!("skipped the AddressSanitizer run: {cc} cannot build with -fsanitize=address");
+    }
     // The program must have loaded the library by its soname.
     if tool("readelf").is_some() {
         let d = Command::new("readelf").arg("-d").arg(&exe).output().unwrap();
@@ -101,6 +86,50 @@ fn c_program_runs_against_the_library_without_a_driver() {
             "NEEDED is not libgdrapi.so.2"
         );
     }
+}
+
+/// Compiles tests/c/no_driver.c with `flags` into `exe`, linked against `link_dir`, runs it
+/// without a driver and checks that it passed.
+fn build_and_run(cc: &str, flags: &[&str], exe: &Path, link_dir: &Path) {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(cc)
+        .arg("-std=c99")
+        .arg("-Wall")
+        .arg("-Werror")
+        .args(flags)
+        .arg("-I")
+        .arg(manifest.join("include"))
+        .arg(manifest.join("tests/c/no_driver.c"))
+        .arg("-o")
+        .arg(exe)
+        .arg("-L")
+        .arg(link_dir)
+        .arg("-lgdrapi")
+        .output()
+        .expect("run cc");
+    assert!(out.status.success(), "cc {flags:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let run = Command::new(exe)
+        .env("LD_LIBRARY_PATH", link_dir)
+        .env("GDIO_GDR_DEVICE", "/nonexistent/gdrdrv")
+        // Leak checking needs ptrace, which containers often refuse; errors still abort.
+        .env("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1")
+        .env("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")
+        .output()
+        .expect("run the C test");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "C test {flags:?} failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("OK") || stdout.contains("SKIP"), "{stdout}");
+}
+
+/// Whether `cc` builds and runs a trivial program with `flags`.
+fn sanitizer_works(cc: &str, flags: &[&str], dir: &Path) -> bool {
+    let src = dir.join("san_probe.c");
+    let exe = dir.join("san_probe");
+    std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+    let built = Command::new(cc).args(flags).arg(&src).arg("-o").arg(&exe).output();
+    built.is_ok_and(|o| o.status.success())
+        && Command::new(&exe).output().is_ok_and(|o| o.status.success())
 }
 
 #[test]

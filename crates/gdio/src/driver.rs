@@ -211,6 +211,7 @@ impl Driver {
     }
 
     fn route(&self, op: Op, file: &FileHandle, buf: BufferRef, offset: u64) -> Result<usize> {
+        file.check_range(offset, buf.len as u64)?;
         if let MemoryKind::Device { ordinal } = buf.kind {
             self.check_gpu(ordinal)?;
         }
@@ -299,9 +300,9 @@ impl Driver {
         len: usize,
     ) -> Result<usize> {
         let stream = dst.stream().clone();
-        stream.synchronize().map_err(|e| {
-            Error::gpu(e.0 as i64, &format!("{e:?}"), "synchronizing the slice's stream")
-        })?;
+        stream
+            .synchronize()
+            .map_err(|e| gpu::cuda_error::from_driver(e, "synchronizing the slice's stream"))?;
         let ordinal = dst.ordinal();
         let total = dst.len();
         let (ptr, _sync) = dst.device_ptr_mut(&stream);
@@ -320,9 +321,9 @@ impl Driver {
         len: usize,
     ) -> Result<usize> {
         let stream = src.stream().clone();
-        stream.synchronize().map_err(|e| {
-            Error::gpu(e.0 as i64, &format!("{e:?}"), "synchronizing the slice's stream")
-        })?;
+        stream
+            .synchronize()
+            .map_err(|e| gpu::cuda_error::from_driver(e, "synchronizing the slice's stream"))?;
         let ordinal = src.ordinal();
         let total = src.len();
         let (ptr, _sync) = src.device_ptr(&stream);

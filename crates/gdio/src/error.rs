@@ -33,6 +33,26 @@ pub enum ErrorKind {
     Unsupported,
 }
 
+/// Which API a driver result code ([`Error::driver_code`]) comes from: the same number means
+/// different things in each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CodeDomain {
+    /// A `CUresult` of the CUDA driver API (`CUDA_ERROR_*`).
+    Cuda,
+    /// A `CUfileOpError` of NVIDIA's libcufile (`CU_FILE_*`, 5000 and up).
+    CuFile,
+}
+
+impl fmt::Display for CodeDomain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CodeDomain::Cuda => "CUDA result",
+            CodeDomain::CuFile => "cuFile error",
+        })
+    }
+}
+
 /// The file range an I/O error belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IoRange {
@@ -50,7 +70,7 @@ pub struct Error {
     kind: ErrorKind,
     message: String,
     errno: Option<i32>,
-    driver_code: Option<i64>,
+    driver_code: Option<(CodeDomain, i64)>,
     path: Option<PathBuf>,
     range: Option<(u64, u64)>,
 }
@@ -99,10 +119,12 @@ impl Error {
         }
     }
 
-    /// An error from the GPU driver, keeping its result code and name.
+    /// An error from the CUDA driver, keeping its `CUresult` code and name
+    /// (`CUDA_ERROR_OUT_OF_MEMORY`). CUDA calls go through one helper that makes these
+    /// (`gpu::cuda_error`); use it rather than this.
     pub fn gpu(code: i64, name: &str, message: impl Into<String>) -> Self {
         let mut e = Error::new(ErrorKind::Gpu, format!("{} ({name})", message.into()));
-        e.driver_code = Some(code);
+        e.driver_code = Some((CodeDomain::Cuda, code));
         e
     }
 
@@ -112,9 +134,16 @@ impl Error {
         self
     }
 
-    /// Sets the driver result code.
-    pub fn with_driver_code(mut self, code: i64) -> Self {
-        self.driver_code = Some(code);
+    /// Sets the driver result code and the API it comes from.
+    pub fn with_driver_code(mut self, domain: CodeDomain, code: i64) -> Self {
+        self.driver_code = Some((domain, code));
+        self
+    }
+
+    /// Replaces the message, keeping the kind, codes, file and range (for adding context when
+    /// an error is passed on).
+    pub fn map_message(mut self, f: impl FnOnce(&str) -> String) -> Self {
+        self.message = f(&self.message);
         self
     }
 
@@ -155,9 +184,15 @@ impl Error {
         self.errno
     }
 
-    /// The GPU driver or cuFile result code, if the driver failed.
+    /// The GPU driver or cuFile result code, if the driver failed ([`Error::code_domain`]
+    /// says which).
     pub fn driver_code(&self) -> Option<i64> {
-        self.driver_code
+        self.driver_code.map(|(_, c)| c)
+    }
+
+    /// Which API [`Error::driver_code`] comes from.
+    pub fn code_domain(&self) -> Option<CodeDomain> {
+        self.driver_code.map(|(d, _)| d)
     }
 
     /// The file the failed I/O was on.
@@ -195,8 +230,8 @@ impl fmt::Display for Error {
             let text = io::Error::from_raw_os_error(errno);
             write!(f, ": {text}")?;
         }
-        if let Some(code) = self.driver_code {
-            write!(f, " (driver code {code})")?;
+        if let Some((domain, code)) = self.driver_code {
+            write!(f, " ({domain} {code})")?;
         }
         Ok(())
     }
@@ -236,6 +271,21 @@ mod tests {
         assert_eq!(Error::from_errno(libc::ENOENT, "x").kind(), ErrorKind::NotFound);
         assert_eq!(Error::from_errno(libc::EACCES, "x").kind(), ErrorKind::PermissionDenied);
         assert_eq!(Error::from_errno(libc::EISDIR, "x").kind(), ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn driver_codes_say_their_domain_and_survive_rewrapping() {
+        let e = Error::gpu(2, "CUDA_ERROR_OUT_OF_MEMORY", "cuMemAlloc failed");
+        assert_eq!(e.code_domain(), Some(CodeDomain::Cuda));
+        assert!(e.to_string().contains("(CUDA result 2)"), "{e}");
+        let e = Error::new(ErrorKind::Io, "cuFileRead failed")
+            .with_driver_code(CodeDomain::CuFile, 5011)
+            .with_errno(libc::EIO)
+            .map_message(|m| format!("{m} (not retried)"));
+        assert_eq!(e.driver_code(), Some(5011));
+        assert_eq!(e.errno(), Some(libc::EIO));
+        let s = e.to_string();
+        assert!(s.contains("(cuFile error 5011)") && s.contains("not retried"), "{s}");
     }
 
     #[test]

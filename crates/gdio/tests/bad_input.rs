@@ -121,3 +121,41 @@ fn host_pointer_where_device_memory_is_needed_and_the_reverse() {
     assert!(e.to_string().contains("null"), "{e}");
     assert_eq!(std::fs::read(&p).unwrap(), data, "nothing may be written");
 }
+
+#[test]
+fn offset_plus_length_overflow_is_refused_everywhere_and_changes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(40, 10_000);
+    let p = write_file(d.path(), "f", &data);
+    let drv = sim_driver(tiny_config(DirectIoPolicy::Off, 2), 1);
+    let f = FileHandle::open_with(&p, OpenOptions::new().read(true).write(true)).unwrap();
+    let mut host = random_bytes(41, 4096);
+    let mut dev = drv.alloc_device(0, 4096).unwrap();
+    for off in [u64::MAX - 3, u64::MAX, i64::MAX as u64 - 100, i64::MAX as u64] {
+        let check = |e: gdio::Error| {
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+            assert_eq!(e.range(), Some((off, 4096)), "{e}");
+            let s = e.to_string();
+            assert!(s.contains(&format!("offset {off}")) && s.contains("length 4096"), "{s}");
+        };
+        check(drv.write(&f, off, &host, 0, 4096).unwrap_err());
+        check(drv.read(&f, off, &mut host, 0, 4096).unwrap_err());
+        check(drv.write(&f, off, &dev, 0, 4096).unwrap_err());
+        check(drv.read(&f, off, &mut dev, 0, 4096).unwrap_err());
+        // SAFETY: `host` is a live buffer of 4096 bytes, used by nothing else meanwhile.
+        unsafe {
+            check(drv.write_host_ptr(&f, off, host.as_ptr(), 4096).unwrap_err());
+            check(drv.read_host_ptr(&f, off, host.as_mut_ptr(), 4096).unwrap_err());
+            check(drv.write_raw(&f, off, host.as_ptr() as u64, 4096).unwrap_err());
+            check(drv.read_raw(&f, off, host.as_mut_ptr() as u64, 4096).unwrap_err());
+        }
+        assert_eq!(f.size(), 10_000, "the cached size must not move");
+    }
+    assert_eq!(std::fs::read(&p).unwrap(), data, "nothing may be written");
+    // The handle still works.
+    let src = random_bytes(42, 4096);
+    drv.write(&f, 100, &src, 0, 4096).unwrap();
+    let mut back = vec![0u8; 4096];
+    assert_eq!(drv.read(&f, 100, &mut back, 0, 4096).unwrap(), 4096);
+    assert_eq!(back, src);
+}

@@ -173,17 +173,18 @@ fn file_errors_name_the_key_and_file() {
     let dir = tempfile::tempdir().unwrap();
     let cases: &[(&str, &str)] = &[
         (r#"{"allow_compat": true}"#, "unknown key allow_compat"),
+        (r#"{"allow_compat_mod": true}"#, "did you mean allow_compat_mode?"),
         (
             r#"{"properties": {"allow_compat_mod": true}}"#,
             "unknown key properties.allow_compat_mod",
         ),
         (r#"{"fs": {"lustre": {"posix_gds_min": 1}}}"#, "unknown key fs.lustre.posix_gds_min"),
         (r#"{"execution": {"max_threads": 1}}"#, "unknown key execution.max_threads"),
-        (r#"{"allow_compat_mode": "yes"}"#, "key allow_compat_mode must be true or false"),
-        (r#"{"threads": -1}"#, "key threads must be a whole number"),
+        (r#"{"allow_compat_mode": "yes"}"#, "key allow_compat_mode: must be true or false"),
+        (r#"{"threads": -1}"#, "key threads: must be a whole number from 1 to 1024"),
         (
             r#"{"properties": {"force_compat_mode": 1}}"#,
-            "key force_compat_mode must be true or false",
+            "key properties.force_compat_mode: must be true or false",
         ),
         (r#"{"rdma_dynamic_routing_order": ["RAM"]}"#, "key rdma_dynamic_routing_order"),
         (r#"{"direct_io": "sometimes"}"#, "key direct_io"),
@@ -305,4 +306,98 @@ fn a_config_built_in_code_reports_its_changes_as_code() {
     assert_eq!(l.source("threads"), Source::Code);
     assert_eq!(l.source("force_compat_mode"), Source::Code);
     assert_eq!(l.source("allow_compat_mode"), Source::Default);
+}
+
+#[test]
+fn cufile_json_errors_name_the_key_the_file_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("cufile.json");
+    std::fs::write(&p, r#"{"execution": {"max_io_threads": 0}}"#).unwrap();
+    let e =
+        Config::load_from_vars(vars(&[("CUFILE_ENV_PATH_JSON", p.to_str().unwrap())])).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Config);
+    let s = e.to_string();
+    assert!(s.contains("execution.max_io_threads") && s.contains(p.to_str().unwrap()), "{s}");
+    assert!(s.contains("from 1 to 1024") && s.contains("not 0"), "{s}");
+}
+
+#[test]
+fn numeric_values_are_bounded_from_every_layer() {
+    // Environment: the variable, the value and the range.
+    let big = u64::MAX.to_string();
+    for (var, val) in [
+        ("GDIO_TASK_SIZE", big.as_str()),
+        ("GDIO_TASK_SIZE", "1e30"),
+        ("GDIO_THREADS", "0"),
+        ("GDIO_BOUNCE_BUFFER_SIZE", "12345"),
+        ("GDIO_BOUNCE_BUFFERS_PER_THREAD", "1"),
+        ("GDIO_FS_LUSTRE_POSIX_GDS_MIN_KB", big.as_str()),
+        ("GDIO_HOT_CACHE_FRACTION", "1.5"),
+    ] {
+        let e = Config::load_from_vars(vars(&[(var, val)])).unwrap_err().to_string();
+        assert!(e.contains(var) && e.contains(val), "{var}={val}: {e}");
+    }
+    // File.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("gdio.json");
+    std::fs::write(&p, format!(r#"{{"task_size": {}}}"#, usize::MAX)).unwrap();
+    let e = Config::load_from_vars(vars(&[("GDIO_CONFIG", p.to_str().unwrap())]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("key task_size") && e.contains(p.to_str().unwrap()), "{e}");
+    // Code, through LoadedConfig::set: refused, config unchanged.
+    let mut l = LoadedConfig::defaults();
+    let e = l.set("task_size", usize::MAX as u64).unwrap_err().to_string();
+    assert!(e.contains("code") && e.contains("task_size") && e.contains("from 4096"), "{e}");
+    assert_eq!(l.config(), &Config::default());
+    // Code, through a Config literal: the driver refuses it before any I/O can divide by zero.
+    let c = Config { task_size: usize::MAX, ..Config::default() };
+    let e = gdio::Driver::with_runtime(
+        c,
+        std::sync::Arc::new(gdio::gpu::sim::SimRuntime::new(1, std::time::Duration::ZERO)),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Config);
+    assert!(e.to_string().contains("task_size"), "{e}");
+}
+
+#[test]
+fn config_file_that_is_a_fifo_or_device_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.json");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let fifo = fifo.to_str().unwrap().to_owned();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r: Vec<String> = [fifo.as_str(), "/dev/zero", "/dev/urandom"]
+            .iter()
+            .map(|p| Config::load_from_vars(vars(&[("GDIO_CONFIG", p)])).unwrap_err().to_string())
+            .collect();
+        let _ = tx.send(r);
+    });
+    let r = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("reading a FIFO or device as the config file blocked or ran away");
+    assert!(r[0].contains("FIFO") && r[0].contains("GDIO_CONFIG"), "{}", r[0]);
+    assert!(r[1].contains("character device") && r[1].contains("/dev/zero"), "{}", r[1]);
+    assert!(r[2].contains("character device"), "{}", r[2]);
+}
+
+#[test]
+fn unknown_gdio_variables_are_reported_with_a_suggestion() {
+    let l =
+        Config::load_from_vars(vars(&[("GDIO_TASKSIZE", "65536"), ("GDIO_THREADS", "4")])).unwrap();
+    let u = l.unknown_env();
+    assert_eq!(u.len(), 1);
+    assert_eq!(u[0].var, "GDIO_TASKSIZE");
+    assert_eq!(u[0].suggestion.as_deref(), Some("GDIO_TASK_SIZE"));
+    // The misspelt value changed nothing.
+    assert_eq!(l.config().task_size, Config::default().task_size);
 }

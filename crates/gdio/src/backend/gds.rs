@@ -480,6 +480,7 @@ impl GdsBackend {
         offset: u64,
         write: bool,
     ) -> Result<usize> {
+        file.check_range(offset, buf.len as u64)?;
         let MemoryKind::Device { ordinal } = buf.kind else {
             return Err(Error::new(ErrorKind::InvalidInput, "gds needs device memory")
                 .with_errno(libc::EINVAL));
@@ -517,7 +518,7 @@ impl GdsBackend {
                     format!("{what} failed: {code} {}", op_error_name(code)),
                 )
                 .with_errno(op_error_errno(code))
-                .with_driver_code(code)
+                .with_driver_code(crate::error::CodeDomain::CuFile, code)
                 .with_path(file.path())
                 .with_range(offset, buf.len as u64));
             }
@@ -593,9 +594,16 @@ impl Backend for GdsBackend {
         if self.lock().outcome.contains_key(&key) {
             return;
         }
-        // A trial registration on a descriptor of our own, released at once.
-        let f =
-            std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&info.path);
+        // A trial registration on a descriptor of our own, released at once (opened the
+        // non-blocking way: the path may name a FIFO by now).
+        let mut o = std::fs::OpenOptions::new();
+        o.read(true).custom_flags(libc::O_DIRECT);
+        let f = crate::file::open::open_checked(
+            &info.path,
+            o,
+            crate::file::open::Allowed::FileOrBlockDevice,
+            "trial registration",
+        );
         let Ok(f) = f else { return };
         let _ = self.register(lib, f.as_raw_fd(), key, false);
     }

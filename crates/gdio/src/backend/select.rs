@@ -131,13 +131,13 @@ pub fn run(
                     .map(|(n, s)| format!("{n}: {}", s.reason))
                     .collect::<Vec<_>>()
                     .join("; ");
-                return Err(Error::new(
-                    e.kind(),
-                    format!("{} (not retried on a fallback: {why})", e.message()),
-                )
-                .with_errno(e.errno().unwrap_or(libc::EIO))
-                .with_path(&req.file.path)
-                .with_range(req.file_offset, req.len));
+                // Pass the error on with its kind, errno and driver code; add the reason.
+                let errno = e.errno().unwrap_or(libc::EIO);
+                return Err(e
+                    .map_message(|m| format!("{m} (not retried on a fallback: {why})"))
+                    .with_errno(errno)
+                    .with_path(&req.file.path)
+                    .with_range(req.file_offset, req.len));
             };
             stats.record_retry(name, cause);
             tracing::debug!(

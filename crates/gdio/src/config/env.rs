@@ -52,7 +52,9 @@ pub fn parse_value(var: &str, key: &str, kind: KeyKind, text: &str) -> Result<Va
     Ok(match kind {
         KeyKind::Bool => Value::Bool(parse_bool(var, text)?),
         KeyKind::Count => {
-            Value::from(t.parse::<u64>().map_err(|_| bad("a whole number of at least 0"))?)
+            let want = keys::bound(key)
+                .map_or_else(|| "a whole number of at least 0".to_owned(), |b| b.describe());
+            Value::from(t.parse::<u64>().map_err(|_| bad(&want))?)
         }
         KeyKind::Fraction => {
             let f = t.parse::<f64>().map_err(|_| bad("a number between 0 and 1"))?;
@@ -74,6 +76,59 @@ pub fn parse_value(var: &str, key: &str, kind: KeyKind, text: &str) -> Result<Va
             }
         }
     })
+}
+
+/// Variables gdio (library, CLI, tests) reads that are not configuration keys.
+pub const OTHER_VARS: &[&str] =
+    &["GDIO_CONFIG", "GDIO_REQUIRE_GPU", "GDIO_GDR_DEVICE", "GDIO_STRESS_SECS", "GDIO_LOG"];
+
+/// A `GDIO_*` variable gdio does not know.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct UnknownVar {
+    /// The variable's name.
+    pub var: String,
+    /// The nearest known variable, when one is close.
+    pub suggestion: Option<String>,
+}
+
+impl std::fmt::Display for UnknownVar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "environment variable {} is not a gdio setting and is ignored", self.var)?;
+        match &self.suggestion {
+            Some(s) => write!(f, " (did you mean {s}?)"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Whether `var` is a per-filesystem variable `GDIO_FS_<NAME>_<KEY>`.
+fn is_fs_var(var: &str) -> bool {
+    let Some(rest) = var.strip_prefix("GDIO_FS_") else { return false };
+    keys::FS_KEYS.iter().any(|(k, _)| {
+        rest.strip_suffix(&format!("_{}", k.to_ascii_uppercase())).is_some_and(|n| !n.is_empty())
+    })
+}
+
+/// The `GDIO_*` variables of `vars` that are neither a key's variable nor one of
+/// [`OTHER_VARS`], each with the nearest known name (edit distance), in name order.
+pub fn unknown_vars(vars: &[(String, String)]) -> Vec<UnknownVar> {
+    let known: Vec<String> = keys::KEYS
+        .iter()
+        .map(|(k, _)| var_name(k))
+        .chain(OTHER_VARS.iter().map(|v| (*v).to_owned()))
+        .collect();
+    let mut out: Vec<UnknownVar> = vars
+        .iter()
+        .map(|(k, _)| k)
+        .filter(|k| k.starts_with("GDIO_") && !known.contains(k) && !is_fs_var(k))
+        .map(|var| UnknownVar {
+            var: var.clone(),
+            suggestion: keys::nearest(var, known.iter().map(String::as_str)).map(str::to_owned),
+        })
+        .collect();
+    out.sort_by(|a, b| a.var.cmp(&b.var));
+    out.dedup();
+    out
 }
 
 /// One setting found in the environment: variable, key, value.
@@ -138,6 +193,28 @@ mod tests {
         }
         let e = parse_bool("HIPFILE_ALLOW_COMPAT_MODE", "maybe").unwrap_err().to_string();
         assert!(e.contains("HIPFILE_ALLOW_COMPAT_MODE") && e.contains("maybe"), "{e}");
+    }
+
+    #[test]
+    fn unknown_gdio_vars_are_listed_with_the_nearest_name() {
+        let vars: Vec<(String, String)> = [
+            ("GDIO_THREDS", "4"),
+            ("GDIO_THREADS", "4"),
+            ("GDIO_FS_LUSTRE_POSIX_GDS_MIN_KB", "1"),
+            ("GDIO_CONFIG", "/x"),
+            ("GDIO_COMPLETELY_ELSE", "1"),
+            ("PATH", "/bin"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        let u = unknown_vars(&vars);
+        assert_eq!(u.len(), 2, "{u:?}");
+        assert_eq!(u[0].var, "GDIO_COMPLETELY_ELSE");
+        assert_eq!(u[0].suggestion, None);
+        assert_eq!(u[1].var, "GDIO_THREDS");
+        assert_eq!(u[1].suggestion.as_deref(), Some("GDIO_THREADS"));
+        assert!(u[1].to_string().contains("did you mean GDIO_THREADS?"));
     }
 
     #[test]

@@ -107,16 +107,33 @@ pub fn strip_comments(text: &str) -> String {
     out
 }
 
-/// One setting a config file makes: the gdio key and its value.
-pub type FileSetting = (String, Value);
+/// One setting a config file makes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileSetting {
+    /// The gdio key it sets (`threads`).
+    pub key: String,
+    /// The value.
+    pub value: Value,
+    /// The key as the file writes it (`execution.max_io_threads`), for error messages.
+    pub written: String,
+}
+
+fn setting(key: impl Into<String>, value: &Value, written: impl Into<String>) -> FileSetting {
+    FileSetting { key: key.into(), value: value.clone(), written: written.into() }
+}
+
+/// Reads the text of a config file: a regular file of at most
+/// [`MAX_CONFIG_BYTES`](crate::file::MAX_CONFIG_BYTES). A FIFO, a device (`/dev/zero`), a
+/// directory or a larger file is refused at once, without blocking or reading it, with an error
+/// naming the file. Every reader of a cufile.json (gdio's config, the libcufile ABI) uses this.
+pub fn read_text(path: &Path) -> Result<String> {
+    crate::file::open::read_small_text(path, crate::file::MAX_CONFIG_BYTES)
+        .map_err(|e| e.with_kind(ErrorKind::Config))
+}
 
 /// Reads and parses the config file at `path` into settings, in file order.
 pub fn read(path: &Path) -> Result<Vec<FileSetting>> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::from_io(&e, "cannot read the config file")
-            .with_kind(ErrorKind::Config)
-            .with_path(path)
-    })?;
+    let text = read_text(path)?;
     parse(&text, &path.display().to_string())
 }
 
@@ -154,13 +171,26 @@ pub fn parse(text: &str, name: &str) -> Result<Vec<FileSetting>> {
             })?,
             "fs" => fs_section(&origin, v, &mut out)?,
             s if IGNORED_SECTIONS.contains(&s) => {}
-            key if keys::kind(key).is_some() => out.push((key.to_owned(), v.clone())),
-            key => {
-                return Err(Error::new(ErrorKind::Config, format!("{origin}: unknown key {key}")))
-            }
+            key if keys::kind(key).is_some() => out.push(setting(key, v, key)),
+            key => return Err(unknown(&origin, key, key)),
         }
     }
     Ok(out)
+}
+
+/// An unknown key `full` (last part `last`), with the nearest key this place knows.
+fn unknown(origin: &str, full: &str, last: &str) -> Error {
+    let known = keys::KEYS
+        .iter()
+        .chain(keys::FS_KEYS)
+        .map(|(k, _)| *k)
+        .chain(PROPERTIES_IGNORED.iter().copied())
+        .chain(EXECUTION_IGNORED.iter().copied())
+        .chain(FS_IGNORED.iter().copied())
+        .chain(["max_io_threads", "posix_unaligned_writes"]);
+    let hint =
+        keys::nearest(last, known).map(|k| format!(" (did you mean {k}?)")).unwrap_or_default();
+    Error::new(ErrorKind::Config, format!("{origin}: unknown key {full}{hint}"))
 }
 
 fn object<'a>(origin: &str, path: &str, v: &'a Value) -> Result<&'a Map<String, Value>> {
@@ -183,14 +213,9 @@ fn section(
 ) -> Result<()> {
     for (k, val) in object(origin, name, v)? {
         match map(k) {
-            Some(Some(key)) => out.push((key, val.clone())),
+            Some(Some(key)) => out.push(setting(key, val, format!("{name}.{k}"))),
             Some(None) => {}
-            None => {
-                return Err(Error::new(
-                    ErrorKind::Config,
-                    format!("{origin}: unknown key {name}.{k}"),
-                ))
-            }
+            None => return Err(unknown(origin, &format!("{name}.{k}"), k)),
         }
     }
     Ok(())
@@ -202,11 +227,11 @@ fn fs_section(origin: &str, v: &Value, out: &mut Vec<FileSetting>) -> Result<()>
             let full = format!("fs.{fs}.{k}");
             if k == "posix_unaligned_writes" {
                 // cufile.json keeps it under fs.generic; gdio has one switch for all.
-                out.push(("posix_unaligned_writes".to_owned(), val.clone()));
+                out.push(setting("posix_unaligned_writes", val, full));
             } else if keys::FS_KEYS.iter().any(|(n, _)| n == k) {
-                out.push((format!("fs.{}.{k}", keys::fs_name(fs)), val.clone()));
+                out.push(setting(format!("fs.{}.{k}", keys::fs_name(fs)), val, full));
             } else if !FS_IGNORED.contains(&k.as_str()) {
-                return Err(Error::new(ErrorKind::Config, format!("{origin}: unknown key {full}")));
+                return Err(unknown(origin, &full, k));
             }
         }
     }
@@ -232,9 +257,22 @@ mod tests {
             .to_string();
         assert!(e.contains("properties.allow_compat_mod") && e.contains("f.json"), "{e}");
         let e = parse(r#"{"thread": 3}"#, "f.json").unwrap_err().to_string();
-        assert!(e.contains("unknown key thread"), "{e}");
+        assert!(e.contains("unknown key thread") && e.contains("did you mean threads?"), "{e}");
         let e =
             parse(r#"{"fs": {"lustre": {"posix_gds_min": 3}}}"#, "f.json").unwrap_err().to_string();
         assert!(e.contains("fs.lustre.posix_gds_min"), "{e}");
+    }
+
+    #[test]
+    fn mapped_keys_remember_how_the_file_wrote_them() {
+        let s = parse(
+            r#"{"execution": {"max_io_threads": 0}, "fs": {"weka": {"rdma_write_support": true}}}"#,
+            "f",
+        )
+        .unwrap();
+        assert_eq!(s[0].key, "threads");
+        assert_eq!(s[0].written, "execution.max_io_threads");
+        assert_eq!(s[1].key, "fs.wekafs.rdma_write_support");
+        assert_eq!(s[1].written, "fs.weka.rdma_write_support");
     }
 }

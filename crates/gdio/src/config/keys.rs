@@ -53,6 +53,70 @@ pub const KEYS: &[(&str, KeyKind)] = &[
 pub const FS_KEYS: &[(&str, KeyKind)] =
     &[("posix_gds_min_kb", KeyKind::Count), ("rdma_write_support", KeyKind::Bool)];
 
+/// The range a numeric key accepts, the same from every layer (file, environment, code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound {
+    /// Smallest value.
+    pub min: u64,
+    /// Largest value.
+    pub max: u64,
+    /// The value must be a multiple of this (1: any).
+    pub multiple_of: u64,
+}
+
+impl Bound {
+    const fn new(min: u64, max: u64) -> Bound {
+        Bound { min, max, multiple_of: 1 }
+    }
+
+    /// Whether `v` is in range.
+    pub fn contains(&self, v: u64) -> bool {
+        (self.min..=self.max).contains(&v) && v % self.multiple_of == 0
+    }
+
+    /// The range in words (`a whole number from 1 to 1024`).
+    pub fn describe(&self) -> String {
+        let m = if self.multiple_of > 1 {
+            format!(", a multiple of {}", self.multiple_of)
+        } else {
+            String::new()
+        };
+        format!("a whole number from {} to {}{m}", self.min, self.max)
+    }
+}
+
+/// One GiB: the largest size any size key takes (a request is split into tasks of at most
+/// this, so offset arithmetic in the engine never comes near overflow).
+pub const MAX_SIZE: u64 = 1 << 30;
+
+/// The range of every numeric key (README "Configuration bounds" lists the same).
+pub const BOUNDS: &[(&str, Bound)] = &[
+    ("threads", Bound::new(1, 1024)),
+    ("write_threads", Bound::new(1, 1024)),
+    ("task_size", Bound::new(4096, MAX_SIZE)),
+    ("bounce_buffer_size", Bound { min: 4096, max: MAX_SIZE, multiple_of: 4096 }),
+    ("buffered_chunk_size", Bound::new(4096, MAX_SIZE)),
+    ("bounce_buffers_per_thread", Bound::new(2, 64)),
+    ("direct_reads_in_flight", Bound::new(1, 64)),
+    // KiB: up to 1 TiB, so `* 1024` never overflows.
+    ("posix_gds_min_kb", Bound::new(0, 1 << 30)),
+];
+
+/// The range of numeric key `key` (flat or `fs.<name>.<key>`), `None` for other keys.
+pub fn bound(key: &str) -> Option<Bound> {
+    let k = split_fs_key(key).map_or(key, |(_, k)| k);
+    BOUNDS.iter().find(|(n, _)| *n == k).map(|(_, b)| *b)
+}
+
+/// Checks the value of a numeric key against its [`Bound`]; `origin` names where it came from.
+pub fn check_bound(origin: &str, key: &str, v: &Value) -> Result<()> {
+    let Some(b) = bound(key) else { return Ok(()) };
+    match v.as_u64() {
+        Some(n) if b.contains(n) => Ok(()),
+        _ => Err(type_error(origin, key, &b.describe(), v)),
+    }
+}
+
 /// The routing choices cuFile knows for `rdma_dynamic_routing_order`.
 pub const ROUTING_CHOICES: &[&str] = &["GPU_MEM_NVLINKS", "GPU_MEM", "SYS_MEM", "P2P"];
 
@@ -80,7 +144,9 @@ pub fn kind(key: &str) -> Option<KeyKind> {
 }
 
 fn type_error(origin: &str, key: &str, want: &str, got: &Value) -> Error {
-    Error::new(ErrorKind::Config, format!("{origin}: key {key} must be {want}, not {got}"))
+    // `origin` names the key as its source wrote it; say gdio's name when that differs.
+    let named = if origin.contains(key) { String::new() } else { format!(" (gdio key {key})") };
+    Error::new(ErrorKind::Config, format!("{origin}{named}: must be {want}, not {got}"))
 }
 
 fn as_bool(origin: &str, key: &str, v: &Value) -> Result<bool> {
@@ -88,6 +154,7 @@ fn as_bool(origin: &str, key: &str, v: &Value) -> Result<bool> {
 }
 
 fn as_count(origin: &str, key: &str, v: &Value) -> Result<u64> {
+    check_bound(origin, key, v)?;
     v.as_u64().ok_or_else(|| type_error(origin, key, "a whole number of at least 0", v))
 }
 
@@ -96,9 +163,11 @@ fn as_usize(origin: &str, key: &str, v: &Value) -> Result<usize> {
     usize::try_from(n).map_err(|_| type_error(origin, key, "a smaller number", v))
 }
 
-/// Sets `key` to `value` in `config`. `origin` names where the value came from (`config file
-/// /etc/gdio.json`, `environment variable GDIO_THREADS`, `code`) for the error message. An
-/// unknown key or a value of the wrong type is an error naming the key and the value.
+/// Sets `key` to `value` in `config`. `origin` names where the value came from and the name it
+/// had there (`config file /etc/cufile.json, key execution.max_io_threads`, `environment
+/// variable GDIO_THREADS`, `code, key threads`) for the error message. An unknown key, a value
+/// of the wrong type or out of its [`Bound`] is an error naming the source, the key and the
+/// value; `config` is unchanged then.
 pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Result<()> {
     if let Some((name, k)) = split_fs_key(key) {
         let name = fs_name(name);
@@ -171,7 +240,22 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
 }
 
 fn unknown(origin: &str, key: &str) -> Error {
-    Error::new(ErrorKind::Config, format!("{origin}: unknown key {key}"))
+    let hint = nearest(key, KEYS.iter().map(|(k, _)| *k).chain(FS_KEYS.iter().map(|(k, _)| *k)))
+        .map(|k| format!(" (did you mean {k}?)"))
+        .unwrap_or_default();
+    Error::new(ErrorKind::Config, format!("{origin}: unknown key {key}{hint}"))
+}
+
+/// The candidate nearest to `word` by edit distance (case-insensitive), if it is close: at
+/// most a third of the word's length away (typos, not other words).
+pub fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let w = word.to_ascii_lowercase();
+    candidates
+        .into_iter()
+        .map(|c| (strsim::levenshtein(&w, &c.to_ascii_lowercase()), c))
+        .filter(|(d, _)| *d > 0 && *d <= (w.len() / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
 }
 
 /// The value of `key` in `config`, `None` for an unknown key.
@@ -220,4 +304,63 @@ pub fn all(config: &Config) -> Vec<String> {
         }
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_numeric_key_has_a_bound_and_the_default_is_in_it() {
+        let c = Config::default();
+        for (k, kind) in KEYS.iter().chain(FS_KEYS) {
+            if *kind == KeyKind::Count {
+                let b = bound(k).unwrap_or_else(|| panic!("{k} has no bound"));
+                let key = if FS_KEYS.iter().any(|(n, _)| n == k) {
+                    format!("fs.ext4.{k}")
+                } else {
+                    (*k).to_owned()
+                };
+                let v = get(&c, &key).unwrap().as_u64().unwrap();
+                assert!(b.contains(v), "default {key} = {v} outside {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn out_of_range_is_refused_and_leaves_config_unchanged() {
+        for (key, bad) in [
+            ("task_size", serde_json::json!(u64::MAX)),
+            ("task_size", serde_json::json!(usize::MAX as u64 - 4095)),
+            ("task_size", serde_json::json!(4095)),
+            ("threads", serde_json::json!(0)),
+            ("threads", serde_json::json!(1025)),
+            ("write_threads", serde_json::json!(0)),
+            ("bounce_buffer_size", serde_json::json!(4097)),
+            ("bounce_buffer_size", serde_json::json!(2u64 << 30)),
+            ("buffered_chunk_size", serde_json::json!(1)),
+            ("bounce_buffers_per_thread", serde_json::json!(1)),
+            ("bounce_buffers_per_thread", serde_json::json!(1000)),
+            ("fs.lustre.posix_gds_min_kb", serde_json::json!(u64::MAX)),
+            ("threads", serde_json::json!(-1)),
+            ("threads", serde_json::json!(1e30)),
+            ("threads", serde_json::json!(2.5)),
+        ] {
+            let mut c = Config::default();
+            let e = set(&mut c, key, &bad, "code, key K").unwrap_err().to_string();
+            assert!(e.contains("code, key K") && e.contains(&bad.to_string()), "{e}");
+            assert!(e.contains(key), "{e}");
+            assert_eq!(c, Config::default(), "{key} = {bad}");
+        }
+    }
+
+    #[test]
+    fn unknown_keys_suggest_the_nearest() {
+        let mut c = Config::default();
+        let e = set(&mut c, "thread", &Value::from(3), "code").unwrap_err().to_string();
+        assert!(e.contains("did you mean threads?"), "{e}");
+        let e = set(&mut c, "zzzz", &Value::from(3), "code").unwrap_err().to_string();
+        assert!(!e.contains("did you mean"), "{e}");
+        assert_eq!(nearest("TASK_SIZ", ["task_size", "threads"]), Some("task_size"));
+    }
 }

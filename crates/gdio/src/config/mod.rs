@@ -19,7 +19,8 @@ pub mod json;
 pub mod keys;
 pub mod source;
 
-pub use keys::{KeyKind, KEYS};
+pub use env::UnknownVar;
+pub use keys::{Bound, KeyKind, BOUNDS, KEYS};
 pub use source::{ConfigEntry, LoadedConfig, Source};
 
 use std::collections::BTreeMap;
@@ -176,35 +177,22 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Checks values that would make the engine misbehave.
+    /// Checks every value against its range ([`keys::BOUNDS`], the same check every layer's
+    /// value passes when it enters), for a `Config` built in code. The error names the key and
+    /// the value.
     pub fn validate(&self) -> crate::Result<()> {
-        use crate::{Error, ErrorKind};
-        let bad = |key: &str, why: &str| {
-            Err(Error::new(ErrorKind::Config, format!("config key {key}: {why}")))
-        };
-        if self.threads == 0 || self.threads > 1024 {
-            return bad("threads", "must be between 1 and 1024");
-        }
-        if self.write_threads == 0 {
-            return bad("write_threads", "must be at least 1");
-        }
-        if self.task_size < 4096 {
-            return bad("task_size", "must be at least 4096 bytes");
-        }
-        if self.bounce_buffer_size < 4096 || self.bounce_buffer_size % 4096 != 0 {
-            return bad("bounce_buffer_size", "must be a multiple of 4096, at least 4096");
-        }
-        if self.buffered_chunk_size < 4096 {
-            return bad("buffered_chunk_size", "must be at least 4096 bytes");
-        }
-        if !(1..=64).contains(&self.direct_reads_in_flight) {
-            return bad("direct_reads_in_flight", "must be between 1 and 64");
-        }
-        if self.bounce_buffers_per_thread < 2 {
-            return bad("bounce_buffers_per_thread", "must be at least 2 (reads overlap copies)");
+        for key in keys::all(self) {
+            let Some(value) = keys::get(self, &key) else { continue };
+            keys::check_bound(&format!("config value {key}"), &key, &value)?;
         }
         if !(0.0..=1.0).contains(&self.hot_cache_fraction) {
-            return bad("hot_cache_fraction", "must be between 0 and 1");
+            return Err(crate::Error::new(
+                crate::ErrorKind::Config,
+                format!(
+                    "config value hot_cache_fraction: must be a number from 0 to 1, not {}",
+                    self.hot_cache_fraction
+                ),
+            ));
         }
         Ok(())
     }

@@ -54,6 +54,7 @@ pub struct LoadedConfig {
     config: Config,
     sources: BTreeMap<String, (Source, Option<String>)>,
     file: Option<PathBuf>,
+    unknown_env: Vec<env::UnknownVar>,
 }
 
 impl Default for LoadedConfig {
@@ -72,14 +73,19 @@ impl From<Config> for LoadedConfig {
                 sources.insert(key, (Source::Code, None));
             }
         }
-        LoadedConfig { config, sources, file: None }
+        LoadedConfig { config, sources, file: None, unknown_env: Vec::new() }
     }
 }
 
 impl LoadedConfig {
     /// The built-in defaults alone.
     pub fn defaults() -> Self {
-        LoadedConfig { config: Config::default(), sources: BTreeMap::new(), file: None }
+        LoadedConfig {
+            config: Config::default(),
+            sources: BTreeMap::new(),
+            file: None,
+            unknown_env: Vec::new(),
+        }
     }
 
     /// Builds defaults < file < environment from the variables `vars`.
@@ -98,15 +104,10 @@ impl LoadedConfig {
                 crate::Error::new(ErrorKind::Config, format!("{} (named by {var})", e))
                     .with_path(&path)
             })?;
-            let origin = format!("config file {}", path.display());
-            for (key, value) in settings {
-                loaded.apply(
-                    &key,
-                    &value,
-                    Source::File,
-                    &origin,
-                    Some(path.display().to_string()),
-                )?;
+            for s in settings {
+                let origin = format!("config file {}, key {}", path.display(), s.written);
+                let detail = Some(path.display().to_string());
+                loaded.apply(&s.key, &s.value, Source::File, &origin, detail)?;
             }
             loaded.file = Some(path);
         }
@@ -115,7 +116,18 @@ impl LoadedConfig {
             loaded.apply(&s.key, &s.value, Source::Env, &origin, Some(s.var.clone()))?;
         }
         loaded.config.validate()?;
+        loaded.unknown_env = env::unknown_vars(&vars);
+        for u in &loaded.unknown_env {
+            tracing::warn!("{u}");
+        }
         Ok(loaded)
+    }
+
+    /// The `GDIO_*` environment variables that gdio does not know (misspelt keys, most likely),
+    /// each with the nearest known name; empty for a config not loaded from an environment.
+    /// [`Config::load`] also logs each as a `tracing` warning.
+    pub fn unknown_env(&self) -> &[env::UnknownVar] {
+        &self.unknown_env
     }
 
     fn apply(
@@ -142,7 +154,7 @@ impl LoadedConfig {
         let before = self.clone();
         let value = value.into();
         let r = self
-            .apply(key, &value, Source::Code, "code", None)
+            .apply(key, &value, Source::Code, &format!("code, key {key}"), None)
             .and_then(|()| self.config.validate());
         if r.is_err() {
             *self = before;

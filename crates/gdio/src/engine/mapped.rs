@@ -1,6 +1,14 @@
 //! DMA straight from the page cache: map a hot file range, register the mapping with the GPU
 //! (read-only), and copy from it with no CPU copy at all. Used for ranges that are already in
 //! the page cache when `page_cache_dma` is on; cold ranges would fault page by page.
+//!
+//! A file may shrink after it was opened (another process truncates it). Touching a mapped page
+//! wholly past the end of the file raises SIGBUS, so a task asks the file for its size now
+//! (`fstat`, not the size probed at open), maps and copies only bytes below it, and asks again
+//! after the copy: bytes the file lost meanwhile are not counted, so the caller gets the true
+//! byte count, as `pread` would give. What stays open: a truncation in the microseconds between
+//! the first `fstat` and the copy. A real GPU copies from pages the registration pinned (stale
+//! bytes, not counted); a runtime that copies with the CPU would fault there.
 
 use std::os::fd::AsRawFd;
 
@@ -48,7 +56,20 @@ impl Drop for Mapping {
     }
 }
 
-/// Reads a task into GPU memory by DMA from the page cache.
+/// The file's size now. Block devices do not shrink and `fstat` says 0 for them: their
+/// probed size stands.
+fn size_now(file: &crate::file::FileHandle) -> Result<u64> {
+    if file.info().file_type == crate::file::FileType::BlockDevice {
+        return Ok(file.size());
+    }
+    rustix::fs::fstat(file.buffered_fd()).map(|st| st.st_size as u64).map_err(|e| {
+        Error::from_errno(e.raw_os_error(), "fstat before a page-cache DMA failed")
+            .with_path(file.path())
+    })
+}
+
+/// Reads a task into GPU memory by DMA from the page cache. Returns fewer bytes than the task
+/// asked for when the file ends first (it may have shrunk since it was opened).
 pub(crate) fn read_to_device(
     job: &Job,
     task: Task,
@@ -57,10 +78,16 @@ pub(crate) fn read_to_device(
     ordinal: usize,
 ) -> Result<TaskResult> {
     let file = job.file();
+    // Only bytes below the end of the file now: every mapped page then holds some of them, and
+    // no page lies wholly past the end (SIGBUS).
+    let len = task.len.min(size_now(file)?.saturating_sub(task.offset));
+    if len == 0 {
+        return Ok(TaskResult::default());
+    }
     let page = rustix::param::page_size() as u64;
     let start = task.offset / page * page;
     let shift = (task.offset - start) as usize;
-    let map_len = (shift as u64 + task.len).div_ceil(page) * page;
+    let map_len = (shift as u64 + len).div_ceil(page) * page;
     let map = Mapping::new(file.buffered_fd(), start, map_len as usize).map_err(|e| {
         Error::from_errno(e, "mmap of the file range failed")
             .with_path(file.path())
@@ -70,13 +97,15 @@ pub(crate) fn read_to_device(
     unsafe { runtime.register_host(ordinal, map.ptr, map.len, true) }
         .map_err(|e| e.with_path(file.path()).with_range(task.offset, task.len))?;
     let dst = job.buf.addr + task.rel;
-    // SAFETY: the registered mapping covers `shift + task.len` bytes; the device range lies
-    // inside the job's buffer; we synchronize before unregistering and unmapping.
-    let copied = unsafe { lane.stream.copy_to_device(dst, map.ptr.add(shift), task.len as usize) }
+    // SAFETY: the registered mapping covers `shift + len` bytes; the device range lies inside
+    // the job's buffer (len <= task.len); we synchronize before unregistering and unmapping.
+    let copied = unsafe { lane.stream.copy_to_device(dst, map.ptr.add(shift), len as usize) }
         .and_then(|_| lane.stream.synchronize());
     // SAFETY: the copy is complete (or failed); the mapping is still alive.
     let unreg = unsafe { runtime.unregister_host(ordinal, map.ptr) };
     copied?;
     unreg?;
-    Ok(TaskResult { bytes: task.len, direct_bytes: 0, mapped_bytes: task.len })
+    // Bytes the file lost during the copy are not data: count only what is still below the end.
+    let bytes = len.min(size_now(file)?.saturating_sub(task.offset));
+    Ok(TaskResult { bytes, direct_bytes: 0, mapped_bytes: bytes })
 }

@@ -151,15 +151,8 @@ impl Engine {
     /// Checks a request and clamps a read at the end of the file; `None` when there is nothing
     /// to move.
     fn check(&self, op: Op, file: &FileHandle, len: u64, offset: u64) -> Result<Option<u64>> {
-        let end = offset.checked_add(len).ok_or_else(|| {
-            Error::new(
-                ErrorKind::InvalidInput,
-                format!("offset {offset} + length {len} overflows a 64-bit file offset"),
-            )
-            .with_errno(libc::EINVAL)
-            .with_path(file.path())
-            .with_range(offset, len)
-        })?;
+        // No overflow, no end past the largest file offset (off_t is signed).
+        let end = file.check_range(offset, len)?;
         match op {
             Op::Read if !file.is_readable() => {
                 return Err(Error::new(ErrorKind::PermissionDenied, "handle was opened write-only")

@@ -12,8 +12,10 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
-use super::handle::{try_open_direct, FileHandle, OpenOptions};
-use super::probe::{self, DirectIo};
+use super::handle::{FileHandle, OpenOptions};
+use super::info::DirectIo;
+use super::open::try_open_direct;
+use super::probe;
 use crate::error::{Error, ErrorKind, Result};
 
 /// Why a descriptor cannot become a [`FileHandle`].
@@ -118,7 +120,7 @@ impl FileHandle {
             match (mode.read, mode.write) {
                 // try_open_direct always asks for read; a write-only caller gets no twin
                 // unless the file is also readable to us.
-                (true, w) => try_open_direct(&proc_path, w),
+                (true, w) => try_open_direct(&proc_path, &buffered, w),
                 (false, _) => (
                     None,
                     DirectIo { supported: false, reason: Some("write-only descriptor".into()) },

@@ -3,11 +3,13 @@
 
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::probe::{self, DirectIo, FileInfo, FileType};
+use super::info::{FileInfo, FileType};
+use super::open::{self, Allowed};
+use super::probe;
 use crate::error::{Error, ErrorKind, Result};
 
 /// How to open a file.
@@ -71,57 +73,6 @@ pub struct FileHandle {
     size: AtomicU64,
 }
 
-pub(crate) fn open_for_probe(path: &Path) -> Result<File> {
-    let f = File::open(path).map_err(|e| open_error(&e, path, "open for reading"))?;
-    reject_non_files(&f, path)?;
-    Ok(f)
-}
-
-fn open_error(e: &std::io::Error, path: &Path, what: &str) -> Error {
-    let hint = match e.raw_os_error() {
-        Some(libc::ENOENT) => "no such file",
-        Some(libc::EACCES) | Some(libc::EPERM) => "permission denied",
-        Some(libc::EISDIR) => "is a directory, not a file",
-        Some(libc::EROFS) => "the filesystem is read-only",
-        _ => "cannot open",
-    };
-    Error::from_io(e, format!("{what}: {hint}")).with_path(path)
-}
-
-fn reject_non_files(f: &File, path: &Path) -> Result<()> {
-    let md = f.metadata().map_err(|e| Error::from_io(&e, "fstat failed").with_path(path))?;
-    let ft = md.mode() & libc::S_IFMT;
-    if ft == libc::S_IFDIR {
-        return Err(Error::new(ErrorKind::InvalidInput, "is a directory, not a file")
-            .with_errno(libc::EISDIR)
-            .with_path(path));
-    }
-    if ft != libc::S_IFREG && ft != libc::S_IFBLK {
-        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file or block device")
-            .with_path(path));
-    }
-    Ok(())
-}
-
-/// Tries to open an `O_DIRECT` twin of `path`; returns it and what happened.
-pub(crate) fn try_open_direct(path: &Path, write: bool) -> (Option<File>, DirectIo) {
-    let mut o = std::fs::OpenOptions::new();
-    o.read(true).custom_flags(libc::O_DIRECT);
-    if write {
-        o.write(true);
-    }
-    match o.open(path) {
-        Ok(f) => (Some(f), DirectIo { supported: true, reason: None }),
-        Err(e) => {
-            let why = match e.raw_os_error() {
-                Some(libc::EINVAL) => "the filesystem refuses O_DIRECT (EINVAL)".to_owned(),
-                _ => format!("open(O_DIRECT) failed: {e}"),
-            };
-            (None, DirectIo { supported: false, reason: Some(why) })
-        }
-    }
-}
-
 impl FileHandle {
     /// Opens `path` for reading.
     pub fn open(path: impl AsRef<Path>) -> Result<FileHandle> {
@@ -165,9 +116,8 @@ impl FileHandle {
             }
         }
         let what = if options.write { "open for writing" } else { "open for reading" };
-        let buffered = options.std().open(path).map_err(|e| open_error(&e, path, what))?;
-        reject_non_files(&buffered, path)?;
-        let (direct, direct_info) = try_open_direct(path, options.write);
+        let buffered = open::open_checked(path, options.std(), Allowed::FileOrBlockDevice, what)?;
+        let (direct, direct_info) = open::try_open_direct(path, &buffered, options.write);
         let info = probe::probe(path, buffered.as_fd(), direct_info)?;
         let size = AtomicU64::new(info.size);
         Ok(FileHandle { buffered, direct, info, options, size })
@@ -227,6 +177,14 @@ impl FileHandle {
         self.size.fetch_max(end, Ordering::AcqRel);
     }
 
+    /// Checks that `[offset, offset + len)` is a range a file can have: its end neither
+    /// overflows `u64` nor passes the largest file offset Linux takes (`i64::MAX`, `off_t`).
+    /// Returns the end. Every I/O entry point calls this before touching the file or the
+    /// cached size.
+    pub fn check_range(&self, offset: u64, len: u64) -> Result<u64> {
+        check_range(self.path(), offset, len)
+    }
+
     /// The buffered descriptor.
     pub fn buffered_fd(&self) -> BorrowedFd<'_> {
         self.buffered.as_fd()
@@ -258,6 +216,25 @@ impl FileHandle {
             .map_err(|e| Error::from_io(&e, "ftruncate failed").with_path(self.path()))?;
         self.size.store(len, Ordering::Release);
         Ok(())
+    }
+}
+
+/// The largest end offset of an I/O: `off_t` is signed.
+pub const MAX_FILE_END: u64 = i64::MAX as u64;
+
+/// [`FileHandle::check_range`] for a path.
+pub(crate) fn check_range(path: &Path, offset: u64, len: u64) -> Result<u64> {
+    match offset.checked_add(len) {
+        Some(end) if end <= MAX_FILE_END => Ok(end),
+        _ => Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "offset {offset} + length {len} is past the largest file offset ({MAX_FILE_END}); nothing was read or written"
+            ),
+        )
+        .with_errno(libc::EINVAL)
+        .with_path(path)
+        .with_range(offset, len)),
     }
 }
 
@@ -295,6 +272,57 @@ mod tests {
         assert!(e.to_string().contains("read-only"), "{e}");
         assert_eq!(std::fs::read(&p).unwrap(), b"keep me");
         assert!(FileHandle::open(&p).is_ok());
+    }
+
+    #[test]
+    fn range_overflow_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let h = FileHandle::create(d.path().join("f")).unwrap();
+        assert_eq!(h.check_range(10, 20).unwrap(), 30);
+        assert_eq!(h.check_range(MAX_FILE_END - 1, 1).unwrap(), MAX_FILE_END);
+        for (off, len) in [(u64::MAX, 1), (1, u64::MAX), (MAX_FILE_END, 1), (u64::MAX - 3, 0)] {
+            let e = h.check_range(off, len).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput);
+            assert_eq!(e.range(), Some((off, len)));
+            let s = e.to_string();
+            assert!(s.contains(&format!("offset {off}")) && s.contains(&format!("length {len}")));
+        }
+    }
+
+    #[test]
+    fn fifo_and_devices_are_refused_for_every_mode() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = fifo.clone();
+        std::thread::spawn(move || {
+            let r = [
+                FileHandle::open(&p).map(|_| ()),
+                FileHandle::create(&p).map(|_| ()),
+                FileHandle::open_with(&p, OpenOptions::new().write(true)).map(|_| ()),
+                super::probe::probe_path(&p).map(|_| ()),
+                FileHandle::open("/dev/zero").map(|_| ()),
+                FileHandle::create("/dev/null").map(|_| ()),
+            ];
+            let _ = tx.send(r);
+        });
+        let r = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("opening a FIFO or device blocked for more than 10 s");
+        for e in r {
+            let e = e.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+            let s = e.to_string();
+            assert!(s.contains("FIFO") || s.contains("character device"), "{s}");
+        }
     }
 
     #[test]

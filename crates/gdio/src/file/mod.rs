@@ -1,12 +1,18 @@
 //! Files: opening, the one-time probe, the mount table, and page-cache residency.
 
+#[cfg(any(test, feature = "fault-injection"))]
+pub mod fault;
 pub mod from_fd;
 mod handle;
+pub mod info;
 pub mod mountinfo;
+pub(crate) mod open;
 pub mod posix;
 pub mod probe;
 pub mod residency;
 
 pub use from_fd::FdRefusal;
-pub use handle::{FileHandle, OpenOptions};
-pub use probe::{probe_path, AlignSource, DirectIo, FileInfo, FileType, FsInfo};
+pub use handle::{FileHandle, OpenOptions, MAX_FILE_END};
+pub use info::{AlignSource, DirectIo, FileInfo, FileType, FsInfo};
+pub use open::MAX_CONFIG_BYTES;
+pub use probe::probe_path;

@@ -1,7 +1,32 @@
 //! `pread`/`pwrite` loops that finish what they start: they retry `EINTR`, continue after short
 //! transfers, and stop at end of file like `pread` does.
+//!
+//! Every system call passes the fault-injection seam (`file::fault`) first when the crate is
+//! built for its tests or with the `fault-injection` feature.
 
 use std::os::fd::{AsRawFd, BorrowedFd};
+
+#[cfg(any(test, feature = "fault-injection"))]
+use super::fault;
+
+/// The bytes the next system call may move (fault injection may cut it short or fail it).
+#[inline]
+fn allowed(fd: BorrowedFd<'_>, write: bool, offset: u64, want: usize) -> Result<usize, i32> {
+    #[cfg(any(test, feature = "fault-injection"))]
+    {
+        let dir = if write { fault::Dir::Write } else { fault::Dir::Read };
+        fault::before(fd, dir, offset, want)
+    }
+    #[cfg(not(any(test, feature = "fault-injection")))]
+    {
+        let _ = (fd, write, offset);
+        Ok(want)
+    }
+}
+
+fn last_errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+}
 
 /// Reads up to `buf.len()` bytes at `offset`, looping over short reads and `EINTR`. Returns the
 /// bytes read, fewer than asked only at end of file. Errors carry the `errno`.
@@ -22,26 +47,24 @@ pub unsafe fn pread_full_raw(
 ) -> Result<usize, i32> {
     let mut done = 0usize;
     while done < len {
-        // SAFETY: `dst + done .. dst + len` is inside the range the caller vouched for.
-        let rc = unsafe {
-            libc::pread64(
-                fd.as_raw_fd(),
-                dst.add(done).cast(),
-                len - done,
-                (offset + done as u64) as libc::off64_t,
-            )
+        let at = offset + done as u64;
+        let rc = match allowed(fd, false, at, len - done) {
+            // SAFETY: `dst + done .. dst + done + n` is inside the range the caller vouched for
+            // (n <= len - done).
+            Ok(n) => match unsafe {
+                libc::pread64(fd.as_raw_fd(), dst.add(done).cast(), n, at as libc::off64_t)
+            } {
+                rc if rc < 0 => Err(last_errno()),
+                rc => Ok(rc as usize),
+            },
+            Err(e) => Err(e),
         };
-        if rc < 0 {
-            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
-            if errno == libc::EINTR {
-                continue;
-            }
-            return Err(errno);
+        match rc {
+            Err(libc::EINTR) => continue,
+            Err(errno) => return Err(errno),
+            Ok(0) => break,
+            Ok(n) => done += n,
         }
-        if rc == 0 {
-            break;
-        }
-        done += rc as usize;
     }
     Ok(done)
 }
@@ -65,26 +88,28 @@ pub unsafe fn pwrite_all_raw(
 ) -> Result<(), (usize, i32)> {
     let mut done = 0usize;
     while done < len {
-        // SAFETY: `src + done .. src + len` is inside the range the caller vouched for.
-        let rc = unsafe {
-            libc::pwrite64(
-                fd.as_raw_fd(),
-                src.add(done).cast(),
-                len - done,
-                (offset + done as u64) as libc::off64_t,
-            )
+        let at = offset + done as u64;
+        let rc = match allowed(fd, true, at, len - done) {
+            // SAFETY: `src + done .. src + done + n` is inside the range the caller vouched for
+            // (n <= len - done).
+            Ok(n) => match unsafe {
+                libc::pwrite64(fd.as_raw_fd(), src.add(done).cast(), n, at as libc::off64_t)
+            } {
+                rc if rc < 0 => Err(last_errno()),
+                rc => Ok(rc as usize),
+            },
+            Err(e) => Err(e),
         };
-        if rc < 0 {
-            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
-            if errno == libc::EINTR {
-                continue;
+        match rc {
+            Err(libc::EINTR) => continue,
+            Err(errno) => return Err((done, errno)),
+            Ok(0) => return Err((done, libc::ENOSPC)),
+            Ok(n) => {
+                #[cfg(any(test, feature = "fault-injection"))]
+                fault::wrote(fd, n);
+                done += n;
             }
-            return Err((done, errno));
         }
-        if rc == 0 {
-            return Err((done, libc::ENOSPC));
-        }
-        done += rc as usize;
     }
     Ok(())
 }

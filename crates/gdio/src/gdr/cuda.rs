@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 use cudarc::driver::sys;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::gpu::cuda_error::check;
 
 /// CUDA driver API version (`cuDriverGetVersion`) from which dma-buf fds of discrete GPUs can
 /// be `mmap`ed (CUDA 13.3, driver R610).
@@ -43,32 +44,17 @@ pub fn has_symbol(name: &str) -> bool {
     unsafe { sys::culib().get::<*const c_void>(name.as_bytes()).is_ok() }
 }
 
-fn check(r: sys::CUresult, what: &str) -> Result<()> {
-    if r == sys::CUresult::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::gpu(r as i64, &format!("{r:?}"), what))
-    }
-}
-
 /// `cuInit(0)`, once per process.
 pub fn init() -> Result<()> {
     require_lib()?;
-    static INIT: OnceLock<std::result::Result<(), (i64, String)>> = OnceLock::new();
-    let r = INIT.get_or_init(|| {
+    static INIT: OnceLock<Result<()>> = OnceLock::new();
+    INIT.get_or_init(|| {
         // SAFETY: the library is present; cuInit takes a plain flag.
-        let r = unsafe { sys::cuInit(0) };
-        if r == sys::CUresult::CUDA_SUCCESS {
-            Ok(())
-        } else {
-            Err((r as i64, format!("{r:?}")))
-        }
-    });
-    match r {
-        Ok(()) => Ok(()),
-        Err((code, name)) => Err(Error::gpu(*code, name, "cuInit failed: no usable NVIDIA GPU")
-            .with_kind(ErrorKind::NoGpu)),
-    }
+        check(unsafe { sys::cuInit(0) }, "cuInit").map_err(|e| {
+            e.map_message(|m| format!("{m}: no usable NVIDIA GPU")).with_kind(ErrorKind::NoGpu)
+        })
+    })
+    .clone()
 }
 
 /// `cuDriverGetVersion`: the CUDA API version of the installed driver (13000 = CUDA 13.0).
@@ -76,7 +62,7 @@ pub fn driver_version() -> Result<i32> {
     require_lib()?;
     let mut v = 0;
     // SAFETY: v is a valid out-pointer; the call needs no cuInit.
-    check(unsafe { sys::cuDriverGetVersion(&mut v) }, "cuDriverGetVersion failed")?;
+    check(unsafe { sys::cuDriverGetVersion(&mut v) }, "cuDriverGetVersion")?;
     Ok(v)
 }
 
@@ -85,7 +71,7 @@ pub fn device_count() -> Result<i32> {
     init()?;
     let mut n = 0;
     // SAFETY: n is a valid out-pointer.
-    check(unsafe { sys::cuDeviceGetCount(&mut n) }, "cuDeviceGetCount failed")?;
+    check(unsafe { sys::cuDeviceGetCount(&mut n) }, "cuDeviceGetCount")?;
     Ok(n)
 }
 
@@ -93,7 +79,7 @@ fn device(ordinal: i32) -> Result<sys::CUdevice> {
     init()?;
     let mut d = 0;
     // SAFETY: d is a valid out-pointer.
-    check(unsafe { sys::cuDeviceGet(&mut d, ordinal) }, &format!("cuDeviceGet({ordinal}) failed"))?;
+    check(unsafe { sys::cuDeviceGet(&mut d, ordinal) }, &format!("cuDeviceGet({ordinal})"))?;
     Ok(d)
 }
 
@@ -103,7 +89,7 @@ fn device_attr(ordinal: i32, attr: sys::CUdevice_attribute) -> Result<i32> {
     check(
         // SAFETY: v is a valid out-pointer, d a device handle from cuDeviceGet.
         unsafe { sys::cuDeviceGetAttribute(&mut v, attr, d) },
-        &format!("cuDeviceGetAttribute({attr:?}) failed"),
+        &format!("cuDeviceGetAttribute({attr:?})"),
     )?;
     Ok(v)
 }
@@ -145,7 +131,7 @@ fn ptr_attr<T: Default>(addr: u64, attr: sys::CUpointer_attribute) -> Result<T> 
         // SAFETY: the out-pointer points to a T of the size the attribute writes (the callers
         // pick T per attribute: u64 for addresses/sizes/ids, u32/i32 for flags and types).
         unsafe { sys::cuPointerGetAttribute(&mut v as *mut T as *mut c_void, attr, addr) },
-        &format!("cuPointerGetAttribute({attr:?}) failed for 0x{addr:x}"),
+        &format!("cuPointerGetAttribute({attr:?}) for 0x{addr:x}"),
     )?;
     Ok(v)
 }
@@ -179,10 +165,10 @@ fn with_primary_ctx<T>(ordinal: i32, f: impl FnOnce() -> Result<T>) -> Result<T>
     check(
         // SAFETY: ctx is a valid out-pointer; d comes from cuDeviceGet.
         unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, d) },
-        "cuDevicePrimaryCtxRetain failed",
+        "cuDevicePrimaryCtxRetain",
     )?;
     // SAFETY: ctx was just retained.
-    let pushed = check(unsafe { sys::cuCtxPushCurrent_v2(ctx) }, "cuCtxPushCurrent failed");
+    let pushed = check(unsafe { sys::cuCtxPushCurrent_v2(ctx) }, "cuCtxPushCurrent");
     let out = pushed.and_then(|()| {
         let r = f();
         let mut old: sys::CUcontext = std::ptr::null_mut();
@@ -214,7 +200,7 @@ pub fn export_dmabuf(ordinal: i32, addr: u64, size: usize, flags: u64) -> Result
                 flags,
             )
         };
-        check(r, &format!("cuMemGetHandleForAddressRange(0x{addr:x}, {size}) failed"))?;
+        check(r, &format!("cuMemGetHandleForAddressRange(0x{addr:x}, {size})"))?;
         if fd < 0 {
             return Err(Error::new(ErrorKind::Gpu, "cuMemGetHandleForAddressRange returned no fd"));
         }
@@ -251,7 +237,7 @@ impl DeviceMemory {
         check(
             // SAFETY: balanced by the release in Drop (or below on failure).
             unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, d) },
-            "cuDevicePrimaryCtxRetain failed",
+            "cuDevicePrimaryCtxRetain",
         )?;
         let ptr = with_primary_ctx(ordinal, || {
             let mut p: sys::CUdeviceptr = 0;
@@ -263,7 +249,7 @@ impl DeviceMemory {
                     sys::cuMemAlloc_v2(&mut p, size)
                 }
             };
-            check(r, &format!("cuMemAlloc({size}) failed"))?;
+            check(r, &format!("cuMemAlloc({size})"))?;
             Ok(p)
         });
         let ptr = match ptr {
@@ -300,7 +286,7 @@ impl DeviceMemory {
                         data.len(),
                     )
                 },
-                "cuMemcpyHtoD failed",
+                "cuMemcpyHtoD",
             )
         })
     }
@@ -318,7 +304,7 @@ impl DeviceMemory {
                         out.len(),
                     )
                 },
-                "cuMemcpyDtoH failed",
+                "cuMemcpyDtoH",
             )
         })
     }
@@ -339,7 +325,7 @@ impl Drop for DeviceMemory {
         let ptr = self.ptr;
         let _ = with_primary_ctx(self.ordinal, || {
             // SAFETY: ptr came from cuMemAlloc in this context and is freed once.
-            check(unsafe { sys::cuMemFree_v2(ptr) }, "cuMemFree failed")
+            check(unsafe { sys::cuMemFree_v2(ptr) }, "cuMemFree")
         });
         if let Ok(d) = device(self.ordinal) {
             // SAFETY: balances the retain in alloc_inner.

@@ -15,22 +15,7 @@ use super::{DeviceInfo, GpuRuntime, GpuStream};
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::MemoryKind;
 
-/// Turns a `CUresult` into gdio's error, naming the call.
-fn check(r: sys::CUresult, what: &str) -> Result<()> {
-    if r == sys::CUresult::CUDA_SUCCESS {
-        return Ok(());
-    }
-    let mut name: *const std::ffi::c_char = std::ptr::null();
-    // SAFETY: cuGetErrorName writes a pointer to a static string (or leaves it null).
-    let rc = unsafe { sys::cuGetErrorName(r, &mut name) };
-    let name = if rc == sys::CUresult::CUDA_SUCCESS && !name.is_null() {
-        // SAFETY: the driver returns a NUL-terminated static string.
-        unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned()
-    } else {
-        format!("{r:?}")
-    };
-    Err(Error::gpu(r as i64, &name, format!("CUDA {what} failed")))
-}
+use super::cuda_error::{check, from_driver};
 
 /// The CUDA runtime: one retained primary context per GPU, made on first use.
 #[derive(Debug)]
@@ -86,20 +71,14 @@ impl CudaRuntime {
         if let Some(c) = self.contexts[ordinal].get() {
             return Ok(c.clone());
         }
-        let ctx = CudaContext::new(ordinal).map_err(|e| {
-            Error::gpu(
-                e.0 as i64,
-                &format!("{e:?}"),
-                format!("creating the context of GPU {ordinal}"),
-            )
-        })?;
+        let ctx = CudaContext::new(ordinal)
+            .map_err(|e| from_driver(e, &format!("creating the context of GPU {ordinal}")))?;
         Ok(self.contexts[ordinal].get_or_init(|| ctx).clone())
     }
 
     fn bind(&self, ordinal: usize) -> Result<Arc<CudaContext>> {
         let ctx = self.context(ordinal)?;
-        ctx.bind_to_thread()
-            .map_err(|e| Error::gpu(e.0 as i64, &format!("{e:?}"), "cuCtxSetCurrent"))?;
+        ctx.bind_to_thread().map_err(|e| from_driver(e, "cuCtxSetCurrent"))?;
         Ok(ctx)
     }
 }
@@ -325,6 +304,37 @@ impl GpuRuntime for CudaRuntime {
         // SAFETY: forwarded contract: registered, no copy in flight.
         check(unsafe { sys::cuMemHostUnregister(ptr.cast()) }, "cuMemHostUnregister")
     }
+    unsafe fn copy_peer(
+        &self,
+        dst_ordinal: usize,
+        dst: u64,
+        src_ordinal: usize,
+        src: u64,
+        len: usize,
+    ) -> Result<()> {
+        let dctx = self.context(dst_ordinal)?;
+        let sctx = self.bind(src_ordinal)?;
+        if dst_ordinal != src_ordinal {
+            // Direct access over NVLink or PCIe where the GPUs allow it (else cuMemcpyPeer
+            // stages through host memory). Enabling twice reports ALREADY_ENABLED: fine.
+            // SAFETY: both contexts are live primary contexts; the source one is current.
+            let r = unsafe { sys::cuCtxEnablePeerAccess(dctx.cu_ctx(), 0) };
+            let ok = [
+                sys::CUresult::CUDA_SUCCESS,
+                sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED,
+                sys::CUresult::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
+            ];
+            if !ok.contains(&r) {
+                check(r, "cuCtxEnablePeerAccess")?;
+            }
+        }
+        // SAFETY: the caller promised both ranges are device memory of these GPUs, valid and
+        // not written by anything else until this synchronous copy returns.
+        check(
+            unsafe { sys::cuMemcpyPeer(dst, dctx.cu_ctx(), src, sctx.cu_ctx(), len) },
+            "cuMemcpyPeer",
+        )
+    }
 }
 
 type BatchV2 = unsafe extern "C" fn(
@@ -392,9 +402,7 @@ unsafe impl Send for CudaStream {}
 
 impl CudaStream {
     fn bind(&self) -> Result<()> {
-        self.ctx
-            .bind_to_thread()
-            .map_err(|e| Error::gpu(e.0 as i64, &format!("{e:?}"), "cuCtxSetCurrent"))
+        self.ctx.bind_to_thread().map_err(|e| from_driver(e, "cuCtxSetCurrent"))
     }
 }
 

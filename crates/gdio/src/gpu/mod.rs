@@ -7,6 +7,7 @@
 
 pub mod buffer;
 pub mod cuda;
+pub(crate) mod cuda_error;
 pub mod host;
 mod nvml;
 pub mod sim;
@@ -147,6 +148,31 @@ pub trait GpuRuntime: Send + Sync + std::fmt::Debug {
     /// # Safety
     /// `ptr` was registered and no copy from it is in flight.
     unsafe fn unregister_host(&self, ordinal: usize, ptr: *mut u8) -> Result<()>;
+    /// Copies `len` bytes from `src` on GPU `src_ordinal` to `dst` on GPU `dst_ordinal` (a peer
+    /// copy over NVLink or PCIe; the same GPU is allowed) and returns when the bytes are there.
+    /// Runtimes without GPUs say so.
+    ///
+    /// # Safety
+    /// `src..src+len` must be device memory of GPU `src_ordinal` and `dst..dst+len` device
+    /// memory of GPU `dst_ordinal`, both allocated by this runtime and not written by anything
+    /// else until the call returns.
+    unsafe fn copy_peer(
+        &self,
+        dst_ordinal: usize,
+        dst: u64,
+        src_ordinal: usize,
+        src: u64,
+        len: usize,
+    ) -> Result<()> {
+        let _ = (dst, src, len);
+        Err(crate::error::Error::new(
+            crate::error::ErrorKind::Unsupported,
+            format!(
+                "the {} runtime cannot copy between GPUs {src_ordinal} and {dst_ordinal}",
+                self.name()
+            ),
+        ))
+    }
 }
 
 /// The best runtime this machine has: CUDA when libcuda loads and reports a GPU, else host.

@@ -182,6 +182,29 @@ impl GpuRuntime for SimRuntime {
     unsafe fn unregister_host(&self, ordinal: usize, _ptr: *mut u8) -> Result<()> {
         self.check_ordinal(ordinal)
     }
+    unsafe fn copy_peer(
+        &self,
+        dst_ordinal: usize,
+        dst: u64,
+        src_ordinal: usize,
+        src: u64,
+        len: usize,
+    ) -> Result<()> {
+        self.check_ordinal(dst_ordinal)?;
+        self.check_ordinal(src_ordinal)?;
+        for (o, a) in [(dst_ordinal, dst), (src_ordinal, src)] {
+            if self.classify(a) != (MemoryKind::Device { ordinal: o }) {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("address 0x{a:x} is not memory of simulated GPU {o}"),
+                ));
+            }
+        }
+        // SAFETY: the caller promised both ranges are device memory of this runtime (simulated
+        // in host memory), valid for `len` bytes and not written by anyone else meanwhile.
+        unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
+        Ok(())
+    }
     unsafe fn launch_host_fn(
         &self,
         ordinal: usize,

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# One GPU-machine session: the phases named on the command line, in order, each with a time
+# limit, every log under $OUT/logs (packed into $OUT/logs.tgz at the end) and one summary table
+# on stdout and in $OUT/summary.txt.
+#
+# usage: bench/gpu-session.sh PHASE...   (from the repository root, on the GPU machine)
+# phases: setup tests main micro cufile sweep safetensors python knobs cold
+# needs (carried from the build machine, see ARCHITECTURE.md "Running on the GPU machine"):
+#   .dev/bin/gdio            release CLI            .dev/before/gdio  the CLI before the change
+#   .dev/lib/libcufile.so.0  gdio's libcufile       .dev/tests/*      release test binaries
+#   .dev/bin/engine_microbench                      .whl/*.whl        peers' (and gdio's) wheels
+set -uo pipefail
+OUT=${OUT:-/tmp/gdio-session}
+L=$OUT/logs
+mkdir -p "$L"
+S=$OUT/summary.txt
+say() { echo "$*" | tee -a "$S"; }
+export GDIO=$PWD/.dev/bin/gdio
+export LIB=$PWD/.dev/lib/libcufile.so.0
+export GDIO_REQUIRE_GPU=1 L S
+if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >"$L/pip.txt" 2>&1
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+for f in /tmp/gdio-bench-8g.bin /dev/shm/gdio-bench-8g.bin; do
+  [ -f "$f" ] || "$GDIO" make-file "$f" --size 8G >/dev/null 2>>"$L/make-file.txt"
+done
+
+phase() { # name limit_s command...
+  local name=$1 lim=$2; shift 2
+  local t0=$SECONDS
+  echo ">> $name" >&2
+  if declare -F "$1" >/dev/null; then export -f "$1"; set -- bash -c "$1"; fi
+  timeout --kill-after=10 "$lim" "$@" >"$L/$name.txt" 2>&1
+  local rc=$?
+  say "[$name] exit $rc in $((SECONDS - t0)) s"
+  return $rc
+}
+
+setup() {
+  nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current,memory.total --format=csv
+  "$GDIO" check /tmp /dev/shm
+  "$GDIO" check /tmp/gdio-bench-8g.bin --memory device --json
+}
+
+tests() {
+  local rc=0
+  for t in .dev/tests/*; do
+    echo "== $t"
+    local filter=; case $t in *gdio_lib) filter=cuda ;; esac
+    "$t" --test-threads 1 $filter 2>&1 | grep -E '^test |test result|SKIPPED|panicked' || rc=1
+  done
+  # The C program against gdio's header and library, on device memory where a GPU exists.
+  local d=/tmp/cufile-c && mkdir -p $d/lib $d/work && cp -f "$LIB" $d/lib/libcufile.so.0 && ln -sf libcufile.so.0 $d/lib/libcufile.so
+  cc -std=c11 -O1 -I crates/gdio-cufile/include crates/gdio-cufile/tests/c/api.c -o $d/api -L $d/lib -lcufile -ldl \
+    && LD_LIBRARY_PATH=$d/lib $d/api $d/work; echo "C api program exit $?"
+  return $rc
+}
+
+main_job() {
+  for b in .dev/before/gdio "$GDIO"; do
+    echo "== $b bench (defaults)"
+    "$b" bench --json | python3 -c "
+import json,sys; d=json.load(sys.stdin)
+for r in d['results']: print(r['op'], r.get('target'), round(r['gbps'],2), 'GB/s verified', r.get('verified'), 'limit', r.get('limit_gbps'))
+print('limits', json.dumps(d.get('limits')))"
+  done
+}
+
+micro() {
+  OUT=$L bash bench/engine-microbench.sh .dev/bin/engine_microbench gpu host
+}
+
+cufile() {
+  OUT=$L/cufile bash bench/cufile-h200.sh all
+}
+
+sweep() {
+  OUT=$L/sweep THREADS=${THREADS:-8,16,32} ITER=${ITER:-2} bash bench/sweep-h200.sh
+}
+
+for p in "$@"; do
+  case $p in
+    setup) phase setup 120 setup ;;
+    tests) phase tests 300 tests; grep -E 'test result|C api|FAILED|panicked' "$L/tests.txt" | tee -a "$S" ;;
+    main) phase main 240 main_job; tee -a "$S" < "$L/main.txt" ;;
+    micro) phase micro 240 micro; tee -a "$S" < "$L/micro.txt" ;;
+    cufile) phase cufile 420 cufile; tail -25 "$L/cufile.txt" | tee -a "$S" >/dev/null ;;
+    sweep) phase sweep 540 sweep; tail -30 "$L/sweep.txt" | tee -a "$S" >/dev/null ;;
+    *) [ -f "bench/gpu-phase-$p.sh" ] && phase "$p" 540 bash "bench/gpu-phase-$p.sh" "$L/$p" && tail -30 "$L/$p.txt" | tee -a "$S" >/dev/null ;;
+  esac
+done
+tar -C "$OUT" -czf "$OUT/logs.tgz" logs 2>/dev/null
+cat "$S"

@@ -1,0 +1,340 @@
+//! `gdio load` and `gdio save`: safetensors checkpoints into GPU or host memory (and back out),
+//! with tensors, bytes, seconds and GB/s; `--verify` compares every tensor with a plain read.
+
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Args;
+use gdio::safetensors::{
+    load_stream, save, Checkpoint, LoadOptions, Loaded, Plan, SaveOptions, SaveTensor, Target,
+    TensorView,
+};
+use gdio::Driver;
+use serde_json::json;
+
+use crate::bench::progress::Progress;
+use crate::out::outln;
+use crate::units::{format_size, parse_size};
+
+/// Arguments of `gdio load`.
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Safetensors files, folders, or a `*.safetensors.index.json`.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Where tensors go: `gpu` (GPU 0), `gpu:N`, `gpu:0,1` (each listed GPU gets every tensor,
+    /// each byte read from storage once), or `host`.
+    #[arg(long, default_value = "gpu:0")]
+    pub target: String,
+    /// Load only tensors whose names match (`*`, `?` wildcards); repeat or separate by commas.
+    #[arg(long, value_delimiter = ',')]
+    pub tensors: Vec<String>,
+    /// Compare every loaded tensor byte for byte with a plain read of the file.
+    #[arg(long)]
+    pub verify: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// After loading, save the loaded tensors to this path (through the GPU when loaded there).
+    #[arg(long)]
+    pub resave: Option<PathBuf>,
+    /// With --resave: split into shards of at most this size (e.g. 5G) with an index.
+    #[arg(long, value_parser = parse_size)]
+    pub shard_size: Option<u64>,
+    /// With --resave: fsync the files before returning.
+    #[arg(long)]
+    pub fsync: bool,
+    /// Bytes per read request (default: threads × task_size × 8 of the configuration).
+    #[arg(long, value_parser = parse_size)]
+    pub request_size: Option<u64>,
+    /// Read requests in flight (default 2, or the number of GPUs).
+    #[arg(long)]
+    pub requests: Option<usize>,
+}
+
+/// Arguments of `gdio save`.
+#[derive(Debug, Args)]
+pub struct SaveArgs {
+    /// Checkpoint to read: files, folders, or a `*.safetensors.index.json`.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Where to write (`out.safetensors`; with --shard-size the shards go beside it).
+    #[arg(long, short)]
+    pub out: PathBuf,
+    /// Memory the checkpoint passes through: `gpu:N` or `host`.
+    #[arg(long, default_value = "gpu:0")]
+    pub via: String,
+    /// Split into shards of at most this size (e.g. 5G) with an index.
+    #[arg(long, value_parser = parse_size)]
+    pub shard_size: Option<u64>,
+    /// fsync the files before returning.
+    #[arg(long)]
+    pub fsync: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn fail(cmd: &str, e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("gdio {cmd}: {e}");
+    ExitCode::from(2)
+}
+
+fn gbps(bytes: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        bytes as f64 / secs / 1e9
+    } else {
+        0.0
+    }
+}
+
+fn driver() -> gdio::Result<Arc<Driver>> {
+    Ok(Arc::new(Driver::from_loaded(crate::config::load()?)?))
+}
+
+struct LoadRun {
+    loaded: Loaded,
+    seconds: f64,
+    targets: Vec<Target>,
+}
+
+fn run_load(
+    driver: &Arc<Driver>,
+    ckpt: &Checkpoint,
+    targets: Vec<Target>,
+    patterns: &[String],
+    options: &LoadOptions,
+    quiet: bool,
+) -> gdio::Result<LoadRun> {
+    let plan = if patterns.is_empty() {
+        Plan::all(ckpt, &targets)
+    } else {
+        let p: Vec<&str> = patterns.iter().map(String::as_str).collect();
+        Plan::matching(ckpt, &p, &targets)?
+    };
+    for t in &targets {
+        if let Target::Gpu(n) = t {
+            driver.prepare_gpu(*n)?;
+        }
+    }
+    let progress = Progress::new("load".into(), plan.bytes(), quiet);
+    let start = Instant::now();
+    let mut stream = load_stream(driver, ckpt, &plan, options)?;
+    for v in stream.by_ref() {
+        progress.add(v?.len);
+    }
+    let loaded = stream.finish()?;
+    let seconds = start.elapsed().as_secs_f64();
+    drop(progress);
+    Ok(LoadRun { loaded, seconds, targets })
+}
+
+/// Compares every view with a plain `pread` of its bytes; returns the first mismatch.
+fn verify(ckpt: &Checkpoint, loaded: &Loaded) -> gdio::Result<Option<String>> {
+    let mut files = Vec::new();
+    for f in ckpt.files() {
+        files.push(std::fs::File::open(&f.path).map_err(|e| {
+            gdio::Error::from_io(&e, "cannot open for --verify").with_path(&f.path)
+        })?);
+    }
+    for v in loaded.views() {
+        let f = &ckpt.files()[v.location.file];
+        let info = ckpt.info_at(v.location);
+        let off = f.header.data_start + info.data_offsets.0 + v.bytes.start;
+        let mut want = vec![0u8; v.len as usize];
+        files[v.location.file].read_exact_at(&mut want, off).map_err(|e| {
+            gdio::Error::from_io(&e, "plain read for --verify")
+                .with_path(&f.path)
+                .with_range(off, v.len)
+        })?;
+        if loaded.to_vec(v)? != want {
+            return Ok(Some(format!("tensor {:?} on {} differs from the file", v.name, v.target)));
+        }
+    }
+    Ok(None)
+}
+
+/// Saves `views` of `loaded` in file order.
+fn run_save(
+    driver: &Driver,
+    loaded: &Loaded,
+    out: &PathBuf,
+    shard_size: Option<u64>,
+    fsync: bool,
+    metadata: std::collections::BTreeMap<String, String>,
+    target: Target,
+) -> gdio::Result<(gdio::safetensors::Saved, f64)> {
+    let mut views: Vec<&TensorView> =
+        loaded.views().iter().filter(|v| v.target == target).collect();
+    views.sort_by_key(|v| (v.location.file, v.location.tensor));
+    let tensors =
+        views.iter().map(|v| SaveTensor::from_view(loaded, v)).collect::<gdio::Result<Vec<_>>>()?;
+    let options =
+        SaveOptions { fsync, max_shard_size: shard_size.unwrap_or(0), metadata, cancel: None };
+    let start = Instant::now();
+    let saved = save(driver, &tensors, out, &options)?;
+    Ok((saved, start.elapsed().as_secs_f64()))
+}
+
+/// `gdio load`.
+pub fn load_main(a: LoadArgs) -> ExitCode {
+    let targets = match Target::parse_list(&a.target) {
+        Ok(t) => t,
+        Err(e) => return fail("load", e),
+    };
+    let driver = match driver() {
+        Ok(d) => d,
+        Err(e) => return fail("load", e),
+    };
+    // Timed from opening the files (headers, GPU set-up, reads) to the last tensor in place,
+    // like the peers' load calls.
+    let start = Instant::now();
+    let ckpt = match Checkpoint::open_all(&a.paths) {
+        Ok(c) => c,
+        Err(e) => return fail("load", e),
+    };
+    let options = LoadOptions {
+        request_size: a.request_size.unwrap_or(0) as usize,
+        requests_in_flight: a.requests.unwrap_or(0),
+        merge_gap: 0,
+    };
+    let run = match run_load(&driver, &ckpt, targets, &a.tensors, &options, a.json) {
+        Ok(r) => r,
+        Err(e) => return fail("load", e),
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    let bytes = run.loaded.bytes_loaded();
+    let mut verified = false;
+    let mut mismatch = None;
+    if a.verify {
+        match verify(&ckpt, &run.loaded) {
+            Ok(None) => verified = true,
+            Ok(Some(m)) => mismatch = Some(m),
+            Err(e) => return fail("load", e),
+        }
+    }
+    let mut resave = serde_json::Value::Null;
+    if let Some(out) = &a.resave {
+        match run_save(
+            &driver,
+            &run.loaded,
+            out,
+            a.shard_size,
+            a.fsync,
+            ckpt.metadata(),
+            run.targets[0],
+        ) {
+            Ok((s, secs)) => {
+                resave = json!({
+                    "files": s.files, "index": s.index, "bytes": s.total_bytes,
+                    "seconds": secs, "gbps": gbps(s.total_bytes, secs),
+                })
+            }
+            Err(e) => return fail("load", e),
+        }
+    }
+    let targets: Vec<String> = run.targets.iter().map(|t| t.to_string()).collect();
+    if a.json {
+        let v = json!({
+            "tensors": run.loaded.views().len() / run.targets.len().max(1),
+            "views": run.loaded.views().len(),
+            "bytes": bytes,
+            "bytes_read": run.loaded.bytes_read(),
+            "checkpoint_bytes": ckpt.total_bytes(),
+            "files": ckpt.files().len(),
+            "targets": targets,
+            "seconds": seconds,
+            "gbps": gbps(bytes, seconds),
+            "transfer_seconds": run.seconds,
+            "verified": verified,
+            "mismatch": mismatch,
+            "resave": resave,
+        });
+        outln!("{v}");
+    } else {
+        outln!(
+            "loaded {} tensors, {} into {} in {:.3} s: {:.2} GB/s ({} read from {} file(s))",
+            run.loaded.views().len() / run.targets.len().max(1),
+            format_size(bytes),
+            targets.join(","),
+            seconds,
+            gbps(bytes, seconds),
+            format_size(run.loaded.bytes_read()),
+            ckpt.files().len()
+        );
+        if verified {
+            outln!("verified: every tensor matches a plain read of the file");
+        }
+        if !resave.is_null() {
+            outln!("resaved: {resave}");
+        }
+    }
+    match mismatch {
+        Some(m) => fail("load", format!("--verify failed: {m}")),
+        None => ExitCode::SUCCESS,
+    }
+}
+
+/// `gdio save`: read a checkpoint into `--via` memory and write it to `--out`.
+pub fn save_main(a: SaveArgs) -> ExitCode {
+    let target = match Target::parse_list(&a.via) {
+        Ok(t) if t.len() == 1 => t[0],
+        Ok(_) => return fail("save", "--via takes one target (gpu:N or host)"),
+        Err(e) => return fail("save", e),
+    };
+    let driver = match driver() {
+        Ok(d) => d,
+        Err(e) => return fail("save", e),
+    };
+    let ckpt = match Checkpoint::open_all(&a.paths) {
+        Ok(c) => c,
+        Err(e) => return fail("save", e),
+    };
+    let run = match run_load(&driver, &ckpt, vec![target], &[], &LoadOptions::default(), a.json) {
+        Ok(r) => r,
+        Err(e) => return fail("save", e),
+    };
+    let (saved, secs) = match run_save(
+        &driver,
+        &run.loaded,
+        &a.out,
+        a.shard_size,
+        a.fsync,
+        ckpt.metadata(),
+        target,
+    ) {
+        Ok(s) => s,
+        Err(e) => return fail("save", e),
+    };
+    if a.json {
+        outln!(
+            "{}",
+            json!({
+                "tensors": run.loaded.views().len(),
+                "bytes": saved.total_bytes,
+                "data_bytes": saved.data_bytes,
+                "seconds": secs,
+                "gbps": gbps(saved.total_bytes, secs),
+                "via": target.to_string(),
+                "files": saved.files,
+                "index": saved.index,
+                "fsync": a.fsync,
+                "load_seconds": run.seconds,
+            })
+        );
+    } else {
+        outln!(
+            "saved {} tensors, {} from {} in {:.3} s: {:.2} GB/s -> {}",
+            run.loaded.views().len(),
+            format_size(saved.total_bytes),
+            target,
+            secs,
+            gbps(saved.total_bytes, secs),
+            saved.index.as_ref().unwrap_or(&saved.files[0]).display()
+        );
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,129 @@
+//! `gdio load` and `gdio save` end to end on host memory: JSON, --verify, --tensors, --resave,
+//! sharded save, and errors for malformed files.
+
+use std::process::Command;
+
+use gdio::safetensors::{save, Checkpoint, Dtype, SaveOptions, SaveTensor};
+use rand::{RngCore, SeedableRng};
+use serde_json::Value;
+
+fn gdio() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_gdio"))
+}
+
+fn json_of(out: &std::process::Output) -> Value {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// A checkpoint of `n` random bf16 tensors; returns (path, data per tensor).
+fn checkpoint(dir: &std::path::Path, n: usize) -> (std::path::PathBuf, Vec<(String, Vec<u8>)>) {
+    let mut r = rand::rngs::StdRng::seed_from_u64(11);
+    let data: Vec<(String, Vec<u8>)> = (0..n)
+        .map(|i| {
+            let mut d = vec![0u8; 2 * 64 * (1 + i * 37 % 300)];
+            r.fill_bytes(&mut d);
+            (format!("model.layers.{i}.weight"), d)
+        })
+        .collect();
+    let tensors: Vec<SaveTensor<'_>> = data
+        .iter()
+        .map(|(name, d)| {
+            SaveTensor::host(name, Dtype::BF16, &[d.len() as u64 / 128, 64], d).unwrap()
+        })
+        .collect();
+    let driver = gdio::Driver::new(gdio::Config::default()).unwrap();
+    let p = dir.join("model.safetensors");
+    save(&driver, &tensors, &p, &SaveOptions::default()).unwrap();
+    (p, data)
+}
+
+#[test]
+fn load_host_json_verify_patterns_and_resave() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, data) = checkpoint(dir.path(), 24);
+    let total: usize = data.iter().map(|d| d.1.len()).sum();
+    let out = gdio()
+        .arg("load")
+        .arg(&p)
+        .args(["--target", "host", "--verify", "--json"])
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    assert_eq!(v["tensors"], 24);
+    assert_eq!(v["bytes"], total);
+    assert_eq!(v["verified"], true);
+    assert!(v["seconds"].as_f64().unwrap() > 0.0);
+    assert!(v["gbps"].as_f64().unwrap() > 0.0);
+
+    let resaved = dir.path().join("again.safetensors");
+    let out = gdio()
+        .arg("load")
+        .arg(&p)
+        .args([
+            "--target",
+            "host",
+            "--json",
+            "--tensors",
+            "model.layers.1?.weight,model.layers.3.*",
+        ])
+        .arg("--resave")
+        .arg(&resaved)
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    assert_eq!(v["tensors"], 11);
+    let back = Checkpoint::open(&resaved).unwrap();
+    let mut names: Vec<_> = back.keys().map(str::to_owned).collect();
+    names.sort();
+    assert_eq!(names.len(), 11);
+    let bytes = std::fs::read(&resaved).unwrap();
+    for name in &names {
+        let want = &data.iter().find(|d| &d.0 == name).unwrap().1;
+        let info = back.info(name).unwrap();
+        let s = (back.files()[0].header.data_start + info.data_offsets.0) as usize;
+        assert_eq!(&bytes[s..s + want.len()], &want[..], "{name}");
+    }
+}
+
+#[test]
+fn save_shards_through_host_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, data) = checkpoint(dir.path(), 10);
+    let out_path = dir.path().join("out").join("m.safetensors");
+    std::fs::create_dir(out_path.parent().unwrap()).unwrap();
+    let out = gdio()
+        .arg("save")
+        .arg(&p)
+        .arg("--out")
+        .arg(&out_path)
+        .args(["--via", "host", "--shard-size", "20K", "--fsync", "--json"])
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    let files = v["files"].as_array().unwrap();
+    assert!(files.len() > 1, "{v}");
+    let index = v["index"].as_str().unwrap();
+    let out =
+        gdio().args(["load", index, "--target", "host", "--verify", "--json"]).output().unwrap();
+    let w = json_of(&out);
+    assert_eq!(w["tensors"], data.len());
+    assert_eq!(w["verified"], true);
+}
+
+#[test]
+fn malformed_files_and_bad_arguments_fail_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, _) = checkpoint(dir.path(), 3);
+    let len = std::fs::metadata(&p).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&p).unwrap().set_len(len - 1).unwrap();
+    let out = gdio().arg("load").arg(&p).args(["--target", "host"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("truncated") && err.contains("model.layers.2.weight"), "{err}");
+    for target in ["tpu", "gpu:x"] {
+        let out = gdio().arg("load").arg(&p).args(["--target", target]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{target}");
+    }
+}

@@ -1,0 +1,228 @@
+//! Turning a Python object into memory gdio can read into or write from: DLPack first (torch,
+//! CuPy, JAX, NumPy), then the CUDA Array Interface (honouring its `stream`), then the buffer
+//! protocol for host memory. The objects that keep the memory alive travel with the I/O.
+
+use std::mem::MaybeUninit;
+
+use pyo3::exceptions::{PyBufferError, PyTypeError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use gdio::{Driver, MemoryKind};
+
+use crate::dlpack;
+use crate::stream;
+
+/// Where the memory is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Memory {
+    /// Host memory (pageable or pinned).
+    Host,
+    /// Memory of GPU `ordinal`.
+    Device(usize),
+    /// Let the GPU driver classify it (managed memory).
+    Any,
+}
+
+/// Python objects that must outlive the I/O (a capsule, a memoryview, the producer).
+pub struct Keepalive(#[allow(dead_code)] Vec<Py<PyAny>>);
+
+impl Keepalive {
+    /// One keepalive holding all of `parts`.
+    pub fn join(parts: Vec<Keepalive>) -> Keepalive {
+        Keepalive(parts.into_iter().flat_map(|k| k.0).collect())
+    }
+}
+
+/// Memory taken from a Python object for one I/O.
+pub struct IoBuffer {
+    /// First byte.
+    pub addr: u64,
+    /// Bytes.
+    pub len: usize,
+    /// Where the memory is.
+    pub memory: Memory,
+    /// A CUDA stream `(ordinal, handle)` whose earlier work must finish before the I/O.
+    pub sync: Option<(usize, u64)>,
+    /// What keeps the memory alive.
+    pub keep: Keepalive,
+}
+
+/// What the I/O does to the buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// The file is read into the buffer.
+    Fill,
+    /// The buffer is written to the file.
+    Drain,
+}
+
+/// Takes the memory of `obj`. For [`Access::Fill`], read-only memory is refused.
+pub fn acquire(obj: &Bound<'_, PyAny>, access: Access, driver: &Driver) -> PyResult<IoBuffer> {
+    if obj.hasattr("__dlpack_device__")? && obj.hasattr("__dlpack__")? {
+        let (dev_type, _) = dlpack::device_of(obj)?;
+        // Host memory that also speaks the buffer protocol (NumPy): the buffer protocol says
+        // whether it is writable, which legacy DLPack cannot.
+        // SAFETY: `obj` is a live object; PyObject_CheckBuffer only reads its type.
+        let has_buffer = unsafe { ffi::PyObject_CheckBuffer(obj.as_ptr()) } != 0;
+        if !(dev_type == dlpack::DEVICE_CPU && has_buffer) {
+            return from_dlpack(obj, access, dev_type);
+        }
+    }
+    if let Ok(cai) = obj.getattr("__cuda_array_interface__") {
+        return from_cai(obj, &cai, access, driver);
+    }
+    // SAFETY: as above.
+    if unsafe { ffi::PyObject_CheckBuffer(obj.as_ptr()) } != 0 {
+        return from_buffer_protocol(obj, access);
+    }
+    Err(PyTypeError::new_err(format!(
+        "gdio cannot use a {} as a buffer: pass an object with __dlpack__ (torch, CuPy, JAX, \
+         NumPy), __cuda_array_interface__, or the buffer protocol (bytearray, memoryview)",
+        obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+    )))
+}
+
+fn read_only_error(what: &str) -> PyErr {
+    PyBufferError::new_err(format!(
+        "cannot read into a read-only buffer ({what}); pass a writable one"
+    ))
+}
+
+fn from_dlpack(obj: &Bound<'_, PyAny>, access: Access, dev_type: i32) -> PyResult<IoBuffer> {
+    // CUDA producers make their data ready on the legacy default stream (1), which the I/O
+    // synchronizes before it starts; host producers take no stream.
+    let cuda = dev_type == dlpack::DEVICE_CUDA || dev_type == dlpack::DEVICE_CUDA_MANAGED;
+    let view = dlpack::export(obj, cuda.then_some(stream::LEGACY))?;
+    if access == Access::Fill && (view.read_only || view.copied) {
+        let why = if view.read_only { "DLPack read-only flag" } else { "DLPack export is a copy" };
+        return Err(read_only_error(why));
+    }
+    let memory = match view.device_type {
+        dlpack::DEVICE_CPU | dlpack::DEVICE_CUDA_HOST => Memory::Host,
+        dlpack::DEVICE_CUDA => Memory::Device(usize::try_from(view.device_id).unwrap_or(0)),
+        dlpack::DEVICE_CUDA_MANAGED => Memory::Any,
+        other => {
+            return Err(PyBufferError::new_err(format!(
+                "DLPack device type {other} is not supported (gdio reads CPU, CUDA, CUDA host \
+                 and CUDA managed memory)"
+            )))
+        }
+    };
+    let sync = match memory {
+        Memory::Device(o) => Some((o, stream::LEGACY as u64)),
+        Memory::Any => Some((0, stream::LEGACY as u64)),
+        Memory::Host => None,
+    };
+    Ok(IoBuffer {
+        addr: view.addr,
+        len: view.len,
+        memory,
+        sync,
+        keep: Keepalive(vec![view.capsule, obj.clone().unbind()]),
+    })
+}
+
+fn from_cai(
+    obj: &Bound<'_, PyAny>,
+    cai: &Bound<'_, PyAny>,
+    access: Access,
+    driver: &Driver,
+) -> PyResult<IoBuffer> {
+    let cai = cai
+        .cast::<PyDict>()
+        .map_err(|_| PyTypeError::new_err("__cuda_array_interface__ is not a dict"))?;
+    let get = |k: &str| -> PyResult<Bound<'_, PyAny>> {
+        cai.get_item(k)?
+            .ok_or_else(|| PyTypeError::new_err(format!("__cuda_array_interface__ has no '{k}'")))
+    };
+    let (addr, read_only): (u64, bool) = get("data")?.extract()?;
+    let shape: Vec<u64> = get("shape")?.extract()?;
+    let typestr: String = get("typestr")?.extract()?;
+    let itemsize: u64 = typestr.get(2..).and_then(|s| s.parse().ok()).ok_or_else(|| {
+        PyTypeError::new_err(format!("__cuda_array_interface__ typestr {typestr:?} not understood"))
+    })?;
+    if let Some(strides) = cai.get_item("strides")?.filter(|s| !s.is_none()) {
+        let strides: Vec<i64> = strides.extract()?;
+        let mut want = itemsize as i64;
+        for (d, s) in shape.iter().zip(&strides).rev() {
+            if *d != 1 && *s != want {
+                return Err(PyBufferError::new_err(
+                    "gdio needs a contiguous (C-order) array; make a contiguous copy first",
+                ));
+            }
+            want = want.saturating_mul(*d as i64);
+        }
+    }
+    if access == Access::Fill && read_only {
+        return Err(read_only_error("__cuda_array_interface__ data is read-only"));
+    }
+    let len = shape.iter().try_fold(itemsize, |a, d| a.checked_mul(*d));
+    let len = len
+        .and_then(|l| usize::try_from(l).ok())
+        .ok_or_else(|| PyBufferError::new_err("array too large"))?;
+    let memory = match driver.runtime().classify(addr) {
+        MemoryKind::Device { ordinal } => Memory::Device(ordinal),
+        MemoryKind::Host | MemoryKind::PinnedHost => Memory::Host,
+        _ => Memory::Any,
+    };
+    let ordinal = match memory {
+        Memory::Device(o) => o,
+        _ => 0,
+    };
+    // CAI v3: `stream` absent or None means the data is ready; otherwise the consumer
+    // synchronizes on it. The per-thread default stream (2) belongs to this thread, so it is
+    // synchronized here; any other stream on the worker that runs the I/O.
+    let sync = match cai.get_item("stream")?.filter(|s| !s.is_none()) {
+        None => None,
+        Some(s) => {
+            let s: u64 = s.extract()?;
+            if s == 0 {
+                return Err(PyBufferError::new_err(
+                    "__cuda_array_interface__ stream 0 is not allowed (CAI v3: use 1 for the \
+                     legacy default stream)",
+                ));
+            }
+            if s == stream::PER_THREAD as u64 {
+                let py = obj.py();
+                py.detach(|| stream::synchronize(driver, ordinal, s))
+                    .map_err(crate::error::to_py)?;
+                None
+            } else {
+                Some((ordinal, s))
+            }
+        }
+    };
+    Ok(IoBuffer { addr, len, memory, sync, keep: Keepalive(vec![obj.clone().unbind()]) })
+}
+
+fn from_buffer_protocol(obj: &Bound<'_, PyAny>, access: Access) -> PyResult<IoBuffer> {
+    let py = obj.py();
+    // SAFETY: `obj` is live; PyMemoryView_FromObject returns a new reference or NULL with an
+    // exception set, which `from_owned_ptr_or_err` turns into a PyErr.
+    let mv =
+        unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyMemoryView_FromObject(obj.as_ptr())) }?;
+    let mut view = MaybeUninit::<ffi::Py_buffer>::zeroed();
+    // SAFETY: `view` is zeroed storage for one Py_buffer; the memoryview fills it on success.
+    let rc =
+        unsafe { ffi::PyObject_GetBuffer(mv.as_ptr(), view.as_mut_ptr(), ffi::PyBUF_C_CONTIGUOUS) };
+    if rc != 0 {
+        let e = PyErr::fetch(py);
+        return Err(PyBufferError::new_err(format!("gdio needs a contiguous buffer: {e}")));
+    }
+    // SAFETY: PyObject_GetBuffer succeeded, so `view` is initialised.
+    let mut view = unsafe { view.assume_init() };
+    let (addr, len, read_only) = (view.buf as u64, view.len as usize, view.readonly != 0);
+    // SAFETY: releases the view taken above exactly once. The memoryview `mv` keeps its own
+    // export of `obj`, so the memory stays valid (and a bytearray cannot resize) while we hold
+    // `mv`.
+    unsafe { ffi::PyBuffer_Release(&mut view) };
+    if access == Access::Fill && read_only {
+        return Err(read_only_error(&format!(
+            "{} is read-only",
+            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        )));
+    }
+    Ok(IoBuffer { addr, len, memory: Memory::Host, sync: None, keep: Keepalive(vec![mv.unbind()]) })
+}

@@ -1,0 +1,127 @@
+//! The pool that runs futures' I/O: a fixed number of worker threads taking jobs from one queue.
+//!
+//! Each job calls the synchronous [`gdio::Driver`] and reports to its [`Completion`]. The pool
+//! is the only place that knows how a future's work gets done: when the engine offers an
+//! asynchronous submit handle, [`Dispatch::submit`] is what gets replaced (to be done: issue
+//! 11 second pass), and the futures stay as they are.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex};
+
+/// One unit of work.
+pub type Job = Box<dyn FnOnce() + Send + 'static>;
+
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    closed: bool,
+}
+
+#[derive(Default)]
+struct Shared {
+    queue: Mutex<Queue>,
+    ready: Condvar,
+}
+
+/// A bounded pool of workers over an unbounded queue of jobs (100,000 outstanding futures cost
+/// 100,000 queue entries, not threads).
+pub struct Dispatch {
+    shared: Arc<Shared>,
+    workers: usize,
+}
+
+impl Dispatch {
+    /// A pool of `workers` threads (at least one).
+    pub fn new(workers: usize) -> std::io::Result<Dispatch> {
+        let workers = workers.max(1);
+        let shared = Arc::new(Shared::default());
+        for i in 0..workers {
+            let s = shared.clone();
+            std::thread::Builder::new().name(format!("gdio-py-{i}")).spawn(move || worker(&s))?;
+        }
+        Ok(Dispatch { shared, workers })
+    }
+
+    /// Number of worker threads.
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// Queues `job`; a free worker runs it.
+    pub fn submit(&self, job: Job) {
+        let mut q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.jobs.push_back(job);
+        drop(q);
+        self.shared.ready.notify_one();
+    }
+}
+
+impl Drop for Dispatch {
+    /// Workers finish the jobs already queued, then exit.
+    fn drop(&mut self) {
+        let mut q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.closed = true;
+        drop(q);
+        self.shared.ready.notify_all();
+    }
+}
+
+fn worker(shared: &Shared) {
+    loop {
+        let job = {
+            let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                if let Some(job) = q.jobs.pop_front() {
+                    break job;
+                }
+                if q.closed {
+                    return;
+                }
+                q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        // A panic in one job must not take the worker (and every later future) with it. Jobs
+        // catch their own panics to complete their future with an error (`io::run_part`).
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn runs_every_job_on_few_threads() {
+        let d = Dispatch::new(3).unwrap();
+        let count = Arc::new(AtomicUsize::new(0));
+        let names = Arc::new(Mutex::new(std::collections::HashSet::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        for i in 0..10_000usize {
+            let (c, n, tx) = (count.clone(), names.clone(), tx.clone());
+            d.submit(Box::new(move || {
+                c.fetch_add(i, Ordering::Relaxed);
+                n.lock().unwrap().insert(std::thread::current().name().unwrap().to_owned());
+                tx.send(()).unwrap();
+            }));
+        }
+        for _ in 0..10_000 {
+            rx.recv().unwrap();
+        }
+        assert_eq!(count.load(Ordering::Relaxed), (0..10_000).sum::<usize>());
+        assert!(names.lock().unwrap().len() <= 3);
+    }
+
+    #[test]
+    fn queued_jobs_finish_after_drop() {
+        let d = Dispatch::new(1).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        for i in 0..100u32 {
+            let tx = tx.clone();
+            d.submit(Box::new(move || tx.send(i).unwrap()));
+        }
+        drop(d);
+        let got: Vec<u32> = (0..100).map(|_| rx.recv().unwrap()).collect();
+        assert_eq!(got, (0..100).collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,39 @@
+//! gdio errors as Python exceptions: `gdio.GdioError`, a subclass of `OSError` defined in
+//! `gdio/_errors.py`, carrying errno, file, offset, length, kind and driver code.
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+
+static ERROR_CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// `gdio.GdioError` built from `e`.
+pub fn to_py(e: gdio::Error) -> PyErr {
+    Python::attach(|py| match build(py, &e) {
+        Ok(err) => err,
+        Err(failed) => failed,
+    })
+}
+
+fn build(py: Python<'_>, e: &gdio::Error) -> PyResult<PyErr> {
+    let cls = ERROR_CLASS.get_or_try_init(py, || -> PyResult<Py<PyType>> {
+        Ok(py.import("gdio._errors")?.getattr("GdioError")?.cast_into::<PyType>()?.unbind())
+    })?;
+    let path = e.path().map(|p| p.to_string_lossy().into_owned());
+    let (offset, length) = match e.range() {
+        Some((o, l)) => (Some(o), Some(l)),
+        None => (None, None),
+    };
+    let kind = format!("{:?}", e.kind());
+    let obj = cls.bind(py).call1((
+        e.errno(),
+        e.to_string(),
+        path,
+        offset,
+        length,
+        kind,
+        e.driver_code(),
+        e.message(),
+    ))?;
+    Ok(PyErr::from_value(obj))
+}

@@ -1,0 +1,172 @@
+//! One read or write of a file range into a buffer range, on the synchronous driver, and its
+//! split into parts that futures run on the pool.
+
+use std::sync::Arc;
+
+use gdio::{Driver, Error, ErrorKind, FileHandle};
+
+use crate::buffer::Memory;
+use crate::completion::Completion;
+use crate::state::Runtime;
+use crate::stream;
+
+/// Read (file → buffer) or write (buffer → file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    /// File → buffer.
+    Read,
+    /// Buffer → file.
+    Write,
+}
+
+/// One contiguous transfer. The buffer memory is kept alive by whoever built it (the future's
+/// completion, or the blocking call's frame).
+#[derive(Debug, Clone, Copy)]
+pub struct Part {
+    /// Direction.
+    pub dir: Dir,
+    /// Buffer address of the first byte.
+    pub addr: u64,
+    /// Bytes.
+    pub len: usize,
+    /// Where the buffer is.
+    pub memory: Memory,
+    /// File offset.
+    pub file_offset: u64,
+    /// Stream `(ordinal, handle)` to synchronize first.
+    pub sync: Option<(usize, u64)>,
+    /// A later part of a split read: starting at or past the end of the file reads 0 bytes
+    /// (the request as a whole started inside the file), not an error.
+    pub tail: bool,
+}
+
+impl Part {
+    /// Runs the transfer now on this thread. Returns the bytes moved.
+    pub fn run(&self, driver: &Driver, file: &FileHandle) -> gdio::Result<usize> {
+        if self.len == 0 {
+            return Ok(0);
+        }
+        if self.tail
+            && self.dir == Dir::Read
+            && self.file_offset >= file.size()
+            && self.file_offset >= file.refresh_size()?
+        {
+            return Ok(0);
+        }
+        if let Some((ordinal, s)) = self.sync {
+            stream::synchronize(driver, ordinal, s)?;
+        }
+        let (f, off, a, n) = (file, self.file_offset, self.addr, self.len);
+        // SAFETY: `addr..addr+len` lies inside memory taken from a Python object by
+        // `buffer::acquire` (bounds checked by `split`), kept alive by its `Keepalive` until
+        // this part reports; reads were refused on read-only memory there.
+        unsafe {
+            match (self.dir, self.memory) {
+                (Dir::Read, Memory::Host) => driver.read_host_ptr(f, off, a as *mut u8, n),
+                (Dir::Read, Memory::Device(_)) => driver.read_device_ptr(f, off, a, n),
+                (Dir::Read, Memory::Any) => driver.read_raw(f, off, a, n),
+                (Dir::Write, Memory::Host) => driver.write_host_ptr(f, off, a as *const u8, n),
+                (Dir::Write, Memory::Device(_)) => driver.write_device_ptr(f, off, a, n),
+                (Dir::Write, Memory::Any) => driver.write_raw(f, off, a, n),
+            }
+        }
+    }
+
+    /// Runs the transfer, turning a panic into an error (a future must always complete).
+    pub fn run_caught(&self, driver: &Driver, file: &FileHandle) -> gdio::Result<usize> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(driver, file)))
+            .unwrap_or_else(|_| {
+                Err(Error::new(ErrorKind::Io, "internal error: the I/O worker panicked")
+                    .with_path(file.path())
+                    .with_range(self.file_offset, self.len as u64))
+            })
+    }
+}
+
+/// Checks that `size` bytes fit in a buffer of `buf_len` bytes after `buf_offset`.
+pub fn check_size(
+    file: &FileHandle,
+    buf_len: usize,
+    buf_offset: usize,
+    size: usize,
+    file_offset: u64,
+) -> gdio::Result<()> {
+    match buf_offset.checked_add(size) {
+        Some(end) if end <= buf_len => Ok(()),
+        _ => Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "buffer of {buf_len} bytes is too short for {size} bytes at buffer offset \
+                 {buf_offset}"
+            ),
+        )
+        .with_errno(libc::EINVAL)
+        .with_path(file.path())
+        .with_range(file_offset, size as u64)),
+    }
+}
+
+/// Splits `whole` into parts of at most `task_size` bytes (one part when `None`).
+pub fn split(whole: Part, task_size: Option<usize>) -> Vec<Part> {
+    let step = task_size.filter(|t| *t > 0 && *t < whole.len).unwrap_or(whole.len.max(1));
+    (0..whole.len.max(1))
+        .step_by(step)
+        .map(|at| Part {
+            addr: whole.addr + at as u64,
+            len: step.min(whole.len - at.min(whole.len)),
+            file_offset: whole.file_offset + at as u64,
+            tail: at > 0,
+            ..whole
+        })
+        .collect()
+}
+
+/// Submits `parts` (each with its offset in the request) to the runtime's pool, reporting to
+/// `completion`.
+pub fn submit(
+    rt: &Arc<Runtime>,
+    file: &Arc<FileHandle>,
+    parts: Vec<(usize, Part)>,
+    completion: &Arc<Completion>,
+) {
+    for (at, part) in parts {
+        let (driver, file, completion) = (rt.driver.clone(), file.clone(), completion.clone());
+        rt.dispatch.submit(Box::new(move || {
+            let r = part.run_caught(&driver, &file);
+            completion.part_done(at, r);
+        }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(len: usize) -> Part {
+        Part {
+            dir: Dir::Read,
+            addr: 1000,
+            len,
+            memory: Memory::Host,
+            file_offset: 50,
+            sync: None,
+            tail: false,
+        }
+    }
+
+    #[test]
+    fn split_covers_the_range_once() {
+        for (len, task) in [(10, Some(3)), (9, Some(3)), (10, None), (10, Some(0)), (0, Some(4))] {
+            let parts = split(part(len), task);
+            let total: usize = parts.iter().map(|p| p.len).sum();
+            assert_eq!(total, len, "{len} {task:?}");
+            let mut next = 0;
+            for p in &parts {
+                assert_eq!(p.addr, 1000 + next as u64);
+                assert_eq!(p.file_offset, 50 + next as u64);
+                next += p.len;
+            }
+        }
+        assert_eq!(split(part(10), Some(3)).len(), 4);
+    }
+}

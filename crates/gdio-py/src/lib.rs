@@ -1,0 +1,180 @@
+//! `gdio._native`: the native half of the `gdio` Python package (the Python half is
+//! `python/gdio/`). It holds the driver, the file objects and futures, takes buffers from
+//! DLPack, the CUDA Array Interface and the buffer protocol, and runs the `gdio` command line.
+//! Every I/O runs with the GIL released.
+
+mod buffer;
+mod completion;
+mod dispatch;
+mod dlpack;
+mod error;
+mod file;
+mod future;
+mod io;
+mod state;
+mod stream;
+
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+use crate::error::to_py;
+
+/// Python value → JSON for a configuration key.
+fn to_json(v: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
+    use serde_json::Value;
+    if v.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(b) = v.cast::<pyo3::types::PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if let Ok(i) = v.extract::<u64>() {
+        return Ok(i.into());
+    }
+    if let Ok(i) = v.extract::<i64>() {
+        return Ok(i.into());
+    }
+    if let Ok(f) = v.extract::<f64>() {
+        return Ok(f.into());
+    }
+    if let Ok(s) = v.extract::<String>() {
+        return Ok(Value::String(s));
+    }
+    if let Ok(items) = v.extract::<Vec<Bound<'_, PyAny>>>() {
+        return items.iter().map(to_json).collect::<PyResult<Vec<_>>>().map(Value::Array);
+    }
+    Err(PyTypeError::new_err(format!("cannot use {v} as a configuration value")))
+}
+
+fn from_json(py: Python<'_>, v: &serde_json::Value) -> PyResult<Py<PyAny>> {
+    use serde_json::Value;
+    Ok(match v {
+        Value::Null => py.None(),
+        Value::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => u.into_pyobject(py)?.into_any().unbind(),
+            (_, Some(i)) => i.into_pyobject(py)?.into_any().unbind(),
+            _ => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any().unbind(),
+        },
+        Value::String(s) => s.into_pyobject(py)?.into_any().unbind(),
+        Value::Array(a) => {
+            let items = a.iter().map(|x| from_json(py, x)).collect::<PyResult<Vec<_>>>()?;
+            pyo3::types::PyList::new(py, items)?.into_any().unbind()
+        }
+        Value::Object(_) => v.to_string().into_pyobject(py)?.into_any().unbind(),
+    })
+}
+
+/// The value of gdio configuration key `key`.
+#[pyfunction]
+fn config_get(py: Python<'_>, key: &str) -> PyResult<Py<PyAny>> {
+    let v = state::get(key).map_err(to_py)?;
+    from_json(py, &v)
+}
+
+/// Every gdio configuration key and its value.
+#[pyfunction]
+fn config_all(py: Python<'_>) -> PyResult<Vec<(String, Py<PyAny>)>> {
+    let all = state::all().map_err(to_py)?;
+    all.iter().map(|(k, v)| Ok((k.clone(), from_json(py, v)?))).collect()
+}
+
+/// Sets gdio configuration keys (all or none); returns the old values.
+#[pyfunction]
+fn config_set(
+    py: Python<'_>,
+    pairs: Vec<(String, Bound<'_, PyAny>)>,
+) -> PyResult<Vec<(String, Py<PyAny>)>> {
+    let pairs =
+        pairs.iter().map(|(k, v)| Ok((k.clone(), to_json(v)?))).collect::<PyResult<Vec<_>>>()?;
+    let old = state::set(&pairs).map_err(to_py)?;
+    old.iter().map(|(k, v)| Ok((k.clone(), from_json(py, v)?))).collect()
+}
+
+/// `(pages_cached, pages_total)` of `length` bytes (0: to the end) at `offset` of `file` (a
+/// path, a `CuFile` or a file descriptor).
+#[pyfunction]
+#[pyo3(signature = (file, offset=0, length=0))]
+fn page_cache_info(file: &Bound<'_, PyAny>, offset: u64, length: u64) -> PyResult<(u64, u64)> {
+    let py = file.py();
+    let residency = |fd: std::os::fd::BorrowedFd<'_>| -> gdio::Result<(u64, u64)> {
+        let size = rustix_size(fd)?;
+        let len = if length == 0 { size.saturating_sub(offset) } else { length };
+        let r = gdio::file::residency::residency(fd, offset, len).ok_or_else(|| {
+            gdio::Error::new(
+                gdio::ErrorKind::Unsupported,
+                "neither cachestat nor mincore works here",
+            )
+        })?;
+        Ok((r.cached_pages, r.total_pages))
+    };
+    if let Ok(f) = file.cast::<file::CuFile>() {
+        let h = file::handle_of(f.get())?;
+        return py.detach(|| residency(h.buffered_fd())).map_err(to_py);
+    }
+    if let Ok(fd) = file.extract::<i32>() {
+        if fd < 0 {
+            return Err(PyValueError::new_err(format!("bad file descriptor {fd}")));
+        }
+        // SAFETY: the caller passed an open descriptor; it is only borrowed for this call.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        return py.detach(|| residency(fd)).map_err(to_py);
+    }
+    let path: PathBuf = file.extract()?;
+    py.detach(|| {
+        let f = std::fs::File::open(&path)
+            .map_err(|e| gdio::Error::from_io(&e, "cannot open").with_path(&path))?;
+        residency(f.as_fd()).map_err(|e| e.with_path(&path))
+    })
+    .map_err(to_py)
+}
+
+fn rustix_size(fd: std::os::fd::BorrowedFd<'_>) -> gdio::Result<u64> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::zeroed();
+    use std::os::fd::AsRawFd;
+    // SAFETY: fstat writes one `stat` into the zeroed local on success.
+    let rc = unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(gdio::Error::from_io(&std::io::Error::last_os_error(), "fstat failed"));
+    }
+    // SAFETY: fstat succeeded, so `st` is initialised.
+    Ok(unsafe { st.assume_init() }.st_size as u64)
+}
+
+/// Runs the `gdio` command line with `args` (without the program name), GIL released; returns
+/// its exit status.
+#[pyfunction]
+fn cli_main(py: Python<'_>, args: Vec<std::ffi::OsString>) -> i32 {
+    let mut argv = vec![std::ffi::OsString::from("gdio")];
+    argv.extend(args);
+    py.detach(move || gdio_cli::run(argv))
+}
+
+/// Facts about the driver: runtime name, GPU count, why there is no GPU.
+#[pyfunction]
+fn runtime_info(py: Python<'_>) -> PyResult<(String, usize, Option<String>, usize)> {
+    let rt = file::runtime(py)?;
+    let d = &rt.driver;
+    Ok((
+        d.runtime().name().to_owned(),
+        d.runtime().device_count(),
+        d.why_no_gpu().map(str::to_owned),
+        rt.dispatch.workers(),
+    ))
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<file::CuFile>()?;
+    m.add_class::<future::Future>()?;
+    m.add_function(wrap_pyfunction!(config_get, m)?)?;
+    m.add_function(wrap_pyfunction!(config_set, m)?)?;
+    m.add_function(wrap_pyfunction!(config_all, m)?)?;
+    m.add_function(wrap_pyfunction!(page_cache_info, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime_info, m)?)?;
+    Ok(())
+}

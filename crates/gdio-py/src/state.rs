@@ -1,0 +1,90 @@
+//! The process-wide gdio state behind the Python package: the configuration (`gdio.defaults`),
+//! and the driver and future pool built from it on first use and rebuilt after a change.
+//! Futures in flight keep the driver and pool they started on.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use gdio::{Config, Driver, Error, ErrorKind, LoadedConfig};
+use serde_json::Value;
+
+use crate::dispatch::Dispatch;
+
+/// A driver and the pool that runs futures on it.
+pub struct Runtime {
+    /// The gdio driver.
+    pub driver: Arc<Driver>,
+    /// The pool of future workers (as many as the driver's `threads`).
+    pub dispatch: Dispatch,
+}
+
+#[derive(Default)]
+struct State {
+    config: Option<LoadedConfig>,
+    current: Option<Arc<Runtime>>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State { config: None, current: None });
+
+fn lock() -> MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn config_of(s: &mut State) -> gdio::Result<&mut LoadedConfig> {
+    if s.config.is_none() {
+        s.config = Some(Config::load()?);
+    }
+    Ok(s.config.as_mut().expect("set above"))
+}
+
+/// The runtime for the configuration now (built on first use: loads CUDA when present).
+pub fn runtime() -> gdio::Result<Arc<Runtime>> {
+    let mut s = lock();
+    if let Some(rt) = &s.current {
+        return Ok(rt.clone());
+    }
+    let loaded = config_of(&mut s)?.clone();
+    let threads = loaded.config().threads;
+    let driver = Arc::new(Driver::from_loaded(loaded)?);
+    let dispatch = Dispatch::new(threads)
+        .map_err(|e| Error::from_io(&e, "cannot start the gdio future workers"))?;
+    let rt = Arc::new(Runtime { driver, dispatch });
+    s.current = Some(rt.clone());
+    Ok(rt)
+}
+
+/// The value of configuration key `key` (gdio's name).
+pub fn get(key: &str) -> gdio::Result<Value> {
+    let mut s = lock();
+    let c = config_of(&mut s)?;
+    gdio::config::keys::get(c.config(), key)
+        .ok_or_else(|| Error::new(ErrorKind::Config, format!("unknown configuration key {key}")))
+}
+
+/// Every configuration key with its value.
+pub fn all() -> gdio::Result<Vec<(String, Value)>> {
+    let mut s = lock();
+    let c = config_of(&mut s)?.config();
+    Ok(gdio::config::keys::all(c)
+        .into_iter()
+        .filter_map(|k| gdio::config::keys::get(c, &k).map(|v| (k, v)))
+        .collect())
+}
+
+/// Sets every `(key, value)` at once (all or none: a bad key or value changes nothing) and
+/// returns the old values. The next I/O runs on a driver with the new configuration.
+pub fn set(pairs: &[(String, Value)]) -> gdio::Result<Vec<(String, Value)>> {
+    let mut s = lock();
+    let mut next = config_of(&mut s)?.clone();
+    let mut old = Vec::with_capacity(pairs.len());
+    for (k, v) in pairs {
+        let before = gdio::config::keys::get(next.config(), k).ok_or_else(|| {
+            Error::new(ErrorKind::Config, format!("unknown configuration key {k}"))
+        })?;
+        old.push((k.clone(), before));
+        next.set(k, v.clone())?;
+    }
+    next.config().validate()?;
+    s.config = Some(next);
+    s.current = None;
+    Ok(old)
+}

@@ -1,0 +1,200 @@
+//! The fault-injection harness: every fault through the whole stack (driver, engine, posix
+//! loops), into host memory and the simulated GPU, with the data checked afterwards.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rand::{RngCore, SeedableRng};
+
+use super::{inject, FaultPlan};
+use crate::config::{Config, DirectIoPolicy};
+use crate::driver::Driver;
+use crate::file::{FileHandle, OpenOptions};
+use crate::gpu::sim::SimRuntime;
+use crate::gpu::DeviceBuffer;
+
+fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    rand::rngs::StdRng::seed_from_u64(seed).fill_bytes(&mut v);
+    v
+}
+
+fn driver(threads: usize, direct: DirectIoPolicy, task_size: usize) -> Driver {
+    let config = Config {
+        threads,
+        write_threads: threads,
+        task_size,
+        bounce_buffer_size: 16384,
+        buffered_chunk_size: 8192,
+        direct_io: direct,
+        ..Config::default()
+    };
+    let rt = Arc::new(SimRuntime::new(1, std::time::Duration::from_micros(20)));
+    Driver::with_runtime(config, rt).unwrap()
+}
+
+fn file(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, data).unwrap();
+    p
+}
+
+fn rw(p: &Path) -> FileHandle {
+    FileHandle::open_with(p, OpenOptions::new().read(true).write(true)).unwrap()
+}
+
+/// Reads `len` bytes at `off` into host memory and into the simulated GPU; both results.
+fn read_both(
+    drv: &Driver,
+    f: &FileHandle,
+    off: u64,
+    len: usize,
+) -> [(crate::Result<usize>, Vec<u8>); 2] {
+    let mut host = vec![0u8; len];
+    let rh = drv.read(f, off, &mut host, 0, len);
+    let mut dev = DeviceBuffer::new(drv.runtime(), 0, len).unwrap();
+    dev.copy_from_host(0, &vec![0u8; len]).unwrap();
+    let rd = drv.read(f, off, &mut dev, 0, len);
+    let mut back = vec![0u8; len];
+    dev.copy_to_host(0, &mut back).unwrap();
+    [(rh, host), (rd, back)]
+}
+
+#[test]
+fn eio_at_an_offset_names_file_and_range_and_bytes_before_it_are_right() {
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(1, 300_000);
+    let p = file(d.path(), "eio", &data);
+    let bad = 123_457u64;
+    let inj = inject(&p, FaultPlan { eio_at: Some(bad), ..Default::default() }).unwrap();
+    // One worker: tasks run in order, so every byte before the bad one was read.
+    let drv = driver(1, DirectIoPolicy::Off, 16384);
+    let f = rw(&p);
+    for (i, (r, got)) in read_both(&drv, &f, 0, data.len()).into_iter().enumerate() {
+        let e = r.unwrap_err();
+        assert_eq!(e.errno(), Some(libc::EIO), "{e}");
+        assert_eq!(e.path(), Some(p.as_path()));
+        let (off, len) = e.range().unwrap();
+        assert!(off <= bad && bad < off + len, "range {off}+{len} misses {bad}: {e}");
+        // Host memory is read in place: every byte before the bad one arrived. The GPU gets
+        // whole bounce chunks, so the tasks before the failing one (16 KiB each) arrived.
+        let good = if i == 0 { bad } else { bad / 16384 * 16384 } as usize;
+        assert!(got[..good] == data[..good], "bytes before the fault differ");
+    }
+    assert!(inj.injected() >= 2);
+    // Many workers: the error still names the file and a range holding the bad byte.
+    let drv = driver(4, DirectIoPolicy::Off, 16384);
+    for (r, _) in read_both(&drv, &f, 1000, data.len() - 1000) {
+        let e = r.unwrap_err();
+        let (off, len) = e.range().unwrap();
+        assert!(off <= bad && bad < off + len && e.errno() == Some(libc::EIO), "{e}");
+    }
+    // Ranges that stop before the bad byte are unaffected.
+    for (r, got) in read_both(&drv, &f, 0, bad as usize) {
+        assert_eq!(r.unwrap(), bad as usize);
+        assert!(got == data[..bad as usize]);
+    }
+    // A write over the bad byte fails there too, and everything before it reached the file.
+    let src = random_bytes(2, 200_000);
+    let drv1 = driver(1, DirectIoPolicy::Off, 1 << 20);
+    let e = drv1.write(&f, 100_000, &src, 0, src.len()).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EIO), "{e}");
+    drop(inj);
+    let now = std::fs::read(&p).unwrap();
+    assert!(now[..100_000] == data[..100_000]);
+    assert!(now[100_000..bad as usize] == src[..(bad - 100_000) as usize]);
+    assert!(now[bad as usize..] == data[bad as usize..], "bytes past the fault were written");
+}
+
+#[test]
+fn eintr_storms_and_short_transfers_lose_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(3, 250_001);
+    for (i, plan) in [
+        FaultPlan { eintr_burst: 3, ..Default::default() },
+        FaultPlan { short_max: Some(1000), ..Default::default() },
+        FaultPlan { short_max: Some(1), ..Default::default() },
+        FaultPlan { eintr_burst: 2, short_max: Some(4097), ..Default::default() },
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let small = plan.short_max == Some(1);
+        let data = if small { &data[..20_000] } else { &data[..] };
+        let p = file(d.path(), &format!("storm{i}"), data);
+        let inj = inject(&p, plan.clone()).unwrap();
+        let drv = driver(3, DirectIoPolicy::Off, 16384);
+        let f = rw(&p);
+        for (r, got) in read_both(&drv, &f, 7, data.len() - 7) {
+            assert_eq!(r.unwrap(), data.len() - 7, "{plan:?}");
+            assert!(got == data[7..], "{plan:?}: bytes differ");
+        }
+        // Writes from host memory and from the GPU, read back without faults.
+        let src = random_bytes(4 + i as u64, data.len());
+        drv.write(&f, 0, &src[..src.len() / 2], 0, src.len() / 2).unwrap();
+        let mut dev = DeviceBuffer::new(drv.runtime(), 0, src.len()).unwrap();
+        dev.copy_from_host(0, &src).unwrap();
+        let half = src.len() / 2;
+        drv.write(&f, half as u64, &dev, half, src.len() - half).unwrap();
+        assert!(inj.injected() > 0, "{plan:?} injected nothing");
+        drop(inj);
+        assert!(std::fs::read(&p).unwrap() == src, "{plan:?}: the file differs after writes");
+    }
+}
+
+#[test]
+fn enospc_after_n_bytes_leaves_exactly_what_the_error_says() {
+    let d = tempfile::tempdir().unwrap();
+    let old = random_bytes(5, 100_000);
+    let src = random_bytes(6, 100_000);
+    for (i, limit) in [0u64, 1, 4096, 65_537].into_iter().enumerate() {
+        let p = file(d.path(), &format!("full{i}"), &old);
+        let inj =
+            inject(&p, FaultPlan { enospc_after: Some(limit), ..Default::default() }).unwrap();
+        // One task, so the request is one piece: what reached the file is `limit` bytes.
+        let drv = driver(1, DirectIoPolicy::Off, 1 << 20);
+        let f = rw(&p);
+        let e = drv.write(&f, 0, &src, 0, src.len()).unwrap_err();
+        assert_eq!(e.errno(), Some(libc::ENOSPC), "{e}");
+        assert!(e.to_string().contains(&format!("after {limit} of")), "{e}");
+        assert_eq!(inj.written(), limit);
+        drop(inj);
+        let now = std::fs::read(&p).unwrap();
+        let n = limit as usize;
+        assert!(now[..n] == src[..n], "the first {n} bytes are not the new ones");
+        assert!(now[n..] == old[n..], "bytes past {n} changed");
+        // The cached size did not move past what is in the file.
+        assert_eq!(f.size(), old.len() as u64);
+    }
+}
+
+#[test]
+fn einval_from_o_direct_falls_back_to_buffered_with_the_data_intact() {
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(7, 1 << 20);
+    let p = file(d.path(), "direct", &data);
+    let f = rw(&p);
+    if f.direct_fd().is_none() {
+        eprintln!("skipped: this filesystem refuses O_DIRECT at open already");
+        return;
+    }
+    let inj = inject(&p, FaultPlan { einval_direct: true, ..Default::default() }).unwrap();
+    let drv = driver(2, DirectIoPolicy::On, 1 << 18);
+    let mut host = crate::gpu::PinnedBuffer::new(drv.runtime(), 0, data.len()).unwrap();
+    let n = drv.read(&f, 0, &mut host, 0, data.len()).unwrap();
+    assert_eq!(n, data.len());
+    assert!(host.as_slice()[..n] == data[..]);
+    for (r, got) in read_both(&drv, &f, 4096, data.len() - 4096) {
+        assert_eq!(r.unwrap(), data.len() - 4096);
+        assert!(got == data[4096..]);
+    }
+    let src = random_bytes(8, data.len());
+    let mut dev = DeviceBuffer::new(drv.runtime(), 0, src.len()).unwrap();
+    dev.copy_from_host(0, &src).unwrap();
+    drv.write(&f, 0, &dev, 0, src.len()).unwrap();
+    assert!(inj.injected() > 0, "O_DIRECT was never tried");
+    assert_eq!(drv.engine().counters().direct_read_bytes, 0);
+    assert_eq!(drv.engine().counters().direct_write_bytes, 0);
+    drop(inj);
+    assert!(std::fs::read(&p).unwrap() == src);
+}

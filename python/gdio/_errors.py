@@ -1,0 +1,47 @@
+"""gdio's exception type."""
+
+from __future__ import annotations
+
+
+class GdioError(OSError):
+    """An I/O or setup error from gdio.
+
+    A subclass of ``OSError``: ``errno`` is the operating-system error number (``None`` when
+    the failure was not a system call), ``filename`` the file. gdio adds ``offset`` and
+    ``length`` (the file range of the failed I/O), ``kind`` (gdio's ``ErrorKind`` name, such
+    as ``"NotFound"`` or ``"InvalidInput"``), ``driver_code`` (the GPU driver's result code)
+    and ``message`` (gdio's full message, which ``str()`` returns).
+    """
+
+    __module__ = "gdio"
+
+    def __init__(
+        self,
+        errno: int | None,
+        message: str,
+        filename: str | None = None,
+        offset: int | None = None,
+        length: int | None = None,
+        kind: str | None = None,
+        driver_code: int | None = None,
+        reason: str | None = None,
+    ) -> None:
+        if filename is not None:
+            super().__init__(errno, reason or message, filename)
+        else:
+            super().__init__(errno, reason or message)
+        self.message = message
+        self.offset = offset
+        self.length = length
+        self.kind = kind
+        self.driver_code = driver_code
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self):
+        return (
+            type(self),
+            (self.errno, self.message, self.filename, self.offset, self.length, self.kind,
+             self.driver_code, self.strerror),
+        )

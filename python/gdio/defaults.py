@@ -1,0 +1,158 @@
+"""gdio's configuration from Python, with KvikIO's ``kvikio.defaults`` API.
+
+``gdio.defaults.set({"num_threads": 16, "task_size": 4 << 20})`` sets values for the process;
+used as ``with gdio.defaults.set(...):`` it restores the old values when the block ends.
+``gdio.defaults.get(name)`` reads one. Names are gdio's configuration keys (``gdio check``
+lists them; environment variables ``GDIO_<KEY>`` and the ``GDIO_CONFIG`` file set them too) and
+KvikIO's where they mean the same:
+
+=====================  ====================================================
+KvikIO name            gdio key
+=====================  ====================================================
+``num_threads``        ``threads`` (also ``thread_pool_nthreads``)
+``task_size``          ``task_size``
+``bounce_buffer_size`` ``bounce_buffer_size``
+``compat_mode``        ``allow_compat_mode`` + ``force_compat_mode``:
+                       ``ON`` forces compat, ``OFF`` forbids it, ``AUTO`` allows it
+=====================  ====================================================
+
+A change applies to I/O started after it; I/O in flight finishes with the old values.
+"""
+
+from __future__ import annotations
+
+import builtins
+import enum
+from typing import Any
+
+from . import _native
+
+__all__ = [
+    "CompatMode",
+    "all",
+    "bounce_buffer_size",
+    "compat_mode",
+    "get",
+    "is_compat_mode_preferred",
+    "num_threads",
+    "set",
+    "task_size",
+]
+
+
+class CompatMode(enum.IntEnum):
+    """KvikIO's compat modes."""
+
+    OFF = 0
+    ON = 1
+    AUTO = 2
+
+
+_ALIASES = {
+    "num_threads": "threads",
+    "thread_pool_nthreads": "threads",
+}
+
+# KvikIO names gdio has no setting for, with what to do instead.
+_UNSUPPORTED = {
+    "gds_threshold": "gdio scores every request; small ones go where they are fastest (see gdio check)",
+    "auto_direct_io_read": "use direct_io (\"auto\", \"on\" or \"off\")",
+    "auto_direct_io_write": "use direct_io (\"auto\", \"on\" or \"off\")",
+    "http_max_attempts": "gdio reads local files only",
+    "http_status_codes": "gdio reads local files only",
+    "http_timeout": "gdio reads local files only",
+}
+
+
+def _compat_pairs(value: Any) -> list[tuple[str, Any]]:
+    if isinstance(value, str):
+        try:
+            value = CompatMode[value.upper()]
+        except KeyError:
+            raise ValueError(f"compat_mode must be ON, OFF or AUTO, not {value!r}") from None
+    elif isinstance(value, bool):
+        value = CompatMode.ON if value else CompatMode.OFF
+    mode = CompatMode(value)
+    if mode == CompatMode.ON:
+        return [("allow_compat_mode", True), ("force_compat_mode", True)]
+    if mode == CompatMode.OFF:
+        return [("allow_compat_mode", False), ("force_compat_mode", False)]
+    return [("allow_compat_mode", True), ("force_compat_mode", False)]
+
+
+def _pairs(name: str, value: Any) -> list[tuple[str, Any]]:
+    if name in _UNSUPPORTED:
+        raise KeyError(f"gdio has no setting {name!r}: {_UNSUPPORTED[name]}")
+    if name == "compat_mode":
+        return _compat_pairs(value)
+    return [(_ALIASES.get(name, name), value)]
+
+
+class ConfigContextManager:
+    """Returned by :func:`set`: the values are already set; a ``with`` block restores the old
+    ones when it ends."""
+
+    def __init__(self, old: list[tuple[str, Any]]) -> None:
+        self._old = old
+
+    def __enter__(self) -> "ConfigContextManager":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _native.config_set(self._old)
+
+
+def set(config: dict[str, Any] | str, value: Any = None, /) -> ConfigContextManager:  # noqa: A001
+    """Sets ``{name: value, ...}`` (or one ``name, value``), all or none: an unknown name or a
+    bad value raises ``gdio.GdioError`` and changes nothing."""
+    if isinstance(config, str):
+        config = {config: value}
+    elif value is not None:
+        raise TypeError("set(dict) takes no second argument")
+    pairs: list[tuple[str, Any]] = []
+    for name, v in config.items():
+        pairs += _pairs(name, v)
+    return ConfigContextManager(_native.config_set(pairs))
+
+
+def get(name: str) -> Any:
+    """The value of ``name`` (gdio key or KvikIO name)."""
+    if name in _UNSUPPORTED:
+        raise KeyError(f"gdio has no setting {name!r}: {_UNSUPPORTED[name]}")
+    if name == "compat_mode":
+        return compat_mode()
+    return _native.config_get(_ALIASES.get(name, name))
+
+
+def all() -> dict[str, Any]:  # noqa: A001
+    """Every gdio key and its value."""
+    return builtins.dict(_native.config_all())
+
+
+def num_threads() -> int:
+    """Worker threads (gdio ``threads``): engine workers and future workers."""
+    return get("threads")
+
+
+def task_size() -> int:
+    """Bytes per task a request is split into."""
+    return get("task_size")
+
+
+def bounce_buffer_size() -> int:
+    """Bytes per pinned bounce buffer."""
+    return get("bounce_buffer_size")
+
+
+def compat_mode() -> CompatMode:
+    """``ON`` when compat is forced, ``OFF`` when it is not allowed, else ``AUTO``."""
+    if _native.config_get("force_compat_mode"):
+        return CompatMode.ON
+    if not _native.config_get("allow_compat_mode"):
+        return CompatMode.OFF
+    return CompatMode.AUTO
+
+
+def is_compat_mode_preferred() -> bool:
+    """Whether every I/O goes through compat (KvikIO's name)."""
+    return compat_mode() == CompatMode.ON

@@ -1,0 +1,128 @@
+"""GPU buffers from torch and CuPy (DLPack and the CUDA Array Interface). They skip where
+there is no GPU and fail then when GDIO_REQUIRE_GPU=1."""
+
+import pytest
+
+import gdio
+
+from conftest import gpu_skip
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        gpu_skip("torch is not installed")
+    if not torch.cuda.is_available():
+        gpu_skip("torch sees no CUDA GPU")
+    if gdio.runtime_info()["runtime"] != "cuda":
+        gpu_skip(f"gdio has no CUDA: {gdio.runtime_info()['why_no_gpu']}")
+    return torch
+
+
+def _cupy():
+    try:
+        import cupy
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001 - ImportError or CUDA errors
+        gpu_skip(f"CuPy unusable: {e}")
+    return cupy
+
+
+def test_torch_read_write_roundtrip(data_file, tmp_path, rng):
+    torch = _torch()
+    path, data = data_file
+    t = torch.full((len(data) + 100,), 7, dtype=torch.uint8, device="cuda")
+    with gdio.CuFile(path) as f:
+        n = f.read(t)
+    assert n == len(data)
+    assert bytes(t[:n].cpu().numpy()) == data
+    assert (t[n:] == 7).all()
+    # Offsets, sizes and a typed tensor
+    with gdio.CuFile(path) as f:
+        for _ in range(10):
+            off = rng.randrange(0, len(data) - 4096)
+            x = torch.empty(1024, dtype=torch.float32, device="cuda")
+            assert f.read(x, file_offset=off) == 4096
+            assert bytes(x.view(torch.uint8).cpu().numpy()) == data[off : off + 4096]
+    out = tmp_path / "t.bin"
+    with gdio.CuFile(out, "w") as f:
+        assert f.write(t[:n]) == n
+    assert out.read_bytes() == data
+
+
+def test_torch_pread_many_futures_one_buffer(data_file, rng):
+    torch = _torch()
+    path, data = data_file
+    size, count = 65536, 48
+    buf = torch.empty(size * count, dtype=torch.uint8, device="cuda")
+    offs = [rng.randrange(0, len(data) - size) for _ in range(count)]
+    with gdio.CuFile(path) as f:
+        futs = [f.pread(buf[i * size : (i + 1) * size], file_offset=o) for i, o in enumerate(offs)]
+        gdio.wait(futs)
+        assert [fu.get() for fu in futs] == [size] * count
+    host = bytes(buf.cpu().numpy())
+    for i, o in enumerate(offs):
+        assert host[i * size : (i + 1) * size] == data[o : o + size]
+
+
+def test_torch_stream_order_is_honoured(data_file):
+    """A kernel queued before the read writes the buffer; the read must land after it."""
+    torch = _torch()
+    path, data = data_file
+    n = len(data) // 4096 * 4096
+    t = torch.empty(n, dtype=torch.uint8, device="cuda")
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(50_000_000)
+        t.fill_(3)
+        with gdio.CuFile(path) as f:
+            f.read(t)
+    torch.cuda.synchronize()
+    assert bytes(t.cpu().numpy()) == data[:n]
+
+
+def test_torch_raw_read_async(data_file):
+    torch = _torch()
+    path, data = data_file
+    t = torch.zeros(1 << 20, dtype=torch.uint8, device="cuda")
+    s = torch.cuda.current_stream()
+    with gdio.CuFile(path) as f:
+        fut = f.raw_read_async(t, s.cuda_stream, 65536, 4096, 8192)
+        assert fut.check_bytes_done() == 65536
+    host = bytes(t.cpu().numpy())
+    assert host[8192 : 8192 + 65536] == data[4096 : 4096 + 65536]
+    assert host[:8192] == bytes(8192)
+
+
+def test_torch_readonly_device_error_is_clear(data_file):
+    torch = _torch()
+    path, _ = data_file
+    with gdio.CuFile(path) as f:
+        with pytest.raises(BufferError, match="contiguous"):
+            f.read(torch.empty((64, 64), dtype=torch.uint8, device="cuda").t())
+
+
+def test_cupy_dlpack_and_cai(data_file, rng):
+    cupy = _cupy()
+    if gdio.runtime_info()["runtime"] != "cuda":
+        gpu_skip("gdio has no CUDA")
+    path, data = data_file
+    a = cupy.zeros(1 << 20, dtype=cupy.uint8)
+    off = rng.randrange(0, len(data) - (1 << 20))
+    with gdio.CuFile(path) as f:
+        assert f.read(a, file_offset=off) == 1 << 20
+    assert a.get().tobytes() == data[off : off + (1 << 20)]
+
+    class CaiOnly:  # CUDA Array Interface with a stream, no DLPack
+        def __init__(self, arr, stream):
+            self.arr = arr
+            self.__cuda_array_interface__ = dict(arr.__cuda_array_interface__, stream=stream)
+
+    s = cupy.cuda.Stream(non_blocking=True)
+    b = cupy.zeros(1 << 20, dtype=cupy.uint8)
+    with s:
+        b.fill(9)
+    with gdio.CuFile(path) as f:
+        assert f.pread(CaiOnly(b, s.ptr), file_offset=off).get() == 1 << 20
+    assert b.get().tobytes() == data[off : off + (1 << 20)]
