@@ -98,6 +98,9 @@ pub const BOUNDS: &[(&str, Bound)] = &[
     ("buffered_chunk_size", Bound::new(4096, MAX_SIZE)),
     ("bounce_buffers_per_thread", Bound::new(2, 64)),
     ("direct_reads_in_flight", Bound::new(1, 64)),
+    ("gather_max_pieces", Bound::new(0, 4096)),
+    ("gather_max_bytes", Bound::new(0, MAX_SIZE)),
+    ("gather_piece_size", Bound::new(0, MAX_SIZE)),
     // KiB: up to 1 TiB, so `* 1024` never overflows.
     ("posix_gds_min_kb", Bound::new(0, 1 << 30)),
 ];
