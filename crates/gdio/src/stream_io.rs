@@ -10,20 +10,20 @@
 //! - I/Os on different streams, and I/Os submitted with the other APIs, are not ordered with
 //!   it.
 //!
-//! How: a host function on S (`cuLaunchHostFunc`) reads the parameters, submits the I/O to the
-//! engine's workers, and blocks until it has finished; it makes no CUDA call itself (the
-//! workers copy on their own streams), which is what CUDA requires of host functions. The cost
-//! of blocking: host functions of one context run on one driver thread, so stream-ordered I/Os
-//! on different streams of one GPU run one after another (each still uses every engine
-//! worker), and other host functions of that context wait behind them. They cannot deadlock on
-//! the engine, whose workers never wait for a host function.
+//! How: a host function on S (`cuLaunchHostFunc`) reads the parameters and hands the I/O to a
+//! thread of its own, which submits it to the engine's workers, waits, writes `*bytes_p` and
+//! then opens a gate queued on S right behind the host function (`cuStreamWaitValue32` on a
+//! flag in pinned host memory; [`GpuRuntime::launch_gated_host_fn`]). The host function never
+//! blocks: CUDA forbids a host function to wait for other GPU work, and on the H200 a blocking
+//! one deadlocked against the engine's own copies. Stream-ordered I/Os on different streams
+//! run concurrently.
 
 use std::sync::Arc;
 
 use crate::engine::Engine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::FileHandle;
-use crate::gpu::GpuRuntime;
+use crate::gpu::{GpuRuntime, StreamGate};
 use crate::memory::{BufferRef, MemoryKind};
 use crate::request::Op;
 use crate::stats::Stats;
@@ -58,7 +58,9 @@ struct Job {
 unsafe impl Send for Job {}
 
 impl Job {
-    fn run(self) {
+    /// Runs on the stream's host-function thread: reads the parameters (the stream has reached
+    /// the I/O) and hands the rest to a thread of its own, which opens `gate` when done.
+    fn start(self, gate: StreamGate) {
         let p = self.params;
         // SAFETY: the caller keeps the parameter memory valid and written by the time the
         // stream reaches this I/O (contract of `enqueue`); volatile because earlier stream
@@ -70,8 +72,26 @@ impl Job {
                 std::ptr::read_volatile(p.buf_offset_p),
             )
         };
-        let r = self.io(size, foff, boff);
-        let v = match &r {
+        let bytes_p = p.bytes_p as usize;
+        // The result if no thread can be started (the gate then opens as the closure drops);
+        // otherwise overwritten before the gate opens. Later stream work reads it only after.
+        // SAFETY: `bytes_p` is the caller's, valid until later stream work runs.
+        unsafe { std::ptr::write_volatile(bytes_p as *mut isize, -(libc::EAGAIN as isize)) };
+        let spawned = std::thread::Builder::new().name("gdio-stream-io".into()).spawn(move || {
+            let v = self.run(size, foff, boff);
+            // SAFETY: `bytes_p` is the caller's, valid until later stream work, which waits
+            // for the gate opened just below.
+            unsafe { std::ptr::write_volatile(bytes_p as *mut isize, v) };
+            gate.open();
+        });
+        if let Err(e) = spawned {
+            tracing::warn!("stream-ordered I/O could not start a thread: {e}");
+        }
+    }
+
+    /// Does the I/O; returns the bytes moved or a negative errno, for `*bytes_p`.
+    fn run(self, size: usize, foff: i64, boff: i64) -> isize {
+        match &self.io(size, foff, boff) {
             Ok(n) => {
                 self.stats.record_ok(self.backend, *n as u64);
                 *n as isize
@@ -81,10 +101,7 @@ impl Job {
                 tracing::debug!("stream-ordered {} failed: {e}", self.op);
                 -(e.errno().unwrap_or(libc::EIO) as isize)
             }
-        };
-        // SAFETY: as above, `bytes_p` is the caller's, valid and not read until later stream
-        // work runs.
-        unsafe { std::ptr::write_volatile(p.bytes_p, v) };
+        }
     }
 
     fn io(&self, size: usize, foff: i64, boff: i64) -> Result<usize> {
@@ -128,6 +145,6 @@ pub(crate) unsafe fn enqueue(
 ) -> Result<()> {
     let job =
         Job { op, file: file.clone(), base: buf_base, ordinal, params, engine, stats, backend };
-    // SAFETY: forwarded contract; the function calls no CUDA API.
-    unsafe { runtime.launch_host_fn(ordinal, stream, Box::new(move || job.run())) }
+    // SAFETY: forwarded contract; `start` calls no CUDA API and does not block.
+    unsafe { runtime.launch_gated_host_fn(ordinal, stream, Box::new(move |g| job.start(g))) }
 }

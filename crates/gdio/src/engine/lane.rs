@@ -6,6 +6,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::job::{Job, TaskResult};
 use super::plan::Task;
@@ -35,6 +36,8 @@ pub struct Lane {
     /// Every marker up to this sequence number is known reached (the stream is in order).
     reached: u64,
     in_flight: VecDeque<InFlight>,
+    /// How long to poll a marker before blocking on it.
+    spin: Duration,
 }
 
 impl Lane {
@@ -44,6 +47,7 @@ impl Lane {
         ordinal: usize,
         size: usize,
         count: usize,
+        spin: Duration,
     ) -> Result<Lane> {
         runtime.bind_thread(ordinal)?;
         let stream = runtime.new_stream(ordinal, count)?;
@@ -58,6 +62,7 @@ impl Lane {
             seq: 0,
             reached: 0,
             in_flight: VecDeque::new(),
+            spin,
         })
     }
 
@@ -71,10 +76,25 @@ impl Lane {
     pub fn take_slot(&mut self) -> Result<usize> {
         let slot = self.next;
         self.next = (self.next + 1) % self.buffers.len();
-        self.stream.wait(slot)?;
+        self.wait_marker(slot)?;
         self.reached = self.reached.max(self.slot_seq[slot]);
         self.retire_reached();
         Ok(slot)
+    }
+
+    /// Waits for marker `slot`: polls it for up to `spin` (a blocking wait wakes tens of
+    /// microseconds after the copy ends), then blocks.
+    fn wait_marker(&mut self, slot: usize) -> Result<()> {
+        if !self.spin.is_zero() {
+            let start = Instant::now();
+            while start.elapsed() < self.spin {
+                if self.stream.query(slot)? {
+                    return Ok(());
+                }
+                std::hint::spin_loop();
+            }
+        }
+        self.stream.wait(slot)
     }
 
     /// Records marker `slot` after the copies queued so far; returns its sequence number.
@@ -129,7 +149,7 @@ impl Lane {
     pub fn drain(&mut self) {
         while let Some(f) = self.in_flight.front() {
             let (seq, slot) = (f.seq, f.slot);
-            if let Err(e) = self.stream.wait(slot) {
+            if let Err(e) = self.wait_marker(slot) {
                 return self.fail_all(e);
             }
             self.reached = self.reached.max(seq);

@@ -92,6 +92,7 @@ impl Engine {
                 .bounce_buffers_per_thread
                 .max(2)
                 .max(config.direct_reads_in_flight.clamp(1, 64) + 1),
+            spin: std::time::Duration::from_micros(config.completion_spin_us),
         };
         let counters: Arc<Counters> = Arc::default();
         Engine {

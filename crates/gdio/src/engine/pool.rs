@@ -4,8 +4,10 @@
 //! their markers only when the queue is empty.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Condvar, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use super::gather::{self, GatherShape};
 use super::job::{Counters, Job, TaskResult};
@@ -23,6 +25,8 @@ use crate::request::Op;
 pub(crate) struct LaneShape {
     pub size: usize,
     pub count: usize,
+    /// How long a worker polls a completion marker before it blocks on it.
+    pub spin: Duration,
 }
 
 /// A warm-up request: each worker that takes one makes its lane for `ordinal`, then waits at
@@ -46,6 +50,8 @@ struct Queue {
 struct Shared {
     queue: Mutex<Queue>,
     cv: Condvar,
+    /// Entries in `queue.jobs`, readable without the lock (a spinning worker watches it).
+    queued: AtomicUsize,
     runtime: Arc<dyn GpuRuntime>,
     shape: LaneShape,
     gather: GatherShape,
@@ -72,6 +78,7 @@ impl Pool {
             shared: Arc::new(Shared {
                 queue: Mutex::new(Queue { jobs: VecDeque::new(), shutdown: false }),
                 cv: Condvar::new(),
+                queued: AtomicUsize::new(0),
                 runtime,
                 shape,
                 gather,
@@ -109,6 +116,7 @@ impl Pool {
         for _ in 0..n {
             q.jobs.push_back(Work::Job(job.clone()));
         }
+        self.shared.queued.store(q.jobs.len(), Ordering::Release);
         drop(q);
         for _ in 0..n {
             self.shared.cv.notify_one();
@@ -132,6 +140,7 @@ impl Pool {
                     error: error.clone(),
                 }));
             }
+            self.shared.queued.store(q.jobs.len(), Ordering::Release);
         }
         self.shared.cv.notify_all();
         barrier.wait();
@@ -165,6 +174,7 @@ fn lane<'a>(
             ordinal,
             shared.shape.size,
             shared.shape.count,
+            shared.shape.spin,
         )?)),
     }
 }
@@ -177,6 +187,7 @@ fn worker_main(shared: Arc<Shared>) {
             loop {
                 if let Some(j) = q.jobs.pop_front() {
                     let group = take_group(&mut q, &j, &shared);
+                    shared.queued.store(q.jobs.len(), Ordering::Release);
                     break (Some(j), group);
                 }
                 if lanes.values().any(Lane::has_in_flight) {
@@ -189,9 +200,10 @@ fn worker_main(shared: Arc<Shared>) {
             }
         };
         let job = match work {
-            // Nothing queued: wait for this worker's copies in flight (blocking, no spinning).
+            // Nothing queued: wait for this worker's copies in flight. Poll for up to `spin`
+            // (new work ends the wait at once), then block on the markers.
             None => {
-                lanes.values_mut().for_each(Lane::drain);
+                wait_for_copies(&mut lanes, &shared);
                 continue;
             }
             Some(Work::Job(j)) => j,
@@ -272,6 +284,20 @@ fn run_gathered(
     for (job, task) in rest {
         run_task(&job, task, lanes, shared);
     }
+}
+
+/// A worker with copies in flight and an empty queue: polls its lanes (finishing tasks as
+/// their markers are reached) until none is in flight or work arrives; after `spin` it blocks.
+fn wait_for_copies(lanes: &mut HashMap<usize, Lane>, shared: &Shared) {
+    let start = Instant::now();
+    while start.elapsed() < shared.shape.spin {
+        lanes.values_mut().filter(|l| l.has_in_flight()).for_each(Lane::poll);
+        if !lanes.values().any(Lane::has_in_flight) || shared.queued.load(Ordering::Acquire) > 0 {
+            return;
+        }
+        std::hint::spin_loop();
+    }
+    lanes.values_mut().for_each(Lane::drain);
 }
 
 /// Runs one task; a task whose copies are still in flight is finished later by its lane.

@@ -11,7 +11,8 @@ use std::sync::{Arc, OnceLock};
 use cudarc::driver::sys;
 use cudarc::driver::CudaContext;
 
-use super::{DeviceInfo, GpuRuntime, GpuStream};
+use super::cuda_gate::GatePool;
+use super::{DeviceInfo, GpuRuntime, GpuStream, StreamGate};
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::MemoryKind;
 
@@ -21,6 +22,8 @@ use super::cuda_error::{check, from_driver};
 #[derive(Debug)]
 pub struct CudaRuntime {
     contexts: Vec<OnceLock<Arc<CudaContext>>>,
+    /// Per GPU, the flags of stream-ordered I/O gates, made on first use.
+    gates: Vec<OnceLock<Arc<GatePool>>>,
     driver_version: i32,
 }
 
@@ -48,7 +51,11 @@ impl CudaRuntime {
         let mut driver_version = 0;
         // SAFETY: writes one int.
         check(unsafe { sys::cuDriverGetVersion(&mut driver_version) }, "cuDriverGetVersion")?;
-        Ok(CudaRuntime { contexts: (0..count).map(|_| OnceLock::new()).collect(), driver_version })
+        Ok(CudaRuntime {
+            contexts: (0..count).map(|_| OnceLock::new()).collect(),
+            gates: (0..count).map(|_| OnceLock::new()).collect(),
+            driver_version,
+        })
     }
 
     fn check_ordinal(&self, ordinal: usize) -> Result<()> {
@@ -245,11 +252,11 @@ impl GpuRuntime for CudaRuntime {
         self.bind(ordinal).map(|_| ())
     }
 
-    unsafe fn launch_host_fn(
+    unsafe fn launch_gated_host_fn(
         &self,
         ordinal: usize,
         stream: u64,
-        f: Box<dyn FnOnce() + Send>,
+        start: Box<dyn FnOnce(StreamGate) + Send>,
     ) -> Result<()> {
         let ctx = self.bind(ordinal)?;
         let s = stream as sys::CUstream;
@@ -260,26 +267,21 @@ impl GpuRuntime for CudaRuntime {
             return Err(Error::new(
                 ErrorKind::InvalidInput,
                 format!(
-                    "stream 0x{stream:x} belongs to another CUDA context than GPU {ordinal}'s                      primary context, which gdio uses"
+                    "stream 0x{stream:x} belongs to another CUDA context than GPU {ordinal}'s \
+                     primary context, which gdio uses"
                 ),
             )
             .with_errno(libc::EINVAL));
         }
-        unsafe extern "C" fn trampoline(user: *mut std::ffi::c_void) {
-            // SAFETY: `user` is the box leaked below, handed to exactly one call.
-            let f = unsafe { Box::from_raw(user.cast::<Box<dyn FnOnce() + Send>>()) };
-            // A panic must not unwind into the CUDA driver.
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-        }
-        let user = Box::into_raw(Box::new(f));
-        // SAFETY: `trampoline` consumes `user` exactly once when the stream reaches it.
-        let r = unsafe { sys::cuLaunchHostFunc(s, Some(trampoline), user.cast()) };
-        if let Err(e) = check(r, "cuLaunchHostFunc") {
-            // SAFETY: the launch failed, so the trampoline will never run; reclaim the box.
-            drop(unsafe { Box::from_raw(user) });
-            return Err(e);
-        }
-        Ok(())
+        let pool = match self.gates[ordinal].get() {
+            Some(p) => p.clone(),
+            None => {
+                let p = Arc::new(GatePool::new()?);
+                self.gates[ordinal].get_or_init(|| p).clone()
+            }
+        };
+        // SAFETY: the stream is live and of the current context (checked above).
+        unsafe { pool.launch(s, start) }
     }
 
     unsafe fn register_host(

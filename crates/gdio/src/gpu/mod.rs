@@ -8,6 +8,7 @@
 pub mod buffer;
 pub mod cuda;
 pub(crate) mod cuda_error;
+mod cuda_gate;
 pub mod host;
 mod nvml;
 pub mod sim;
@@ -124,20 +125,24 @@ pub trait GpuRuntime: Send + Sync + std::fmt::Debug {
         len: usize,
         read_only: bool,
     ) -> Result<()>;
-    /// Enqueues `f` on the caller's stream `stream` (a raw stream handle of this runtime, e.g.
-    /// a `CUstream`) of GPU `ordinal`: `f` runs on a runtime thread once the work queued on the
-    /// stream before it has finished, and work queued after it waits until `f` returns. A
-    /// stream of another GPU or context is an error. `f` must not call the GPU runtime.
+    /// Enqueues on `stream` of GPU `ordinal`, for stream-ordered I/O: a host function `start`,
+    /// run when the stream reaches it, then a gate that holds back every later piece of work on
+    /// `stream` until the [`StreamGate`] handed to `start` is opened (from any thread, after
+    /// any amount of time). `start` must return quickly and make no CUDA call (CUDA forbids a
+    /// host function to wait for other GPU work: the copies it would wait for are completed by
+    /// the same driver thread); the slow part goes to another thread, which opens the gate when
+    /// done. A stream of another context or GPU is an error. Runtimes without streams say so.
     ///
     /// # Safety
-    /// `stream` must be a live stream of this process until `f` has run.
-    unsafe fn launch_host_fn(
+    /// `stream` is a live stream handle of this runtime (a `CUstream` for CUDA) until the gate
+    /// has been passed.
+    unsafe fn launch_gated_host_fn(
         &self,
         ordinal: usize,
         stream: u64,
-        f: Box<dyn FnOnce() + Send>,
+        start: Box<dyn FnOnce(StreamGate) + Send>,
     ) -> Result<()> {
-        let _ = (stream, f);
+        let _ = (stream, start);
         Err(crate::error::Error::new(
             crate::error::ErrorKind::Unsupported,
             format!("the {} runtime has no streams for GPU {ordinal}", self.name()),
@@ -194,4 +199,38 @@ pub(crate) fn gpu_skip(why: &str) {
         panic!("GDIO_REQUIRE_GPU=1 but this GPU test would be skipped: {why}");
     }
     eprintln!("SKIPPED: {why}");
+}
+
+/// Holds back the later work of a stream (see [`GpuRuntime::launch_gated_host_fn`]) until it is
+/// opened. Dropping it opens it too, so a stream can never be left waiting forever.
+pub struct StreamGate {
+    open: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl StreamGate {
+    /// A gate whose opening runs `open` (the runtime's release of the stream).
+    pub fn new(open: Box<dyn FnOnce() + Send>) -> StreamGate {
+        StreamGate { open: Some(open) }
+    }
+
+    /// Lets the stream's later work run.
+    pub fn open(mut self) {
+        if let Some(f) = self.open.take() {
+            f();
+        }
+    }
+}
+
+impl Drop for StreamGate {
+    fn drop(&mut self) {
+        if let Some(f) = self.open.take() {
+            f();
+        }
+    }
+}
+
+impl std::fmt::Debug for StreamGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamGate").field("opened", &self.open.is_none()).finish()
+    }
 }

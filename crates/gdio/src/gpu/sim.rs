@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 
 use super::host::{alloc_aligned, free_aligned};
-use super::{DeviceInfo, GpuRuntime, GpuStream};
+use super::{DeviceInfo, GpuRuntime, GpuStream, StreamGate};
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::MemoryKind;
 
@@ -205,11 +205,11 @@ impl GpuRuntime for SimRuntime {
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
         Ok(())
     }
-    unsafe fn launch_host_fn(
+    unsafe fn launch_gated_host_fn(
         &self,
         ordinal: usize,
         stream: u64,
-        f: Box<dyn FnOnce() + Send>,
+        start: Box<dyn FnOnce(StreamGate) + Send>,
     ) -> Result<()> {
         self.check_ordinal(ordinal)?;
         let (owner, s) = self.user_stream(stream)?;
@@ -220,8 +220,23 @@ impl GpuRuntime for SimRuntime {
             )
             .with_errno(libc::EINVAL));
         }
+        // The simulated stream's thread runs `start`, then blocks until the gate opens: later
+        // work on the stream waits, as behind CUDA's wait-value.
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let g2 = gate.clone();
+        let opener = StreamGate::new(Box::new(move || {
+            *g2.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            g2.1.notify_all();
+        }));
+        let run = Box::new(move || {
+            start(opener);
+            let mut open = gate.0.lock().unwrap_or_else(|p| p.into_inner());
+            while !*open {
+                open = gate.1.wait(open).unwrap_or_else(|p| p.into_inner());
+            }
+        });
         let g = s.lock().unwrap_or_else(|p| p.into_inner());
-        g.send(Op::Host(f))
+        g.send(Op::Host(run))
     }
 }
 
