@@ -44,11 +44,15 @@ setup() {
 }
 
 tests() {
-  local rc=0
+  local rc=0 t n filter
   for t in .dev/tests/*; do
-    echo "== $t"
-    local filter=; case $t in *gdio_lib) filter=cuda ;; esac
-    "$t" --test-threads 1 $filter 2>&1 | grep -E '^test |test result|SKIPPED|panicked' || rc=1
+    filter=; case $t in *gdio_lib) filter=cuda ;; esac
+    for n in $("$t" --list $filter 2>/dev/null | grep ': test$' | sed 's/: test$//'); do
+      timeout 120 "$t" --exact "$n" --test-threads 1 >"$L/test-$(basename "$t")-$n.log" 2>&1
+      local r=$?
+      echo "$(basename "$t") $n: $([ $r = 0 ] && echo ok || echo "FAILED (exit $r)")"
+      [ $r = 0 ] || rc=1
+    done
   done
   # The C program against gdio's header and library, on device memory where a GPU exists.
   local d=/tmp/cufile-c && mkdir -p $d/lib $d/work && cp -f "$LIB" $d/lib/libcufile.so.0 && ln -sf libcufile.so.0 $d/lib/libcufile.so
@@ -79,14 +83,27 @@ sweep() {
   OUT=$L/sweep THREADS=${THREADS:-8,16,32} ITER=${ITER:-2} bash bench/sweep-h200.sh
 }
 
+safetensors() {
+  python3 bench/safetensors-h200.py --gdio "$GDIO" --out "$L/st" --rows "${ST_ROWS:-verify,tmpfs,ext4-hot,cold,save}"
+}
+
+python_pkg() {
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gdsite .dev/wheel/gdio-*.whl || return 1
+  export PYTHONPATH=/tmp/gdsite:$PYTHONPATH
+  (cd python/tests && python3 -m pytest -q -p no:cacheprovider . 2>&1 | tail -15)
+  python3 bench/python-h200.py --file /dev/shm/gdio-bench-8g.bin --gdio "$GDIO" --out "$L/py" --iterations 2 2>&1 | tail -25
+}
+
 for p in "$@"; do
   case $p in
     setup) phase setup 120 setup ;;
-    tests) phase tests 300 tests; grep -E 'test result|C api|FAILED|panicked' "$L/tests.txt" | tee -a "$S" ;;
+    tests) phase tests 300 tests; grep -E 'FAILED|C api' "$L/tests.txt" | tee -a "$S"; echo "tests ok: $(grep -c ': ok$' "$L/tests.txt")" | tee -a "$S" ;;
     main) phase main 240 main_job; tee -a "$S" < "$L/main.txt" ;;
     micro) phase micro 240 micro; tee -a "$S" < "$L/micro.txt" ;;
     cufile) phase cufile 420 cufile; tail -25 "$L/cufile.txt" | tee -a "$S" >/dev/null ;;
     sweep) phase sweep 540 sweep; tail -30 "$L/sweep.txt" | tee -a "$S" >/dev/null ;;
+    safetensors) phase safetensors 420 safetensors; tail -30 "$L/safetensors.txt" | tee -a "$S" >/dev/null ;;
+    python) phase python 300 python_pkg; tail -45 "$L/python.txt" | tee -a "$S" >/dev/null ;;
     *) [ -f "bench/gpu-phase-$p.sh" ] && phase "$p" 540 bash "bench/gpu-phase-$p.sh" "$L/$p" && tail -30 "$L/$p.txt" | tee -a "$S" >/dev/null ;;
   esac
 done

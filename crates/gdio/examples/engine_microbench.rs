@@ -201,6 +201,7 @@ fn bench_batch(
                     buf_offset: (k * size) as u64,
                     len: size,
                     cookie: k as u64,
+                    memory: None,
                 }
             })
             .collect();

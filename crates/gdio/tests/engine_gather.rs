@@ -87,6 +87,7 @@ fn run_batch(
             buf_offset: p.at,
             len: p.len,
             cookie: i as u64,
+            memory: None,
         })
         .collect();
     // SAFETY: the device buffer outlives the batch (the caller waits for every event below,

@@ -180,6 +180,7 @@ fn gpu_batch_4k_random_reads_with_a_failing_entry() {
             buf_offset: (i * 4096) as u64,
             len: 4096,
             cookie: i as u64,
+            memory: None,
         })
         .collect();
     let mut bad = entries[0].clone();
@@ -259,6 +260,7 @@ fn gpu_stream_ordered_read_runs_between_earlier_and_later_stream_work() {
             file_offset_p: &foff,
             buf_offset_p: &boff,
             bytes_p: &mut bytes,
+            read_at_queue: false,
         };
         // SAFETY: the stream, parameters and slice live until the synchronize below.
         unsafe {
@@ -314,6 +316,7 @@ fn gpu_gathered_small_reads_land_exactly_with_and_without_the_batched_copy() {
                 buf_offset: bo,
                 len,
                 cookie: i as u64,
+                memory: None,
             })
             .collect();
         // SAFETY: `dev` outlives the batch; the entries' ranges do not overlap.

@@ -9,6 +9,7 @@
 //! - `transfer`: what a worker does with a task.
 //! - `gather`: small reads of many requests to one GPU sent as one group.
 
+mod caller_lane;
 mod gather;
 mod job;
 mod lane;
@@ -241,11 +242,22 @@ impl Engine {
             return Ok(Transfer::default());
         };
         let job = self.job(op, JobFile::Borrowed(file), buf, offset, len);
-        // A single task in host memory runs on the calling thread: no hand-off, no wake-up.
-        if job.tasks.len() == 1 && !matches!(buf.kind, MemoryKind::Device { .. }) {
-            if let Some(task) = job.claim() {
-                pool::run_host_task(&job, task);
+        // A single task runs on the calling thread: no hand-off, no wake-up. Host memory in
+        // place; device memory through the thread's own lane (not for page-cache DMA).
+        let inline = match buf.kind {
+            _ if job.tasks.len() != 1 => false,
+            MemoryKind::Device { ordinal } => {
+                !job.page_cache_dma
+                    && caller_lane::run(&self.runtime, self.pool.shape(), ordinal, &job)
             }
+            _ => {
+                if let Some(task) = job.claim() {
+                    pool::run_host_task(&job, task);
+                }
+                true
+            }
+        };
+        if inline {
             let t = Self::transfer(&job);
             if op == Op::Write && t.is_ok() {
                 file.note_written_end(offset + len);

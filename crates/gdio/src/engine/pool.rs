@@ -90,6 +90,10 @@ impl Pool {
         }
     }
 
+    pub(crate) fn shape(&self) -> LaneShape {
+        self.shared.shape
+    }
+
     pub(crate) fn threads(&self) -> usize {
         self.threads
     }

@@ -152,6 +152,17 @@ impl GpuRuntime for CudaRuntime {
         Some(self.driver_version)
     }
 
+    fn device_allocation(&self, addr: u64) -> Option<(u64, u64)> {
+        if addr == 0 || self.bind(0).is_err() {
+            return None;
+        }
+        let mut base: sys::CUdeviceptr = 0;
+        let mut size: usize = 0;
+        // SAFETY: libcuda is loaded and a context is current (bind above); the call writes two
+        // integers and fails for an address CUDA does not know.
+        let r = unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, addr) };
+        (r == sys::CUresult::CUDA_SUCCESS).then_some((base, size as u64))
+    }
     fn classify(&self, addr: u64) -> MemoryKind {
         if addr == 0 || self.bind(0).is_err() {
             return MemoryKind::Host;

@@ -125,6 +125,12 @@ pub trait GpuRuntime: Send + Sync + std::fmt::Debug {
         len: usize,
         read_only: bool,
     ) -> Result<()>;
+    /// The `(start, len)` of the device allocation that holds `addr`, where the runtime can
+    /// tell (`None`: unknown, or not device memory).
+    fn device_allocation(&self, addr: u64) -> Option<(u64, u64)> {
+        let _ = addr;
+        None
+    }
     /// Enqueues on `stream` of GPU `ordinal`, for stream-ordered I/O: a host function `start`,
     /// run when the stream reaches it, then a gate that holds back every later piece of work on
     /// `stream` until the [`StreamGate`] handed to `start` is opened (from any thread, after

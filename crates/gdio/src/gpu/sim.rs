@@ -132,6 +132,11 @@ impl GpuRuntime for SimRuntime {
         }
         MemoryKind::Host
     }
+    fn device_allocation(&self, addr: u64) -> Option<(u64, u64)> {
+        let a = self.lock();
+        let (&start, &(_, len)) = a.device.range(..=addr).next_back()?;
+        (addr < start + len as u64).then_some((start, len as u64))
+    }
     fn alloc_device(&self, ordinal: usize, len: usize) -> Result<u64> {
         self.check_ordinal(ordinal)?;
         let p = alloc_aligned(len)? as u64;
