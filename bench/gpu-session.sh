@@ -101,10 +101,10 @@ for p in "$@"; do
     tests) phase tests 300 tests; grep -E 'FAILED|C api' "$L/tests.txt" | tee -a "$S"; echo "tests ok: $(grep -c ': ok$' "$L/tests.txt")" | tee -a "$S" ;;
     main) phase main 240 main_job; tee -a "$S" < "$L/main.txt" ;;
     micro) phase micro 240 micro; tee -a "$S" < "$L/micro.txt" ;;
-    cufile) phase cufile 420 cufile; tail -25 "$L/cufile.txt" | tee -a "$S" >/dev/null ;;
-    sweep) phase sweep 540 sweep; tail -30 "$L/sweep.txt" | tee -a "$S" >/dev/null ;;
-    safetensors) phase safetensors 420 safetensors; tail -30 "$L/safetensors.txt" | tee -a "$S" >/dev/null ;;
-    python) phase python 300 python_pkg; tail -45 "$L/python.txt" | tee -a "$S" >/dev/null ;;
+    cufile) phase cufile "${CUFILE_LIMIT:-420}" cufile; tail -25 "$L/cufile.txt" | tee -a "$S" >/dev/null ;;
+    sweep) phase sweep "${SWEEP_LIMIT:-540}" sweep; tail -30 "$L/sweep.txt" | tee -a "$S" >/dev/null ;;
+    safetensors) phase safetensors "${ST_LIMIT:-420}" safetensors; tail -30 "$L/safetensors.txt" | tee -a "$S" >/dev/null ;;
+    python) phase python "${PY_LIMIT:-300}" python_pkg; tail -45 "$L/python.txt" | tee -a "$S" >/dev/null ;;
     *) [ -f "bench/gpu-phase-$p.sh" ] && phase "$p" 540 bash "bench/gpu-phase-$p.sh" "$L/$p" && tail -30 "$L/$p.txt" | tee -a "$S" >/dev/null ;;
   esac
 done
