@@ -73,6 +73,13 @@ print('limits', json.dumps(d.get('limits')))"
 
 micro() {
   OUT=$L bash bench/engine-microbench.sh .dev/bin/engine_microbench ${MICRO_MEMS:-gpu host}
+  # Gathering small reads: off, and on with one copy per piece, against the default above.
+  local shape
+  for shape in "4 256 batch" "64 64 batch" "4 256 async"; do
+    set -- $shape
+    echo "gather off: $(GDIO_GATHER_MAX_PIECES=0 .dev/bin/engine_microbench gpu $1 $2 3 $3 2>&1 | tail -1)"
+    echo "gather, one copy per piece: $(GDIO_GATHER_BATCH_COPY=false .dev/bin/engine_microbench gpu $1 $2 3 $3 2>&1 | tail -1)"
+  done
 }
 
 cufile() {
