@@ -72,7 +72,14 @@ print('limits', json.dumps(d.get('limits')))"
 }
 
 micro() {
-  OUT=$L bash bench/engine-microbench.sh .dev/bin/engine_microbench gpu host
+  OUT=$L bash bench/engine-microbench.sh .dev/bin/engine_microbench ${MICRO_MEMS:-gpu host}
+  # Gathering small reads: off, and on with one copy per piece, against the default above.
+  local shape
+  for shape in "4 256 batch" "64 64 batch" "4 256 async"; do
+    set -- $shape
+    echo "gather off: $(GDIO_GATHER_MAX_PIECES=0 .dev/bin/engine_microbench gpu $1 $2 3 $3 2>&1 | tail -1)"
+    echo "gather, one copy per piece: $(GDIO_GATHER_BATCH_COPY=false .dev/bin/engine_microbench gpu $1 $2 3 $3 2>&1 | tail -1)"
+  done
 }
 
 cufile() {
@@ -84,7 +91,8 @@ sweep() {
 }
 
 safetensors() {
-  python3 bench/safetensors-h200.py --gdio "$GDIO" --out "$L/st" --rows "${ST_ROWS:-verify,tmpfs,ext4-hot,cold,save}"
+  python3 bench/safetensors-h200.py --gdio "$GDIO" --out "$L/st" --size-gib "${ST_GIB:-16}" \
+    --rows "${ST_ROWS:-verify,tmpfs,ext4-hot,cold,save}"
 }
 
 python_pkg() {
@@ -100,10 +108,10 @@ for p in "$@"; do
     tests) phase tests 300 tests; grep -E 'FAILED|C api' "$L/tests.txt" | tee -a "$S"; echo "tests ok: $(grep -c ': ok$' "$L/tests.txt")" | tee -a "$S" ;;
     main) phase main 240 main_job; tee -a "$S" < "$L/main.txt" ;;
     micro) phase micro 240 micro; tee -a "$S" < "$L/micro.txt" ;;
-    cufile) phase cufile 420 cufile; tail -25 "$L/cufile.txt" | tee -a "$S" >/dev/null ;;
-    sweep) phase sweep 540 sweep; tail -30 "$L/sweep.txt" | tee -a "$S" >/dev/null ;;
-    safetensors) phase safetensors 420 safetensors; tail -30 "$L/safetensors.txt" | tee -a "$S" >/dev/null ;;
-    python) phase python 300 python_pkg; tail -45 "$L/python.txt" | tee -a "$S" >/dev/null ;;
+    cufile) phase cufile "${CUFILE_LIMIT:-420}" cufile; tail -25 "$L/cufile.txt" | tee -a "$S" >/dev/null ;;
+    sweep) phase sweep "${SWEEP_LIMIT:-540}" sweep; tail -30 "$L/sweep.txt" | tee -a "$S" >/dev/null ;;
+    safetensors) phase safetensors "${ST_LIMIT:-420}" safetensors; tail -30 "$L/safetensors.txt" | tee -a "$S" >/dev/null ;;
+    python) phase python "${PY_LIMIT:-300}" python_pkg; tail -45 "$L/python.txt" | tee -a "$S" >/dev/null ;;
     *) [ -f "bench/gpu-phase-$p.sh" ] && phase "$p" 540 bash "bench/gpu-phase-$p.sh" "$L/$p" && tail -30 "$L/$p.txt" | tee -a "$S" >/dev/null ;;
   esac
 done

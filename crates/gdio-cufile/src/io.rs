@@ -1,13 +1,12 @@
-//! `cuFileRead`/`cuFileWrite` and what builds on them (stream-ordered and batch I/O): argument
-//! checks, the registered-buffer fast lookup, gdio's driver call, and cuFile's return
-//! convention (bytes; `-1` with `errno`; `-code`).
+//! `cuFileRead`/`cuFileWrite`: argument checks, the registered-buffer fast lookup, gdio's
+//! driver call, and cuFile's return convention (bytes; `-1` with `errno`; `-code`), and the
+//! encoding of an error as a negative value for batch events and stream-ordered results.
 
 use std::ffi::c_void;
 use std::time::Instant;
 
-use gdio::iobatch::{BatchEntry, BatchOp, Completion, EntryStatus};
 use gdio::memory::{BufferRef, IoBuf, IoBufMut};
-use gdio::{Error, ErrorKind, MemoryKind};
+use gdio::{Error, ErrorKind, MemoryKind, Op};
 
 use crate::abi::code;
 use crate::log::{self, Level};
@@ -41,28 +40,44 @@ pub fn set_errno(e: i32) {
 /// cuFile's encoding of a gdio error for the sync calls: `-1` (with `errno` set) for a system
 /// error, else `-code`.
 fn encode(e: &Error) -> isize {
-    if let Some(errno) = e.errno() {
-        set_errno(errno);
-        return -1;
+    match (e.errno(), code_of(e)) {
+        (None, Some(c)) => -(c as isize),
+        (errno, _) => {
+            set_errno(errno.unwrap_or(libc::EIO));
+            -1
+        }
     }
-    let c = match e.kind() {
+}
+
+/// A gdio error as the negative value of a batch event's `ret` or an async `*bytes_p`: an I/O on
+/// a handle not opened for it is `-INVALID_FILE_OPEN_FLAG` (as `cuFileRead` says), another
+/// system error `-errno`, anything else `-code`.
+pub fn negative(e: &Error) -> isize {
+    match (e.kind(), e.errno()) {
+        (ErrorKind::PermissionDenied, Some(libc::EBADF)) => {
+            -(code::INVALID_FILE_OPEN_FLAG as isize)
+        }
+        (_, Some(errno)) => -(errno as isize),
+        _ => code_of(e).map_or(-(libc::EIO as isize), |c| -(c as isize)),
+    }
+}
+
+/// The cuFile code for a gdio error without an errno; `None`: a system error (EIO).
+fn code_of(e: &Error) -> Option<i32> {
+    Some(match e.kind() {
         ErrorKind::Gpu => code::CUDA_DRIVER_ERROR,
         ErrorKind::NoGpu => code::DEVICE_NOT_FOUND,
         ErrorKind::InvalidInput => code::INVALID_VALUE,
         ErrorKind::Unsupported | ErrorKind::NoBackend => code::IO_NOT_SUPPORTED,
         ErrorKind::PermissionDenied => code::PERMISSION_DENIED,
-        _ => {
-            set_errno(libc::EIO);
-            return -1;
-        }
-    };
-    -(c as isize)
+        _ => return None,
+    })
 }
 
 /// Read or write `size` bytes between file offset `file_offset` of handle `fh` and memory at
 /// `base + buf_offset`, in cuFile's return convention.
 pub fn sync_io(
-    op: BatchOp,
+    op: Op,
     fh: *mut c_void,
     base: *const c_void,
     size: usize,
@@ -83,8 +98,8 @@ pub fn sync_io(
         return -(code::INVALID_VALUE as isize);
     }
     let allowed = match op {
-        BatchOp::Read => reg.file.is_readable(),
-        BatchOp::Write => reg.file.is_writable(),
+        Op::Read => reg.file.is_readable(),
+        Op::Write => reg.file.is_writable(),
     };
     if !allowed {
         return -(code::INVALID_FILE_OPEN_FLAG as isize);
@@ -101,19 +116,19 @@ pub fn sync_io(
     let mem = RawMem(BufferRef { addr, len: size, kind });
     let start = Instant::now();
     let r = match op {
-        BatchOp::Read => {
+        Op::Read => {
             let mut m = mem;
             session.driver.read(&reg.file, file_offset as u64, &mut m, 0, size)
         }
-        BatchOp::Write => session.driver.write(&reg.file, file_offset as u64, &mem, 0, size),
+        Op::Write => session.driver.write(&reg.file, file_offset as u64, &mem, 0, size),
     };
     let took = start.elapsed();
     if session::stats_on() {
         let res = r.as_ref().map(|n| *n as u64).map_err(|_| ());
         let gpu = kind.device_ordinal();
         match op {
-            BatchOp::Read => session.stats.record_read(gpu, size as u64, res, took),
-            BatchOp::Write => session.stats.record_write(gpu, size as u64, res, took),
+            Op::Read => session.stats.record_read(gpu, size as u64, res, took),
+            Op::Write => session.stats.record_write(gpu, size as u64, res, took),
         }
     }
     match r {
@@ -130,52 +145,20 @@ pub fn sync_io(
     }
 }
 
-/// The kind of memory at `addr`: from the registration at `base` when the range lies inside
-/// it (no driver query), else asked once.
-fn kind_of(session: &Session, base: u64, off: u64, size: usize, addr: u64) -> MemoryKind {
-    match session.buffer(base) {
-        Some(b) if off.saturating_add(size as u64) <= b.len as u64 => match b.kind {
-            MemoryKind::Device { .. } | MemoryKind::PinnedHost | MemoryKind::Host => b.kind,
-            MemoryKind::Managed => session.driver.runtime().classify(addr),
-        },
-        _ => session.driver.runtime().classify(addr),
+/// The kind of `base + off .. + size` when a registration at `base` covers it: known without
+/// a driver query (the registration classified it and checked its extent once). Managed
+/// memory may move, so it is asked each time.
+pub fn registered_kind(session: &Session, base: u64, off: u64, size: usize) -> Option<MemoryKind> {
+    let b = session.buffer(base)?;
+    if off.saturating_add(size as u64) > b.len as u64 || b.kind == MemoryKind::Managed {
+        return None;
     }
+    Some(b.kind)
 }
 
-/// Runs batch entries now, one after the other, through [`sync_io`].
-///
-/// TEMPORARY: until the engine's batch API lands, every entry's I/O happens synchronously
-/// inside `cuFileBatchIOSubmit`; the engine wiring pass replaces this executor with one that
-/// starts the entries on the engine and completes each from its worker.
-pub fn run_batch_now(entries: Vec<(BatchEntry<u64>, Completion)>) {
-    for (e, done) in entries {
-        let r = sync_io(
-            e.op,
-            e.handle as *mut c_void,
-            e.buf_base as *const c_void,
-            e.size as usize,
-            e.file_offset as i64,
-            e.buf_offset as i64,
-        );
-        let status = match r {
-            n if n >= 0 => EntryStatus::Complete(n as u64),
-            -1 => EntryStatus::Failed(
-                -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as i64),
-            ),
-            n => EntryStatus::Failed(n as i64),
-        };
-        if let Some(s) = session::current() {
-            if session::stats_on() {
-                use std::sync::atomic::Ordering::Relaxed;
-                s.stats.batch_complete.record(matches!(status, EntryStatus::Complete(_)));
-                if let EntryStatus::Complete(n) = status {
-                    match e.op {
-                        BatchOp::Read => s.stats.batch_read_bytes.fetch_add(n, Relaxed),
-                        BatchOp::Write => s.stats.batch_write_bytes.fetch_add(n, Relaxed),
-                    };
-                }
-            }
-        }
-        done.complete(status);
-    }
+/// The kind of memory at `addr`: from the registration at `base` when the range lies inside
+/// it, else asked once.
+fn kind_of(session: &Session, base: u64, off: u64, size: usize, addr: u64) -> MemoryKind {
+    registered_kind(session, base, off, size)
+        .unwrap_or_else(|| session.driver.runtime().classify(addr))
 }

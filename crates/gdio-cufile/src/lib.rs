@@ -13,10 +13,10 @@
 //!   `nvfs.major/minor` stay 0.0: there is no nvidia-fs;
 //! - POSIX pool slabs are staged and reported, never allocated (gdio has its own pool).
 //!
-//! Batch I/O and `cuFileReadAsync`/`cuFileWriteAsync` have cuFile's full bookkeeping
-//! ([`gdio::iobatch`]); TEMPORARY: their I/O runs synchronously (batch entries inside submit,
-//! stream I/O after synchronizing the caller's stream) until the engine's batch and
-//! stream-ordered API is wired in.
+//! Batch I/O runs on gdio's engine ([`gdio::Batch`]: entries in flight while the caller goes
+//! on) and `cuFileReadAsync`/`cuFileWriteAsync` on its stream-ordered I/O
+//! ([`gdio::Driver::submit_on_stream`]); this crate keeps only the ABI's bookkeeping (batch ids,
+//! registered streams and their flags, error encodings).
 
 // The exported functions keep NVIDIA's safe-looking C prototypes; every pointer is checked for
 // NULL, and handles are looked up in tables, before use.
@@ -24,12 +24,13 @@
 #![allow(non_snake_case, non_camel_case_types)]
 
 pub mod abi;
-mod cuda;
+pub mod batch;
 pub mod io;
 pub mod log;
 pub mod params;
 pub mod session;
 mod stats_abi;
+pub mod streams;
 
 use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -37,7 +38,6 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use abi::{code, CUfileError_t as Err_t, *};
-use gdio::iobatch::{BatchEntry, BatchError, BatchOp, EntryStatus, Wait};
 use log::Level;
 use params::{flag, size, string};
 
@@ -57,6 +57,9 @@ fn guard<T>(what: &str, fallback: T, f: impl FnOnce() -> T) -> T {
         fallback
     })
 }
+
+/// `CUDA_ERROR_INVALID_CONTEXT`, the `cu_err` of a stream given where this process has no CUDA.
+const CUDA_ERROR_INVALID_CONTEXT: c_int = 201;
 
 const INTERNAL: Err_t = Err_t::code(code::INTERNAL_ERROR);
 
@@ -537,7 +540,7 @@ pub extern "C" fn cuFileRead(
     bufPtr_offset: i64,
 ) -> isize {
     guard("cuFileRead", -(code::INTERNAL_ERROR as isize), || {
-        io::sync_io(BatchOp::Read, fh, bufPtr_base, size, file_offset, bufPtr_offset)
+        io::sync_io(gdio::Op::Read, fh, bufPtr_base, size, file_offset, bufPtr_offset)
     })
 }
 
@@ -551,18 +554,11 @@ pub extern "C" fn cuFileWrite(
     bufPtr_offset: i64,
 ) -> isize {
     guard("cuFileWrite", -(code::INTERNAL_ERROR as isize), || {
-        io::sync_io(BatchOp::Write, fh, bufPtr_base, size, file_offset, bufPtr_offset)
+        io::sync_io(gdio::Op::Write, fh, bufPtr_base, size, file_offset, bufPtr_offset)
     })
 }
 
 // ---------------------------------------------------------------- batch
-
-fn batch_err(e: BatchError) -> Err_t {
-    match e {
-        BatchError::InvalidValue => err(code::INVALID_VALUE),
-        BatchError::Full => err(code::BATCH_FULL),
-    }
-}
 
 /// `cuFileBatchIOSetUp`: `1 <= nr <= io_batchsize`.
 #[no_mangle]
@@ -572,21 +568,22 @@ pub extern "C" fn cuFileBatchIOSetUp(batch_idp: *mut CUfileBatchHandle_t, nr: c_
             return err(code::INVALID_VALUE);
         }
         let Some(s) = session::current() else { return err(code::DRIVER_NOT_INITIALIZED) };
-        let r = s.batches.setup(nr as usize);
+        let r = s.batches.setup(&s.driver, nr as usize);
         if session::stats_on() {
-            s.stats.batch_setup.record(r.is_ok());
+            s.stats.batch_setup.record(r.is_some());
         }
         match r {
-            Ok(id) => {
+            Some(id) => {
                 put(batch_idp, id as CUfileBatchHandle_t);
                 Err_t::OK
             }
-            Err(e) => batch_err(e),
+            None => err(code::INVALID_VALUE),
         }
     })
 }
 
-/// `cuFileBatchIOSubmit`: every entry is checked before any runs.
+/// `cuFileBatchIOSubmit`: every entry is checked before any starts; the entries then run on
+/// gdio's engine while the caller goes on, and complete in any order.
 #[no_mangle]
 pub extern "C" fn cuFileBatchIOSubmit(
     batch_idp: CUfileBatchHandle_t,
@@ -596,49 +593,68 @@ pub extern "C" fn cuFileBatchIOSubmit(
 ) -> Err_t {
     guard("cuFileBatchIOSubmit", INTERNAL, || {
         let Some(s) = session::current() else { return err(code::DRIVER_NOT_INITIALIZED) };
-        if iocbp.is_null() || nr == 0 {
-            return err(code::INVALID_VALUE);
-        }
-        let mut entries = Vec::with_capacity(nr as usize);
-        for i in 0..nr as usize {
-            // SAFETY: the caller passes `nr` entries at `iocbp`, per cufile.h.
-            let p = unsafe { iocbp.add(i).read_unaligned() };
-            let op = match p.opcode {
-                0 => BatchOp::Read,
-                1 => BatchOp::Write,
-                _ => return err(code::INVALID_VALUE),
-            };
-            if p.mode != BATCH_MODE
-                || p.dev_ptr_base.is_null()
-                || p.file_offset < 0
-                || p.dev_ptr_offset < 0
-                || s.handle(p.fh).is_none()
-            {
-                return err(code::INVALID_VALUE);
-            }
-            entries.push(BatchEntry {
-                op,
-                handle: p.fh as u64,
-                buf_base: p.dev_ptr_base as u64,
-                buf_offset: p.dev_ptr_offset as u64,
-                file_offset: p.file_offset as u64,
-                size: p.size as u64,
-                cookie: p.cookie as u64,
-            });
-        }
-        let n = entries.len() as u64;
         let start = Instant::now();
-        let r = s.batches.submit(batch_idp as u64, entries, &io::run_batch_now);
+        let r = batch_submit(&s, batch_idp as u64, nr, iocbp);
         if session::stats_on() {
             s.stats.batch_submit.record(r.is_ok());
             if r.is_ok() {
-                s.stats.batch_entries.fetch_add(n, Ordering::Relaxed);
+                s.stats.batch_entries.fetch_add(nr as u64, Ordering::Relaxed);
             }
             s.stats
                 .batch_submit_us
                 .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
         }
-        r.map_or_else(batch_err, |()| Err_t::OK)
+        r.err().map_or(Err_t::OK, err)
+    })
+}
+
+fn batch_submit(
+    s: &session::Session,
+    id: u64,
+    nr: c_uint,
+    iocbp: *mut CUfileIOParams_t,
+) -> Result<(), c_int> {
+    let Some(shared) = s.batches.get(id) else { return Err(code::INVALID_VALUE) };
+    if iocbp.is_null() || nr == 0 {
+        return Err(code::INVALID_VALUE);
+    }
+    let mut entries = Vec::with_capacity(nr as usize);
+    for i in 0..nr as usize {
+        // SAFETY: the caller passes `nr` entries at `iocbp`, per cufile.h.
+        let p = unsafe { iocbp.add(i).read_unaligned() };
+        let op = match p.opcode {
+            0 => gdio::Op::Read,
+            1 => gdio::Op::Write,
+            _ => return Err(code::INVALID_VALUE),
+        };
+        let reg = s.handle(p.fh).ok_or(code::INVALID_VALUE)?;
+        if p.mode != BATCH_MODE
+            || p.dev_ptr_base.is_null()
+            || p.file_offset < 0
+            || p.dev_ptr_offset < 0
+        {
+            return Err(code::INVALID_VALUE);
+        }
+        entries.push(gdio::BatchEntry {
+            op,
+            file: reg.file.clone(),
+            file_offset: p.file_offset as u64,
+            buf_base: p.dev_ptr_base as u64,
+            buf_offset: p.dev_ptr_offset as u64,
+            len: p.size.min(isize::MAX as usize),
+            cookie: p.cookie as u64,
+            memory: io::registered_kind(s, p.dev_ptr_base as u64, p.dev_ptr_offset as u64, p.size),
+        });
+    }
+    let mut batch = batch::lock(&shared);
+    if batch.outstanding() + entries.len() > batch.capacity() {
+        return Err(code::BATCH_FULL);
+    }
+    // SAFETY: cuFile's contract: each entry's memory stays valid and untouched until its
+    // completion is reported or the batch is destroyed (destroy waits for what is in flight).
+    unsafe { batch.submit(&entries) }.map_err(|e| {
+        log::log(Level::Error, || format!("cuFileBatchIOSubmit: {e}"));
+        code::INVALID_VALUE
     })
 }
 
@@ -659,50 +675,92 @@ pub extern "C" fn cuFileBatchIOGetStatus(
         let Some(s) = session::current() else { return err(code::DRIVER_NOT_INITIALIZED) };
         // SAFETY: non-NULL in/out count from the caller.
         let room = unsafe { nr.read_unaligned() } as usize;
-        if iocbp.is_null() && room > 0 {
+        if (iocbp.is_null() && room > 0) || min_nr as usize > room {
             return err(code::INVALID_VALUE);
         }
-        let wait = if timeout.is_null() {
-            Wait::from_timespec(None)
+        let Some(shared) = s.batches.get(batch_idp as u64) else {
+            return err(code::INVALID_VALUE);
+        };
+        if room == 0 {
+            put(nr, 0);
+            return Err_t::OK;
+        }
+        let limit = if timeout.is_null() {
+            batch::wait_limit(None)
         } else {
             // SAFETY: a non-NULL timespec from the caller; any bit pattern is a valid timespec.
             let t = unsafe { timeout.read_unaligned() };
-            Wait::from_timespec(Some((t.tv_sec, t.tv_nsec)))
+            batch::wait_limit(Some((t.tv_sec, t.tv_nsec)))
         };
-        match s.batches.status(batch_idp as u64, min_nr as usize, room, wait) {
-            Ok(events) => {
-                for (i, e) in events.iter().enumerate() {
-                    let (status, ret) = match e.status {
-                        EntryStatus::Complete(n) => (status::COMPLETE, n as usize),
-                        EntryStatus::Failed(r) => (status::FAILED, r as isize as usize),
-                        EntryStatus::Canceled => (status::CANCELED, 0),
-                    };
-                    let ev = CUfileIOEvents_t { cookie: e.cookie as *mut c_void, status, ret };
-                    // SAFETY: i < events.len() <= room, the caller's array length.
-                    unsafe { iocbp.add(i).write_unaligned(ev) };
+        let got = batch::lock(&shared).get_status(min_nr as usize, room, limit);
+        let Ok(got) = got else { return err(code::INVALID_VALUE) };
+        for (i, e) in got.events.iter().enumerate() {
+            let (status, ret) = match &e.state {
+                gdio::BatchState::Complete(n) => (status::COMPLETE, *n),
+                gdio::BatchState::Failed(x) => {
+                    log::log(Level::Error, || format!("batch entry failed: {x}"));
+                    (status::FAILED, io::negative(x) as usize)
                 }
-                put(nr, events.len() as c_uint);
-                Err_t::OK
+                gdio::BatchState::Canceled => (status::CANCELED, 0),
+            };
+            let ev = CUfileIOEvents_t { cookie: e.cookie as *mut c_void, status, ret };
+            // SAFETY: i < events.len() <= room, the caller's array length.
+            unsafe { iocbp.add(i).write_unaligned(ev) };
+            if session::stats_on() {
+                count_batch_event(&s, e);
             }
-            Err(e) => batch_err(e),
         }
+        put(nr, got.events.len() as c_uint);
+        Err_t::OK
     })
 }
 
-/// `cuFileBatchIOCancel`.
+/// Counts a reported batch entry in cuFile's stats (batch counters and per-GPU reads/writes).
+fn count_batch_event(s: &session::Session, e: &gdio::BatchEvent) {
+    let res = match &e.state {
+        gdio::BatchState::Complete(n) => Ok(*n as u64),
+        _ => Err(()),
+    };
+    s.stats.batch_complete.record(res.is_ok());
+    if matches!(e.state, gdio::BatchState::Canceled) {
+        return;
+    }
+    let gpu = e.memory.device_ordinal();
+    match e.op {
+        gdio::Op::Read => {
+            if let Ok(n) = res {
+                s.stats.batch_read_bytes.fetch_add(n, Ordering::Relaxed);
+            }
+            s.stats.record_read(gpu, e.len as u64, res, e.elapsed)
+        }
+        gdio::Op::Write => {
+            if let Ok(n) = res {
+                s.stats.batch_write_bytes.fetch_add(n, Ordering::Relaxed);
+            }
+            s.stats.record_write(gpu, e.len as u64, res, e.elapsed)
+        }
+    }
+}
+
+/// `cuFileBatchIOCancel`: entries not started end CANCELED; those in flight finish.
 #[no_mangle]
 pub extern "C" fn cuFileBatchIOCancel(batch_idp: CUfileBatchHandle_t) -> Err_t {
     guard("cuFileBatchIOCancel", INTERNAL, || {
         let Some(s) = session::current() else { return err(code::DRIVER_NOT_INITIALIZED) };
-        let r = s.batches.cancel(batch_idp as u64);
+        let r = s.batches.get(batch_idp as u64).map(|b| batch::lock(&b).cancel().is_ok());
+        let ok = r == Some(true);
         if session::stats_on() {
-            s.stats.batch_cancel.record(r.is_ok());
+            s.stats.batch_cancel.record(ok);
         }
-        r.map_or_else(batch_err, |()| Err_t::OK)
+        if ok {
+            Err_t::OK
+        } else {
+            err(code::INVALID_VALUE)
+        }
     })
 }
 
-/// `cuFileBatchIODestroy`.
+/// `cuFileBatchIODestroy`: cancels what has not started and waits for what is in flight.
 #[no_mangle]
 pub extern "C" fn cuFileBatchIODestroy(batch_idp: CUfileBatchHandle_t) {
     guard("cuFileBatchIODestroy", (), || {
@@ -719,7 +777,7 @@ pub extern "C" fn cuFileBatchIODestroy(batch_idp: CUfileBatchHandle_t) {
 
 #[allow(clippy::too_many_arguments)]
 fn async_io(
-    op: BatchOp,
+    op: gdio::Op,
     fh: CUfileHandle_t,
     base: *mut c_void,
     size_p: *mut usize,
@@ -731,7 +789,7 @@ fn async_io(
     if bytes_p.is_null() {
         return err(code::INVALID_VALUE);
     }
-    let Some(s) = session::current().filter(|s| s.handle(fh).is_some()) else {
+    let Some((s, reg)) = session::current().and_then(|s| Some((s.clone(), s.handle(fh)?))) else {
         put(bytes_p, -(libc::EINVAL as isize));
         return err(code::INVALID_VALUE);
     };
@@ -739,28 +797,59 @@ fn async_io(
         put(bytes_p, -(code::INVALID_VALUE as isize));
         return err(code::INVALID_VALUE);
     }
-    let args = || {
-        // SAFETY: non-NULL argument pointers from the caller, per cufile.h.
-        unsafe {
-            (size_p.read_unaligned(), file_offset_p.read_unaligned(), buf_offset_p.read_unaligned())
+    let read_at_queue = session::streams().flags(stream as u64).is_some_and(|f| f.all_fixed());
+    let params =
+        gdio::StreamIoParams { size_p, file_offset_p, buf_offset_p, bytes_p, read_at_queue };
+    let gpu = s.driver.runtime().classify(base as u64).device_ordinal();
+    let counted = s.clone();
+    let done: gdio::stream_io::StreamIoDone = Box::new(move |size, r, took| {
+        if session::stats_on() {
+            let res = r.as_ref().map(|n| *n as u64).map_err(|_| ());
+            match op {
+                gdio::Op::Read => counted.stats.record_read(gpu, size as u64, res, took),
+                gdio::Op::Write => counted.stats.record_write(gpu, size as u64, res, took),
+            }
         }
+        match r {
+            Ok(n) => *n as isize,
+            Err(e) => {
+                log::log(Level::Error, || format!("stream-ordered {op}: {e}"));
+                io::negative(e)
+            }
+        }
+    });
+    // SAFETY: cuFile's contract: the stream is the caller's, the parameter memory stays valid
+    // until the stream has run the I/O, and so does the buffer.
+    let r = unsafe {
+        s.driver.submit_on_stream_with(
+            op,
+            &reg.file,
+            base as u64,
+            params,
+            stream as u64,
+            Some(done),
+        )
     };
-    let fixed = session::streams().flags(stream as u64).is_some_and(|f| f.all_fixed());
-    let early = fixed.then(args);
-    // TEMPORARY (until the engine's stream-ordered API): wait for the stream to reach this
-    // point, then do the I/O now; later work the caller queues sees its result.
-    if let Err(cu) = cuda::synchronize(stream, s.driver.runtime().name() == "cuda") {
-        return Err_t { err: CUDA_DRIVER_ERROR, cu_err: cu };
+    match r {
+        Ok(()) => Err_t::OK,
+        Err(e) => {
+            log::log(Level::Error, || format!("stream-ordered {op}: {e}"));
+            match e.kind() {
+                gdio::ErrorKind::Gpu | gdio::ErrorKind::NoGpu => Err_t {
+                    err: CUDA_DRIVER_ERROR,
+                    cu_err: e.driver_code().map_or(CUDA_ERROR_INVALID_CONTEXT, |c| c as c_int),
+                },
+                _ => err(code::INVALID_VALUE),
+            }
+        }
     }
-    let (size, file_offset, buf_offset) = early.unwrap_or_else(args);
-    let n = io::sync_io(op, fh, base, size, file_offset, buf_offset);
-    put(bytes_p, n);
-    Err_t::OK
 }
 
-/// `cuFileReadAsync`: the result (bytes, `-1`, or `-code`) lands in `*bytes_read_p`; the
+/// `cuFileReadAsync`: queued on `stream` (gdio's stream-ordered I/O); the result (bytes, or a
+/// negative errno or `-code`) lands in `*bytes_read_p` when the stream has run it. The
 /// arguments are read when `stream` reaches the read (at queue time when the stream was
-/// registered with all three FIXED flags).
+/// registered with all four FIXED/ALIGNED flags). The return value reports submission errors
+/// only.
 #[no_mangle]
 pub extern "C" fn cuFileReadAsync(
     fh: CUfileHandle_t,
@@ -773,7 +862,7 @@ pub extern "C" fn cuFileReadAsync(
 ) -> Err_t {
     guard("cuFileReadAsync", INTERNAL, || {
         async_io(
-            BatchOp::Read,
+            gdio::Op::Read,
             fh,
             bufPtr_base,
             size_p,
@@ -798,7 +887,7 @@ pub extern "C" fn cuFileWriteAsync(
 ) -> Err_t {
     guard("cuFileWriteAsync", INTERNAL, || {
         async_io(
-            BatchOp::Write,
+            gdio::Op::Write,
             fh,
             bufPtr_base,
             size_p,

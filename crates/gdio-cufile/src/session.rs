@@ -9,19 +9,20 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
 use gdio::gpu::GpuRuntime;
-use gdio::iobatch::{BatchTable, StreamTable};
 use gdio::op_stats::OpStats;
 use gdio::{Config, Driver, FileHandle, LoadedConfig, MemoryKind};
 
 use crate::abi::{code, CUfileError_t};
+use crate::batch::BatchTable;
 use crate::log::{self, Level};
 use crate::params::{self, Params, Staged};
+use crate::streams::StreamTable;
 
 /// A registered file.
 #[derive(Debug)]
 pub struct Registered {
-    /// gdio's handle (its own descriptors).
-    pub file: FileHandle,
+    /// gdio's handle (its own descriptors), shared with the I/O in flight on it.
+    pub file: Arc<FileHandle>,
     /// The caller's descriptor number.
     pub fd: i32,
 }
@@ -45,7 +46,7 @@ pub struct Session {
     handles: RwLock<HashMap<u64, Arc<Registered>>>,
     next_handle: AtomicU64,
     buffers: RwLock<HashMap<u64, BufReg>>,
-    /// Batches.
+    /// Batches, by `CUfileBatchHandle_t`.
     pub batches: BatchTable,
     /// Per-call counters (stats levels 1–3).
     pub stats: OpStats,
@@ -102,7 +103,7 @@ impl Session {
             return Err(code::HANDLE_ALREADY_REGISTERED);
         }
         let id = self.next_handle.fetch_add(1, Ordering::Relaxed);
-        map.insert(id, Arc::new(Registered { file, fd }));
+        map.insert(id, Arc::new(Registered { file: Arc::new(file), fd }));
         Ok(id as *mut c_void)
     }
 
@@ -122,10 +123,8 @@ impl Session {
             return Err(code::MEMORY_ALREADY_REGISTERED);
         }
         let kind = self.driver.runtime().classify(base);
-        let cuda = self.driver.runtime().name() == "cuda";
         if let MemoryKind::Device { ordinal } = kind {
-            let range = if cuda { crate::cuda::allocation(base) } else { Some((base, len as u64)) };
-            match range {
+            match self.driver.runtime().device_allocation(base) {
                 Some((b, size)) if base + len as u64 > b + size => {
                     return Err(code::CUDA_POINTER_RANGE_ERROR)
                 }
@@ -201,7 +200,7 @@ fn runtime_override() -> &'static Mutex<Option<Arc<dyn GpuRuntime>>> {
 
 /// For tests (Rust only, not part of the C ABI): the next open builds its driver on `runtime`
 /// (for example [`gdio::gpu::sim::SimRuntime`]) instead of the machine's; `None` restores
-/// detection. Device allocation bounds (5014) are checked only on CUDA.
+/// detection.
 pub fn set_runtime_for_tests(runtime: Option<Arc<dyn GpuRuntime>>) {
     *runtime_override().lock().unwrap_or_else(|p| p.into_inner()) = runtime;
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::engine::Notifier;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::FileHandle;
-use crate::memory::BufferRef;
+use crate::memory::{BufferRef, MemoryKind};
 use crate::request::Op;
 use crate::submit::{Router, Started};
 
@@ -31,6 +31,10 @@ pub struct BatchEntry {
     pub len: usize,
     /// Echoed in the entry's [`BatchEvent`].
     pub cookie: u64,
+    /// The kind of the whole buffer range when the caller already knows it (for example from
+    /// a registration that checked the range once): the batch then trusts it and makes no
+    /// pointer query for the entry. `None`: the batch classifies and checks the range.
+    pub memory: Option<MemoryKind>,
 }
 
 /// How a batch entry ended.
@@ -51,6 +55,14 @@ pub struct BatchEvent {
     pub cookie: u64,
     /// How it ended.
     pub state: BatchState,
+    /// The entry's operation (for per-operation accounting by front ends).
+    pub op: Op,
+    /// The kind of the entry's memory, as classified at submit.
+    pub memory: MemoryKind,
+    /// Bytes the entry asked for.
+    pub len: usize,
+    /// From submit until [`Batch::get_status`] saw the entry finished.
+    pub elapsed: Duration,
 }
 
 /// What [`Batch::get_status`] found.
@@ -65,6 +77,9 @@ pub struct BatchStatus {
 
 struct Slot {
     cookie: u64,
+    op: Op,
+    buf: BufferRef,
+    submitted: Instant,
     started: Started,
 }
 
@@ -133,7 +148,8 @@ impl Batch {
     ///
     /// # Safety
     /// Each entry's buffer range `buf_base + buf_offset .. + len` must be memory of this
-    /// process valid for the entry's operation, not accessed by anything else until
+    /// process (of the kind [`BatchEntry::memory`] says, when it says one) valid for the
+    /// entry's operation, not accessed by anything else until
     /// [`Batch::get_status`] has reported the entry, or the batch was destroyed or dropped.
     pub unsafe fn submit(&mut self, entries: &[BatchEntry]) -> Result<()> {
         self.alive()?;
@@ -158,22 +174,39 @@ impl Batch {
                 (_, Some(a)) => a,
                 (_, None) => return Err(at(invalid("buffer base + offset overflows".into()))),
             };
-            let kind = self.router.runtime.classify(e.buf_base);
-            let buf = BufferRef { addr, len: e.len, kind };
-            self.router.check_buffer(buf, &e.file, e.file_offset).map_err(at)?;
+            let buf = match e.memory {
+                Some(kind) => BufferRef { addr, len: e.len, kind },
+                None => {
+                    let kind = self.router.runtime.classify(e.buf_base);
+                    let buf = BufferRef { addr, len: e.len, kind };
+                    self.router.check_buffer(buf, &e.file, e.file_offset).map_err(at)?;
+                    buf
+                }
+            };
+            if addr.checked_add(e.len as u64).is_none() {
+                return Err(at(invalid("buffer address + length overflows".into())));
+            }
             if e.file_offset.checked_add(e.len as u64).is_none() {
                 return Err(at(invalid("file offset + length overflows".into())));
             }
             bufs.push(buf);
         }
+        let submitted = Instant::now();
         for (e, buf) in entries.iter().zip(bufs) {
             // SAFETY: forwarded contract: valid until reported, destroyed or dropped, and
-            // drop/destroy wait for every entry.
+            // drop/destroy wait for every entry; the buffer was checked above (or its kind is
+            // vouched for by the caller, per the contract).
             let started = unsafe {
-                self.router.start(e.op, &e.file, buf, e.file_offset, Some(self.notifier.clone()))
+                self.router.start_checked(
+                    e.op,
+                    &e.file,
+                    buf,
+                    e.file_offset,
+                    Some(self.notifier.clone()),
+                )
             };
             let started = started.unwrap_or_else(|err| Started::Done(Err(err)));
-            self.slots.push_back(Slot { cookie: e.cookie, started });
+            self.slots.push_back(Slot { cookie: e.cookie, op: e.op, buf, submitted, started });
         }
         Ok(())
     }
@@ -208,7 +241,14 @@ impl Batch {
                 Started::Done(Ok(n)) => BatchState::Complete(n),
                 Started::Done(Err(e)) => BatchState::Failed(e),
             };
-            out.push(BatchEvent { cookie: slot.cookie, state });
+            out.push(BatchEvent {
+                cookie: slot.cookie,
+                state,
+                op: slot.op,
+                memory: slot.buf.kind,
+                len: slot.buf.len,
+                elapsed: slot.submitted.elapsed(),
+            });
         }
     }
 

@@ -617,7 +617,9 @@ impl Driver {
     /// stream waits for it, and the size and offsets in `params` are read when the stream
     /// reaches it; the result (bytes, or a negative errno) lands in `*params.bytes_p`. See
     /// [`stream_io`](crate::stream_io) for every ordering guarantee. `buf_base` must be
-    /// device memory; a stream of another GPU or context is an error here.
+    /// device memory, and the stream of that GPU's context: another GPU's or context's stream
+    /// is an error here. Without a GPU (host runtime) there are no streams: on the null stream
+    /// (0) an I/O on host memory runs before this returns; any other stream is an error.
     ///
     /// # Safety
     /// `stream` is a live stream; the `params` pointers stay valid until the stream has run the
@@ -631,19 +633,59 @@ impl Driver {
         params: crate::stream_io::StreamIoParams,
         stream: u64,
     ) -> Result<()> {
-        let MemoryKind::Device { ordinal } = self.runtime.classify(buf_base) else {
-            return Err(Error::new(
-                ErrorKind::InvalidInput,
-                format!("address 0x{buf_base:x} is not device memory; stream-ordered I/O needs GPU memory"),
-            )
-            .with_errno(libc::EINVAL)
-            .with_path(file.path()));
+        // SAFETY: forwarded contract.
+        unsafe { self.submit_on_stream_with(op, file, buf_base, params, stream, None) }
+    }
+
+    /// [`Driver::submit_on_stream`], calling `done` when the I/O has finished (on the
+    /// runtime's thread, before later stream work starts) for the value stored in
+    /// `*params.bytes_p`: how a front end counts the I/O and encodes its result.
+    ///
+    /// # Safety
+    /// As [`Driver::submit_on_stream`].
+    pub unsafe fn submit_on_stream_with(
+        &self,
+        op: Op,
+        file: &Arc<FileHandle>,
+        buf_base: u64,
+        params: crate::stream_io::StreamIoParams,
+        stream: u64,
+        done: Option<crate::stream_io::StreamIoDone>,
+    ) -> Result<()> {
+        let kind = self.runtime.classify(buf_base);
+        let ordinal = match kind {
+            MemoryKind::Device { ordinal } => {
+                self.check_gpu(ordinal)?;
+                Some(ordinal)
+            }
+            // No GPU: only the null stream exists, with nothing queued on it.
+            _ if self.runtime.device_count() == 0 && stream == 0 => None,
+            _ if self.runtime.device_count() == 0 => {
+                return Err(Error::new(
+                    ErrorKind::NoGpu,
+                    format!(
+                        "stream 0x{stream:x} cannot be a stream of this process: {}",
+                        self.why_no_gpu.as_deref().unwrap_or("it has no GPU")
+                    ),
+                )
+                .with_path(file.path()))
+            }
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!(
+                        "address 0x{buf_base:x} is not device memory; stream-ordered I/O on a \
+                         GPU stream needs GPU memory"
+                    ),
+                )
+                .with_errno(libc::EINVAL)
+                .with_path(file.path()))
+            }
         };
-        self.check_gpu(ordinal)?;
         let req = Request {
             op,
             file: file.info(),
-            memory: MemoryKind::Device { ordinal },
+            memory: kind,
             file_offset: 0,
             buf_addr: buf_base,
             len: EXPLAIN_LEN,
@@ -653,6 +695,14 @@ impl Driver {
             let e = b.engine()?;
             b.score(&req, config).accepts().then(|| (e.clone(), b.name()))
         });
+        // Device memory: where its allocation ends, asked now (the host function that runs the
+        // I/O may not call the GPU runtime) and checked against the size read then.
+        let end = match kind {
+            MemoryKind::Device { .. } => {
+                self.runtime.device_allocation(buf_base).map(|(start, len)| start + len)
+            }
+            _ => None,
+        };
         let Some((engine, name)) = engine else {
             return Err(Error::new(
                 ErrorKind::NoBackend,
@@ -671,9 +721,12 @@ impl Driver {
                 op,
                 file,
                 buf_base,
+                kind,
+                end,
                 ordinal,
                 params,
                 stream,
+                done,
             )
         }
     }

@@ -59,7 +59,6 @@ pub mod error;
 pub mod file;
 pub mod gdr;
 pub mod gpu;
-pub mod iobatch;
 pub mod memory;
 pub mod op_stats;
 pub mod platform;

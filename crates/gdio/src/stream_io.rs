@@ -6,7 +6,11 @@
 //! - work queued on S after it starts only once the I/O has finished: every byte has landed in
 //!   GPU memory (reads) or reached the file (writes), and the result is in `*bytes_p`;
 //! - the size, file offset and buffer offset are read from the caller's memory when S reaches
-//!   the I/O, not when it is enqueued, so earlier work on S may write them;
+//!   the I/O, not when it is enqueued, so earlier work on S may write them — unless the caller
+//!   promised they are fixed ([`StreamIoParams::read_at_queue`], cuFile's stream flags), then
+//!   they are read when the I/O is enqueued;
+//! - in a process whose GPU runtime has no GPU (the host runtime), only the null stream exists
+//!   and nothing can be queued on it before the I/O: the I/O runs before the call returns;
 //! - I/Os on different streams, and I/Os submitted with the other APIs, are not ordered with
 //!   it.
 //!
@@ -19,6 +23,7 @@
 //! run concurrently.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::engine::Engine;
 use crate::error::{Error, ErrorKind, Result};
@@ -40,14 +45,63 @@ pub struct StreamIoParams {
     pub buf_offset_p: *const i64,
     /// Where the result goes (`bytes_read_p`): bytes moved, or a negative errno.
     pub bytes_p: *mut isize,
+    /// Read the size and offsets when the I/O is enqueued, not when the stream reaches it (the
+    /// caller promised they are fixed by then: cuFile's `FIXED_*` stream flags).
+    pub read_at_queue: bool,
+}
+
+/// Called on the runtime's thread when a stream-ordered I/O has finished, with the size asked,
+/// the result and the time the I/O took; returns the value stored in `*bytes_p` (a front end's
+/// encoding of the result). Must not call the GPU runtime.
+pub type StreamIoDone = Box<dyn FnOnce(usize, &Result<usize>, Duration) -> isize + Send>;
+
+/// The default value for `*bytes_p`: bytes moved, or a negative errno (`EIO` when the error
+/// has none).
+pub fn default_result(r: &Result<usize>) -> isize {
+    match r {
+        Ok(n) => *n as isize,
+        Err(e) => -(e.errno().unwrap_or(libc::EIO) as isize),
+    }
+}
+
+/// The size and offsets, as read from the caller's memory.
+#[derive(Debug, Clone, Copy)]
+struct Args {
+    size: usize,
+    file_offset: i64,
+    buf_offset: i64,
+}
+
+impl StreamIoParams {
+    /// Reads the size and offsets.
+    ///
+    /// # Safety
+    /// The three pointers are valid and written.
+    unsafe fn args(&self) -> Args {
+        // SAFETY: forwarded contract; volatile because earlier stream work may have written
+        // them behind the compiler's back.
+        unsafe {
+            Args {
+                size: std::ptr::read_volatile(self.size_p),
+                file_offset: std::ptr::read_volatile(self.file_offset_p),
+                buf_offset: std::ptr::read_volatile(self.buf_offset_p),
+            }
+        }
+    }
 }
 
 struct Job {
     op: Op,
     file: Arc<FileHandle>,
     base: u64,
-    ordinal: usize,
+    kind: MemoryKind,
+    /// End of the device allocation holding the buffer, when the runtime knows it (checked
+    /// when the I/O runs, where no GPU call is allowed).
+    end: Option<u64>,
     params: StreamIoParams,
+    /// Read at queue time (`read_at_queue`), else `None`: read when the job runs.
+    fixed: Option<Args>,
+    done: Option<StreamIoDone>,
     engine: Arc<Engine>,
     stats: Arc<Stats>,
     backend: &'static str,
@@ -60,28 +114,19 @@ unsafe impl Send for Job {}
 impl Job {
     /// Runs on the stream's host-function thread: reads the parameters (the stream has reached
     /// the I/O) and hands the rest to a thread of its own, which opens `gate` when done.
-    fn start(self, gate: StreamGate) {
+    fn start(mut self, gate: StreamGate) {
         let p = self.params;
         // SAFETY: the caller keeps the parameter memory valid and written by the time the
-        // stream reaches this I/O (contract of `enqueue`); volatile because earlier stream
-        // work may have written it behind the compiler's back.
-        let (size, foff, boff) = unsafe {
-            (
-                std::ptr::read_volatile(p.size_p),
-                std::ptr::read_volatile(p.file_offset_p),
-                std::ptr::read_volatile(p.buf_offset_p),
-            )
-        };
+        // stream reaches this I/O (contract of `enqueue`).
+        let a = self.fixed.unwrap_or_else(|| unsafe { p.args() });
+        self.fixed = Some(a);
         let bytes_p = p.bytes_p as usize;
         // The result if no thread can be started (the gate then opens as the closure drops);
         // otherwise overwritten before the gate opens. Later stream work reads it only after.
         // SAFETY: `bytes_p` is the caller's, valid until later stream work runs.
         unsafe { std::ptr::write_volatile(bytes_p as *mut isize, -(libc::EAGAIN as isize)) };
         let spawned = std::thread::Builder::new().name("gdio-stream-io".into()).spawn(move || {
-            let v = self.run(size, foff, boff);
-            // SAFETY: `bytes_p` is the caller's, valid until later stream work, which waits
-            // for the gate opened just below.
-            unsafe { std::ptr::write_volatile(bytes_p as *mut isize, v) };
+            self.run();
             gate.open();
         });
         if let Err(e) = spawned {
@@ -89,19 +134,28 @@ impl Job {
         }
     }
 
-    /// Does the I/O; returns the bytes moved or a negative errno, for `*bytes_p`.
-    fn run(self, size: usize, foff: i64, boff: i64) -> isize {
-        match &self.io(size, foff, boff) {
-            Ok(n) => {
-                self.stats.record_ok(self.backend, *n as u64);
-                *n as isize
-            }
+    fn run(mut self) {
+        let p = self.params;
+        // SAFETY: the caller keeps the parameter memory valid and written by the time the
+        // stream reaches this I/O (contract of `enqueue`).
+        let a = self.fixed.unwrap_or_else(|| unsafe { p.args() });
+        let start = Instant::now();
+        let r = self.io(a.size, a.file_offset, a.buf_offset);
+        let took = start.elapsed();
+        match &r {
+            Ok(n) => self.stats.record_ok(self.backend, *n as u64),
             Err(e) => {
                 self.stats.record_error(self.backend);
                 tracing::debug!("stream-ordered {} failed: {e}", self.op);
-                -(e.errno().unwrap_or(libc::EIO) as isize)
             }
         }
+        let v = match self.done.take() {
+            Some(done) => done(a.size, &r, took),
+            None => default_result(&r),
+        };
+        // SAFETY: as above, `bytes_p` is the caller's, valid and not read until later stream
+        // work runs.
+        unsafe { std::ptr::write_volatile(p.bytes_p, v) };
     }
 
     fn io(&self, size: usize, foff: i64, boff: i64) -> Result<usize> {
@@ -116,20 +170,28 @@ impl Job {
         let Some(addr) = self.base.checked_add(boff as u64) else {
             return bad(format!("buffer offset {boff} overflows"));
         };
-        let buf = BufferRef { addr, len: size, kind: MemoryKind::Device { ordinal: self.ordinal } };
-        // SAFETY: the caller's contract (`enqueue`): the buffer range is device memory valid
+        if let Some(end) = self.end {
+            if addr.checked_add(size as u64).is_none_or(|e| e > end) {
+                return bad(format!(
+                    "buffer offset {boff} + {size} bytes runs past the end of the GPU allocation"
+                ));
+            }
+        }
+        let buf = BufferRef { addr, len: size, kind: self.kind };
+        // SAFETY: the caller's contract (`enqueue`): the buffer range is memory of `kind` valid
         // until the I/O finished, which the wait below covers.
         let io = unsafe { self.engine.submit(self.op, &self.file, buf, foff as u64) }?;
         io.wait().map(|t| t.bytes as usize)
     }
 }
 
-/// Enqueues `op` on `stream`; see the module docs for the ordering.
+/// Enqueues `op` on `stream` of GPU `ordinal` (`None`: the runtime has no GPU and `stream` is
+/// the null stream: the I/O runs now); see the module docs for the ordering.
 ///
 /// # Safety
 /// `stream` is a live stream of this process; the parameter pointers are valid until the
-/// stream has run the I/O; `buf_base + *buf_offset_p .. + *size_p` is device memory of
-/// GPU `ordinal` valid for the I/O and not otherwise accessed until then.
+/// stream has run the I/O; `buf_base + *buf_offset_p .. + *size_p` is memory of `kind` valid
+/// for the I/O and not otherwise accessed until then.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn enqueue(
     runtime: &Arc<dyn GpuRuntime>,
@@ -139,12 +201,32 @@ pub(crate) unsafe fn enqueue(
     op: Op,
     file: &Arc<FileHandle>,
     buf_base: u64,
-    ordinal: usize,
+    kind: MemoryKind,
+    end: Option<u64>,
+    ordinal: Option<usize>,
     params: StreamIoParams,
     stream: u64,
+    done: Option<StreamIoDone>,
 ) -> Result<()> {
-    let job =
-        Job { op, file: file.clone(), base: buf_base, ordinal, params, engine, stats, backend };
+    // SAFETY: forwarded contract: with `read_at_queue` the values are written now.
+    let fixed = params.read_at_queue.then(|| unsafe { params.args() });
+    let job = Job {
+        op,
+        file: file.clone(),
+        base: buf_base,
+        kind,
+        end,
+        params,
+        fixed,
+        done,
+        engine,
+        stats,
+        backend,
+    };
+    let Some(ordinal) = ordinal else {
+        job.run();
+        return Ok(());
+    };
     // SAFETY: forwarded contract; `start` calls no CUDA API and does not block.
     unsafe { runtime.launch_gated_host_fn(ordinal, stream, Box::new(move |g| job.start(g))) }
 }

@@ -91,6 +91,23 @@ impl Router {
         notifier: Option<Arc<Notifier>>,
     ) -> Result<Started> {
         self.check_buffer(buf, file, offset)?;
+        // SAFETY: forwarded contract.
+        unsafe { self.start_checked(op, file, buf, offset, notifier) }
+    }
+
+    /// [`Router::start`] for a buffer already checked (or whose kind a registration vouches
+    /// for): no pointer queries.
+    ///
+    /// # Safety
+    /// As [`Router::start`], and `buf.kind` is the kind of the whole range.
+    pub(crate) unsafe fn start_checked(
+        &self,
+        op: Op,
+        file: &Arc<FileHandle>,
+        buf: BufferRef,
+        offset: u64,
+        notifier: Option<Arc<Notifier>>,
+    ) -> Result<Started> {
         for b in &self.backends {
             b.prepare(file);
         }

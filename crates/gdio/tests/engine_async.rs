@@ -203,6 +203,7 @@ fn batch_entry(
         buf_offset: bo,
         len,
         cookie: off ^ 0x5a5a,
+        memory: None,
     }
 }
 
@@ -258,6 +259,17 @@ fn batch_mixes_reads_and_writes_with_failing_entries_among_good_ones() {
     events.sort_by_key(|e| e.cookie);
     let cookies: Vec<u64> = events.iter().map(|e| e.cookie).collect();
     assert_eq!(cookies, vec![100, 101, 102, 103, 200, 201, 300, 301], "each reported once");
+    // Each event names its entry's operation, memory and size (front ends count with them).
+    let shape: Vec<(Op, Option<usize>, usize)> =
+        events.iter().map(|e| (e.op, e.memory.device_ordinal(), e.len)).collect();
+    let entry_shape: Vec<(Op, Option<usize>, usize)> = {
+        let mut es: Vec<_> = entries.iter().collect();
+        es.sort_by_key(|e| e.cookie);
+        es.iter()
+            .map(|e| (e.op, drv.runtime().classify(e.buf_base).device_ordinal(), e.len))
+            .collect()
+    };
+    assert_eq!(shape, entry_shape);
     for ev in &events {
         match (ev.cookie, &ev.state) {
             (300, BatchState::Failed(e)) => assert_eq!(e.errno(), Some(libc::EBADF), "{e}"),
@@ -519,4 +531,33 @@ fn cold_reads_with_several_direct_reads_in_flight_per_worker() {
     }
     let e = gdio::Config { direct_reads_in_flight: 0, ..Config::default() }.validate().unwrap_err();
     assert!(e.to_string().contains("direct_reads_in_flight"), "{e}");
+}
+
+#[test]
+fn batch_trusts_a_kind_the_caller_vouches_for() {
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(81, 1 << 20);
+    let f = Arc::new(FileHandle::open(write_file(d.path(), "v", &data)).unwrap());
+    let drv = sim_driver(tiny_config(DirectIoPolicy::Off, 2), 2);
+    let dev = drv.alloc_device(1, 1 << 20).unwrap();
+    let mut batch = drv.batch(4).unwrap();
+    let entries: Vec<BatchEntry> = (0..4u64)
+        .map(|i| {
+            let mut e = batch_entry(&f, Op::Read, i * 4096 + 7, dev.addr(), i * 8192, 4096);
+            e.memory = Some(gdio::MemoryKind::Device { ordinal: 1 });
+            e
+        })
+        .collect();
+    // SAFETY: `dev` outlives the batch; the entries are device memory of GPU 1, as vouched.
+    unsafe { batch.submit(&entries) }.unwrap();
+    let st = batch.get_status(4, 4, Some(Duration::from_secs(60))).unwrap();
+    assert_eq!(st.events.len(), 4);
+    let back = dev.to_vec().unwrap();
+    for ev in &st.events {
+        assert!(matches!(ev.state, BatchState::Complete(4096)), "{:?}", ev.state);
+        assert_eq!(ev.memory, gdio::MemoryKind::Device { ordinal: 1 });
+        let i = entries.iter().position(|e| e.cookie == ev.cookie).unwrap() as u64;
+        let (off, bo) = ((i * 4096 + 7) as usize, (i * 8192) as usize);
+        assert_eq!(back[bo..bo + 4096], data[off..off + 4096]);
+    }
 }

@@ -180,6 +180,7 @@ fn gpu_batch_4k_random_reads_with_a_failing_entry() {
             buf_offset: (i * 4096) as u64,
             len: 4096,
             cookie: i as u64,
+            memory: None,
         })
         .collect();
     let mut bad = entries[0].clone();
@@ -259,6 +260,7 @@ fn gpu_stream_ordered_read_runs_between_earlier_and_later_stream_work() {
             file_offset_p: &foff,
             buf_offset_p: &boff,
             bytes_p: &mut bytes,
+            read_at_queue: false,
         };
         // SAFETY: the stream, parameters and slice live until the synchronize below.
         unsafe {
@@ -271,5 +273,71 @@ fn gpu_stream_ordered_read_runs_between_earlier_and_later_stream_work() {
         let (fo, bo) = (foff as usize, boff as usize);
         assert!(back[bo..bo + len] == data[fo..fo + len], "round {round}");
         assert!(back[..bo].iter().all(|&b| b == 0));
+    }
+}
+
+#[test]
+fn gpu_gathered_small_reads_land_exactly_with_and_without_the_batched_copy() {
+    let Some(rt) = cuda() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(61, 8 << 20);
+    let f = Arc::new(FileHandle::open(write_file(d.path(), "g", &data)).unwrap());
+    for batch_copy in [true, false] {
+        let config = Config {
+            threads: 2,
+            direct_io: DirectIoPolicy::Off,
+            gather_batch_copy: batch_copy,
+            ..Config::default()
+        };
+        let drv = driver(&rt, config);
+        let mut r = rng(62);
+        let n = 512;
+        let mut plan = Vec::new();
+        let mut at = 0u64;
+        for i in 0..n {
+            let len: usize = if i % 2 == 0 { 4096 } else { r.random_range(1..=65_536) };
+            let off = r.random_range(0..(data.len() - len) as u64);
+            at += r.random_range(0..600);
+            plan.push((off, at, len));
+            at += len as u64;
+        }
+        let mut dev = drv.alloc_device(0, at as usize).unwrap();
+        let poison = random_bytes(63, at as usize);
+        dev.copy_from_host(0, &poison).unwrap();
+        let mut batch = drv.batch(n).unwrap();
+        let entries: Vec<gdio::BatchEntry> = plan
+            .iter()
+            .enumerate()
+            .map(|(i, &(off, bo, len))| gdio::BatchEntry {
+                op: gdio::Op::Read,
+                file: f.clone(),
+                file_offset: off,
+                buf_base: dev.addr(),
+                buf_offset: bo,
+                len,
+                cookie: i as u64,
+                memory: None,
+            })
+            .collect();
+        // SAFETY: `dev` outlives the batch; the entries' ranges do not overlap.
+        unsafe { batch.submit(&entries) }.unwrap();
+        let mut seen = 0;
+        while seen < n {
+            let st = batch.get_status(1, n, None).unwrap();
+            for e in &st.events {
+                let len = plan[e.cookie as usize].2;
+                assert!(matches!(e.state, gdio::BatchState::Complete(m) if m == len), "{e:?}");
+            }
+            seen += st.events.len();
+        }
+        drop(batch);
+        let mut want = poison.clone();
+        for &(off, bo, len) in &plan {
+            want[bo as usize..bo as usize + len]
+                .copy_from_slice(&data[off as usize..off as usize + len]);
+        }
+        let back = dev.to_vec().unwrap();
+        assert!(back == want, "batch_copy {batch_copy}: bytes differ");
+        assert!(drv.engine().counters().gathered_reads > 0, "nothing was gathered");
     }
 }

@@ -31,6 +31,7 @@ impl Params {
             file_offset_p: &self.foff,
             buf_offset_p: &self.boff,
             bytes_p: &mut self.bytes,
+            read_at_queue: false,
         }
     }
 }
@@ -144,4 +145,75 @@ fn errors_land_in_the_result_and_foreign_streams_are_refused() {
     unsafe { drv.submit_on_stream(Op::Read, &f, dev.addr(), params, s0) }.unwrap();
     rt.with_stream(s0, |s| s.synchronize().unwrap()).unwrap();
     assert_eq!(p.bytes, -(libc::EINVAL as isize));
+}
+
+#[test]
+fn fixed_parameters_are_read_at_queue_time_and_the_allocation_end_holds() {
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(63, 1 << 20);
+    let f = Arc::new(FileHandle::open(write_file(d.path(), "q", &data)).unwrap());
+    let (rt, drv) = setup(3);
+    let stream = rt.create_stream(0).unwrap();
+    let dev = drv.alloc_device(0, 1 << 20).unwrap();
+    let mut pdev = drv.alloc_device(0, 8).unwrap();
+    pdev.copy_from_host(0, &5000usize.to_ne_bytes()).unwrap();
+    // Earlier stream work changes the size; with read_at_queue the queued value (3000) holds.
+    let mut p = Box::new(Params { size: 3000, foff: 100, boff: 10, bytes: -999 });
+    rt.with_stream(stream, |s| {
+        // SAFETY: `p` and `pdev` live until the stream is synchronized below.
+        unsafe { s.copy_to_host((&mut p.size as *mut usize).cast(), pdev.addr(), 8).unwrap() };
+    })
+    .unwrap();
+    let mut params = p.ptrs();
+    params.read_at_queue = true;
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let s2 = seen.clone();
+    let done: gdio::stream_io::StreamIoDone = Box::new(move |size, r, _took| {
+        *s2.lock().unwrap() = Some((size, r.as_ref().ok().copied()));
+        -77
+    });
+    // SAFETY: the stream, parameters and `dev` outlive the synchronize below.
+    unsafe { drv.submit_on_stream_with(Op::Read, &f, dev.addr(), params, stream, Some(done)) }
+        .unwrap();
+    rt.with_stream(stream, |s| s.synchronize().unwrap()).unwrap();
+    // The hook saw the size and result and chose the stored value.
+    assert_eq!(*seen.lock().unwrap(), Some((3000, Some(3000))));
+    assert_eq!((p.size, p.bytes), (5000, -77));
+    assert_eq!(dev.to_vec().unwrap()[10..3010], data[100..3100]);
+    // A size read at run time that runs past the allocation: -EINVAL, nothing written.
+    let before = dev.to_vec().unwrap();
+    p.size = 4096;
+    p.boff = (1 << 20) - 100;
+    p.bytes = 0;
+    let params = p.ptrs();
+    // SAFETY: as above.
+    unsafe { drv.submit_on_stream(Op::Read, &f, dev.addr(), params, stream) }.unwrap();
+    rt.with_stream(stream, |s| s.synchronize().unwrap()).unwrap();
+    assert_eq!(p.bytes, -(libc::EINVAL as isize));
+    assert_eq!(dev.to_vec().unwrap(), before);
+    rt.destroy_stream(stream);
+}
+
+#[test]
+fn without_a_gpu_the_null_stream_runs_host_io_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(64, 50_000);
+    let f = Arc::new(FileHandle::open(write_file(d.path(), "h", &data)).unwrap());
+    let drv = Driver::with_runtime(
+        tiny_config(DirectIoPolicy::Off, 2),
+        Arc::new(gdio::gpu::host::HostRuntime::new("tests: no GPU")),
+    )
+    .unwrap();
+    let mut out = vec![0u8; 50_000];
+    let mut p = Box::new(Params { size: 20_000, foff: 777, boff: 5, bytes: -999 });
+    let params = p.ptrs();
+    // SAFETY: `out` and `p` live past the call, which runs the read before returning.
+    unsafe { drv.submit_on_stream(Op::Read, &f, out.as_mut_ptr() as u64, params, 0) }.unwrap();
+    assert_eq!(p.bytes, 20_000);
+    assert_eq!(&out[5..20_005], &data[777..20_777]);
+    // Any other stream cannot exist here.
+    let params = p.ptrs();
+    // SAFETY: refused before anything runs.
+    let e = unsafe { drv.submit_on_stream(Op::Read, &f, out.as_mut_ptr() as u64, params, 0x1234) };
+    assert_eq!(e.unwrap_err().kind(), gdio::ErrorKind::NoGpu);
 }

@@ -40,6 +40,10 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("buffered_chunk_size", KeyKind::Count),
     ("bounce_buffers_per_thread", KeyKind::Count),
     ("direct_reads_in_flight", KeyKind::Count),
+    ("gather_max_pieces", KeyKind::Count),
+    ("gather_max_bytes", KeyKind::Count),
+    ("gather_piece_size", KeyKind::Count),
+    ("gather_batch_copy", KeyKind::Bool),
     ("completion_spin_us", KeyKind::Count),
     ("direct_io", KeyKind::DirectIo),
     ("hot_cache_fraction", KeyKind::Fraction),
@@ -95,6 +99,9 @@ pub const BOUNDS: &[(&str, Bound)] = &[
     ("buffered_chunk_size", Bound::new(4096, MAX_SIZE)),
     ("bounce_buffers_per_thread", Bound::new(2, 64)),
     ("direct_reads_in_flight", Bound::new(1, 64)),
+    ("gather_max_pieces", Bound::new(0, 4096)),
+    ("gather_max_bytes", Bound::new(0, MAX_SIZE)),
+    ("gather_piece_size", Bound::new(0, MAX_SIZE)),
     // At most a second: a longer spin is a busy core, not a faster wake-up.
     ("completion_spin_us", Bound::new(0, 1_000_000)),
     // KiB: up to 1 TiB, so `* 1024` never overflows.
@@ -212,6 +219,10 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
             config.bounce_buffers_per_thread = as_usize(origin, key, value)?
         }
         "direct_reads_in_flight" => config.direct_reads_in_flight = as_usize(origin, key, value)?,
+        "gather_max_pieces" => config.gather_max_pieces = as_usize(origin, key, value)?,
+        "gather_max_bytes" => config.gather_max_bytes = as_usize(origin, key, value)?,
+        "gather_piece_size" => config.gather_piece_size = as_usize(origin, key, value)?,
+        "gather_batch_copy" => config.gather_batch_copy = as_bool(origin, key, value)?,
         "completion_spin_us" => config.completion_spin_us = as_count(origin, key, value)?,
         "direct_io" => {
             let s = value
@@ -280,6 +291,10 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "buffered_chunk_size" => config.buffered_chunk_size.into(),
         "bounce_buffers_per_thread" => config.bounce_buffers_per_thread.into(),
         "direct_reads_in_flight" => config.direct_reads_in_flight.into(),
+        "gather_max_pieces" => config.gather_max_pieces.into(),
+        "gather_max_bytes" => config.gather_max_bytes.into(),
+        "gather_piece_size" => config.gather_piece_size.into(),
+        "gather_batch_copy" => config.gather_batch_copy.into(),
         "completion_spin_us" => config.completion_spin_us.into(),
         "direct_io" => serde_json::to_value(config.direct_io).unwrap_or(Value::Null),
         "hot_cache_fraction" => config.hot_cache_fraction.into(),

@@ -102,6 +102,22 @@ pub struct Config {
     /// a worker reads this many bounce buffers at once, so a cold read keeps the disk's queue
     /// full. Each worker then has at least this many + 1 bounce buffers.
     pub direct_reads_in_flight: usize,
+    /// Small reads into GPU memory (`gather_piece_size` bytes or less) that are already queued
+    /// together are gathered: a worker reads up to this many of them, of any requests, into
+    /// consecutive places of one bounce buffer and sends them to the GPU with one batched copy
+    /// and one completion marker. 0 or 1 turns gathering off. A lone request never waits to be
+    /// gathered: only requests already queued are, and a worker takes at most its share of the
+    /// queue (queued / `threads` + 1), so the other workers keep reading in parallel.
+    pub gather_max_pieces: usize,
+    /// Bytes one gathered group fills at most (also at most `bounce_buffer_size`); 0 turns
+    /// gathering off.
+    pub gather_max_bytes: usize,
+    /// Reads of at most this many bytes may be gathered; 0 turns gathering off.
+    pub gather_piece_size: usize,
+    /// Send a gathered group with the driver's batched copy (`cuMemcpyBatchAsync`, CUDA 12.8+)
+    /// when the driver has it; off (or an older driver): one copy call per piece, still one
+    /// marker per group.
+    pub gather_batch_copy: bool,
     /// Microseconds a worker polls a copy's completion marker (checking for new work between
     /// polls) before it blocks on the marker. Blocking waits wake tens of microseconds late,
     /// which small requests and buffer reuse feel; 0 blocks at once.
@@ -153,6 +169,10 @@ impl Default for Config {
             buffered_chunk_size: 4 << 20,
             bounce_buffers_per_thread: 2,
             direct_reads_in_flight: 2,
+            gather_max_pieces: 64,
+            gather_max_bytes: 1 << 20,
+            gather_piece_size: 64 << 10,
+            gather_batch_copy: true,
             completion_spin_us: 1000,
             direct_io: DirectIoPolicy::Auto,
             hot_cache_fraction: 0.5,

@@ -52,6 +52,8 @@ pub(crate) struct Counters {
     pub mapped_read: AtomicU64,
     pub buffered_write: AtomicU64,
     pub direct_write: AtomicU64,
+    /// Reads that went in a gathered group.
+    pub gathered_reads: AtomicU64,
 }
 
 /// Told when a job completes (a batch waits on one of these for all its entries).

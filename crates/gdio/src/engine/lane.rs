@@ -97,6 +97,14 @@ impl Lane {
         self.stream.wait(slot)
     }
 
+    /// Waits until marker `slot`, recorded as sequence `seq`, is reached (spinning first, as
+    /// for a slot's reuse).
+    pub(crate) fn wait_recorded(&mut self, seq: u64, slot: usize) -> Result<()> {
+        self.wait_marker(slot)?;
+        self.reached = self.reached.max(seq);
+        Ok(())
+    }
+
     /// Records marker `slot` after the copies queued so far; returns its sequence number.
     pub fn record(&mut self, slot: usize) -> Result<u64> {
         self.stream.record(slot)?;

@@ -7,7 +7,10 @@
 //! - `pool`: the worker threads.
 //! - `lane`: a worker's stream and bounce ring for one GPU.
 //! - `transfer`: what a worker does with a task.
+//! - `gather`: small reads of many requests to one GPU sent as one group.
 
+mod caller_lane;
+mod gather;
 mod job;
 mod lane;
 mod mapped;
@@ -56,6 +59,9 @@ pub struct EngineCounters {
     pub buffered_write_bytes: u64,
     /// Bytes written with `O_DIRECT`.
     pub direct_write_bytes: u64,
+    /// Small reads into GPU memory that went in a gathered group (one bounce buffer, one
+    /// batched copy, one marker for many requests).
+    pub gathered_reads: u64,
 }
 
 /// The engine: a worker pool over one GPU runtime.
@@ -89,11 +95,18 @@ impl Engine {
                 .max(config.direct_reads_in_flight.clamp(1, 64) + 1),
             spin: std::time::Duration::from_micros(config.completion_spin_us),
         };
+        let counters: Arc<Counters> = Arc::default();
         Engine {
-            pool: Pool::new(runtime.clone(), config.threads.max(1), shape),
+            pool: Pool::new(
+                runtime.clone(),
+                config.threads.max(1),
+                shape,
+                gather::GatherShape::from_config(&config),
+                counters.clone(),
+            ),
             runtime,
             config,
-            counters: Arc::default(),
+            counters,
         }
     }
 
@@ -116,6 +129,7 @@ impl Engine {
             page_cache_dma_bytes: c.mapped_read.load(Ordering::Relaxed),
             buffered_write_bytes: c.buffered_write.load(Ordering::Relaxed),
             direct_write_bytes: c.direct_write.load(Ordering::Relaxed),
+            gathered_reads: c.gathered_reads.load(Ordering::Relaxed),
         }
     }
 
@@ -228,11 +242,22 @@ impl Engine {
             return Ok(Transfer::default());
         };
         let job = self.job(op, JobFile::Borrowed(file), buf, offset, len);
-        // A single task in host memory runs on the calling thread: no hand-off, no wake-up.
-        if job.tasks.len() == 1 && !matches!(buf.kind, MemoryKind::Device { .. }) {
-            if let Some(task) = job.claim() {
-                pool::run_host_task(&job, task);
+        // A single task runs on the calling thread: no hand-off, no wake-up. Host memory in
+        // place; device memory through the thread's own lane (not for page-cache DMA).
+        let inline = match buf.kind {
+            _ if job.tasks.len() != 1 => false,
+            MemoryKind::Device { ordinal } => {
+                !job.page_cache_dma
+                    && caller_lane::run(&self.runtime, self.pool.shape(), ordinal, &job)
             }
+            _ => {
+                if let Some(task) = job.claim() {
+                    pool::run_host_task(&job, task);
+                }
+                true
+            }
+        };
+        if inline {
             let t = Self::transfer(&job);
             if op == Op::Write && t.is_ok() {
                 file.note_written_end(offset + len);

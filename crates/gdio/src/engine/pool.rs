@@ -9,7 +9,8 @@ use std::sync::{Arc, Barrier, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::job::{Job, TaskResult};
+use super::gather::{self, GatherShape};
+use super::job::{Counters, Job, TaskResult};
 use super::lane::Lane;
 use super::mapped;
 use super::plan::Task;
@@ -53,6 +54,9 @@ struct Shared {
     queued: AtomicUsize,
     runtime: Arc<dyn GpuRuntime>,
     shape: LaneShape,
+    gather: GatherShape,
+    threads: usize,
+    counters: Arc<Counters>,
 }
 
 /// A fixed set of worker threads, started on first use.
@@ -63,7 +67,13 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    pub(crate) fn new(runtime: Arc<dyn GpuRuntime>, threads: usize, shape: LaneShape) -> Pool {
+    pub(crate) fn new(
+        runtime: Arc<dyn GpuRuntime>,
+        threads: usize,
+        shape: LaneShape,
+        gather: GatherShape,
+        counters: Arc<Counters>,
+    ) -> Pool {
         Pool {
             shared: Arc::new(Shared {
                 queue: Mutex::new(Queue { jobs: VecDeque::new(), shutdown: false }),
@@ -71,10 +81,17 @@ impl Pool {
                 queued: AtomicUsize::new(0),
                 runtime,
                 shape,
+                gather,
+                threads,
+                counters,
             }),
             threads,
             handles: Mutex::new(Vec::new()),
         }
+    }
+
+    pub(crate) fn shape(&self) -> LaneShape {
+        self.shared.shape
     }
 
     pub(crate) fn threads(&self) -> usize {
@@ -169,15 +186,16 @@ fn lane<'a>(
 fn worker_main(shared: Arc<Shared>) {
     let mut lanes: HashMap<usize, Lane> = HashMap::new();
     loop {
-        let work = {
+        let (work, group) = {
             let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
             loop {
                 if let Some(j) = q.jobs.pop_front() {
+                    let group = take_group(&mut q, &j, &shared);
                     shared.queued.store(q.jobs.len(), Ordering::Release);
-                    break Some(j);
+                    break (Some(j), group);
                 }
                 if lanes.values().any(Lane::has_in_flight) {
-                    break None;
+                    break (None, Vec::new());
                 }
                 if q.shutdown {
                     return;
@@ -201,12 +219,74 @@ fn worker_main(shared: Arc<Shared>) {
                 continue;
             }
         };
+        if !group.is_empty() {
+            run_gathered(job, group, &mut lanes, &shared);
+            continue;
+        }
         while let Some(task) = job.claim() {
             for l in lanes.values_mut().filter(|l| l.has_in_flight()) {
                 l.poll();
             }
             run_task(&job, task, &mut lanes, &shared);
         }
+    }
+}
+
+/// When `first` may be gathered and more like it are queued right behind it: takes them off
+/// the queue (at most this worker's share of it, so the other workers keep reading in
+/// parallel) and returns them. Only work already queued is taken; nothing waits for more.
+fn take_group(q: &mut Queue, first: &Work, shared: &Shared) -> Vec<Arc<Job>> {
+    let mut group = Vec::new();
+    let Work::Job(job) = first else { return group };
+    let Some(ordinal) = shared.gather.candidate(job) else { return group };
+    let share = (q.jobs.len() + 1).div_ceil(shared.threads.max(1));
+    let limit = shared.gather.max_pieces.min(share);
+    while group.len() + 1 < limit {
+        match q.jobs.front() {
+            Some(Work::Job(j)) if shared.gather.candidate(j) == Some(ordinal) => {
+                group.push(j.clone());
+                q.jobs.pop_front();
+            }
+            _ => break,
+        }
+    }
+    group
+}
+
+/// Runs `first` and `more` (gathering candidates for one GPU) as one gathered group.
+fn run_gathered(
+    first: Arc<Job>,
+    more: Vec<Arc<Job>>,
+    lanes: &mut HashMap<usize, Lane>,
+    shared: &Shared,
+) {
+    for l in lanes.values_mut().filter(|l| l.has_in_flight()) {
+        l.poll();
+    }
+    let mut jobs = more;
+    jobs.insert(0, first);
+    let Some(ordinal) = shared.gather.candidate(&jobs[0]) else {
+        // Not reached (every member is a candidate); run them one by one all the same.
+        for job in &jobs {
+            while let Some(task) = job.claim() {
+                run_task(job, task, lanes, shared);
+            }
+        }
+        return;
+    };
+    let rest = match lane(lanes, shared, ordinal) {
+        Ok(l) => gather::run_group(&jobs, l, &shared.gather, &shared.counters),
+        Err(e) => {
+            for job in &jobs {
+                if let Some(task) = job.claim() {
+                    job.finish(task, TaskResult::default(), Some(e.clone()));
+                }
+            }
+            return;
+        }
+    };
+    for (job, task) in rest {
+        run_task(&job, task, lanes, shared);
     }
 }
 

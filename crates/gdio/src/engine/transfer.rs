@@ -48,7 +48,7 @@ pub(crate) fn read_path(job: &Job, task: &Task, device: bool) -> ReadPath {
     }
 }
 
-fn io_error(file: &FileHandle, what: &str, errno: i32, offset: u64, len: u64) -> Error {
+pub(crate) fn io_error(file: &FileHandle, what: &str, errno: i32, offset: u64, len: u64) -> Error {
     Error::from_errno(errno, what.to_owned()).with_path(file.path()).with_range(offset, len)
 }
 

@@ -5,6 +5,7 @@
 //! so presence is checked first and its absence becomes an error.
 
 use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys;
@@ -151,6 +152,17 @@ impl GpuRuntime for CudaRuntime {
         Some(self.driver_version)
     }
 
+    fn device_allocation(&self, addr: u64) -> Option<(u64, u64)> {
+        if addr == 0 || self.bind(0).is_err() {
+            return None;
+        }
+        let mut base: sys::CUdeviceptr = 0;
+        let mut size: usize = 0;
+        // SAFETY: libcuda is loaded and a context is current (bind above); the call writes two
+        // integers and fails for an address CUDA does not know.
+        let r = unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, addr) };
+        (r == sys::CUresult::CUDA_SUCCESS).then_some((base, size as u64))
+    }
     fn classify(&self, addr: u64) -> MemoryKind {
         if addr == 0 || self.bind(0).is_err() {
             return MemoryKind::Host;
@@ -338,6 +350,57 @@ impl GpuRuntime for CudaRuntime {
     }
 }
 
+type BatchV2 = unsafe extern "C" fn(
+    *mut sys::CUdeviceptr,
+    *mut sys::CUdeviceptr,
+    *mut usize,
+    usize,
+    *mut sys::CUmemcpyAttributes,
+    *mut usize,
+    usize,
+    sys::CUstream,
+) -> sys::CUresult;
+type BatchV1 = unsafe extern "C" fn(
+    *mut sys::CUdeviceptr,
+    *mut sys::CUdeviceptr,
+    *mut usize,
+    usize,
+    *mut sys::CUmemcpyAttributes,
+    *mut usize,
+    usize,
+    *mut usize,
+    sys::CUstream,
+) -> sys::CUresult;
+
+/// The driver's batched copy entry point: `cuMemcpyBatchAsync_v2` (CUDA 13) or
+/// `cuMemcpyBatchAsync` (CUDA 12.8/12.9, with a failure index).
+#[derive(Clone, Copy)]
+enum BatchCopy {
+    V2(BatchV2),
+    V1(BatchV1),
+}
+
+/// Set when the driver refused a batched copy: later groups go one copy at a time.
+static BATCH_REFUSED: AtomicBool = AtomicBool::new(false);
+
+/// The batched copy of the loaded driver, `None` when it has none (before CUDA 12.8): then a
+/// batch is queued one copy at a time. Looked up once, without cudarc's loader (which panics
+/// on a missing symbol).
+fn batch_copy_fn() -> Option<BatchCopy> {
+    static F: OnceLock<Option<BatchCopy>> = OnceLock::new();
+    *F.get_or_init(|| {
+        // SAFETY: the runtime only exists once libcuda loaded, so `culib` finds it; the symbol
+        // types are the driver API's prototypes of these names.
+        unsafe {
+            let lib = sys::culib();
+            if let Ok(f) = lib.get::<BatchV2>(b"cuMemcpyBatchAsync_v2\0") {
+                return Some(BatchCopy::V2(*f));
+            }
+            lib.get::<BatchV1>(b"cuMemcpyBatchAsync\0").ok().map(|f| BatchCopy::V1(*f))
+        }
+    })
+}
+
 /// A CUDA stream with one event per marker slot (plus one for `synchronize`).
 struct CudaStream {
     ctx: Arc<CudaContext>,
@@ -364,6 +427,65 @@ impl GpuStream for CudaStream {
             unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), len, self.stream) },
             "cuMemcpyHtoDAsync",
         )
+    }
+    unsafe fn copy_to_device_batch(&mut self, copies: &[(u64, *const u8, usize)]) -> Result<()> {
+        let batch = match batch_copy_fn() {
+            Some(f) if copies.len() > 1 && !BATCH_REFUSED.load(Ordering::Relaxed) => f,
+            _ => {
+                for &(dst, src, len) in copies {
+                    // SAFETY: forwarded contract.
+                    unsafe { self.copy_to_device(dst, src, len)? };
+                }
+                return Ok(());
+            }
+        };
+        self.bind()?;
+        let mut dsts: Vec<sys::CUdeviceptr> = copies.iter().map(|c| c.0).collect();
+        let mut srcs: Vec<sys::CUdeviceptr> = copies.iter().map(|c| c.1 as u64).collect();
+        let mut sizes: Vec<usize> = copies.iter().map(|c| c.2).collect();
+        let mut attrs = sys::CUmemcpyAttributes {
+            srcAccessOrder: sys::CUmemcpySrcAccessOrder::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
+            srcLocHint: sys::CUmemLocation {
+                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST,
+                id: 0,
+            },
+            dstLocHint: sys::CUmemLocation {
+                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: self.ctx.ordinal() as i32,
+            },
+            flags: 0,
+        };
+        let mut attr_idx = 0usize;
+        let n = copies.len();
+        let (d, s, z, a, ai) = (
+            dsts.as_mut_ptr(),
+            srcs.as_mut_ptr(),
+            sizes.as_mut_ptr(),
+            &mut attrs as *mut sys::CUmemcpyAttributes,
+            &mut attr_idx as *mut usize,
+        );
+        let r = match batch {
+            // SAFETY: `n` entries in each array, one attribute applying from entry 0; the
+            // ranges are valid until the copies complete (forwarded contract).
+            BatchCopy::V2(f) => unsafe { f(d, s, z, n, a, ai, 1, self.stream) },
+            BatchCopy::V1(f) => {
+                let mut fail = usize::MAX;
+                // SAFETY: as above; `fail` receives the index of a failing copy.
+                unsafe { f(d, s, z, n, a, ai, 1, &mut fail, self.stream) }
+            }
+        };
+        if let Err(e) = check(r, &format!("cuMemcpyBatchAsync of {n} copies")) {
+            // The driver refused the batched call: queue the copies one by one from now on.
+            // Copies are idempotent (same source, same destination, the source untouched until
+            // the group's marker), so any the refused call did queue may safely run twice.
+            BATCH_REFUSED.store(true, Ordering::Relaxed);
+            tracing::warn!(error = %e, "cuMemcpyBatchAsync refused; copying one piece at a time");
+            for &(dst, src, len) in copies {
+                // SAFETY: forwarded contract.
+                unsafe { self.copy_to_device(dst, src, len)? };
+            }
+        }
+        Ok(())
     }
     unsafe fn copy_to_host(&mut self, dst: *mut u8, src: u64, len: usize) -> Result<()> {
         self.bind()?;

@@ -50,6 +50,19 @@ pub trait GpuStream: Send {
     /// `src` must be valid for reads of `len` bytes and `dst` a device range of `len` bytes,
     /// both until the copy is known complete.
     unsafe fn copy_to_device(&mut self, dst: u64, src: *const u8, len: usize) -> Result<()>;
+    /// Queues many host→device copies (`(device dst, host src, len)`) as one group, in one
+    /// driver call where the runtime has one (CUDA 12.8+: `cuMemcpyBatchAsync`); the default
+    /// queues them one by one. On error, some of the copies may have been queued.
+    ///
+    /// # Safety
+    /// As [`GpuStream::copy_to_device`], for every entry.
+    unsafe fn copy_to_device_batch(&mut self, copies: &[(u64, *const u8, usize)]) -> Result<()> {
+        for &(dst, src, len) in copies {
+            // SAFETY: forwarded contract.
+            unsafe { self.copy_to_device(dst, src, len)? };
+        }
+        Ok(())
+    }
     /// Queues a device→host copy.
     ///
     /// # Safety
@@ -112,6 +125,12 @@ pub trait GpuRuntime: Send + Sync + std::fmt::Debug {
         len: usize,
         read_only: bool,
     ) -> Result<()>;
+    /// The `(start, len)` of the device allocation that holds `addr`, where the runtime can
+    /// tell (`None`: unknown, or not device memory).
+    fn device_allocation(&self, addr: u64) -> Option<(u64, u64)> {
+        let _ = addr;
+        None
+    }
     /// Enqueues on `stream` of GPU `ordinal`, for stream-ordered I/O: a host function `start`,
     /// run when the stream reaches it, then a gate that holds back every later piece of work on
     /// `stream` until the [`StreamGate`] handed to `start` is opened (from any thread, after

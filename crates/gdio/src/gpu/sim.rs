@@ -132,6 +132,11 @@ impl GpuRuntime for SimRuntime {
         }
         MemoryKind::Host
     }
+    fn device_allocation(&self, addr: u64) -> Option<(u64, u64)> {
+        let a = self.lock();
+        let (&start, &(_, len)) = a.device.range(..=addr).next_back()?;
+        (addr < start + len as u64).then_some((start, len as u64))
+    }
     fn alloc_device(&self, ordinal: usize, len: usize) -> Result<u64> {
         self.check_ordinal(ordinal)?;
         let p = alloc_aligned(len)? as u64;
@@ -241,9 +246,18 @@ impl GpuRuntime for SimRuntime {
 }
 
 enum Op {
-    Copy { dst: usize, src: usize, len: usize },
+    Copy {
+        dst: usize,
+        src: usize,
+        len: usize,
+    },
+    /// Many copies, late by one delay (as one driver call would be).
+    Batch(Vec<(usize, usize, usize)>),
     Host(Box<dyn FnOnce() + Send>),
-    Mark { slot: usize, seq: u64 },
+    Mark {
+        slot: usize,
+        seq: u64,
+    },
 }
 
 struct Marks {
@@ -277,6 +291,17 @@ impl SimStream {
                         unsafe {
                             std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, len)
                         };
+                    }
+                    Op::Batch(copies) => {
+                        if !delay.is_zero() {
+                            std::thread::sleep(delay);
+                        }
+                        for (dst, src, len) in copies {
+                            // SAFETY: as for `Op::Copy`, for every entry.
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, len)
+                            };
+                        }
                     }
                     Op::Host(f) => {
                         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
@@ -319,6 +344,10 @@ impl SimStream {
 impl GpuStream for SimStream {
     unsafe fn copy_to_device(&mut self, dst: u64, src: *const u8, len: usize) -> Result<()> {
         self.send(Op::Copy { dst: dst as usize, src: src as usize, len })
+    }
+    unsafe fn copy_to_device_batch(&mut self, copies: &[(u64, *const u8, usize)]) -> Result<()> {
+        let c = copies.iter().map(|&(d, s, n)| (d as usize, s as usize, n)).collect();
+        self.send(Op::Batch(c))
     }
     unsafe fn copy_to_host(&mut self, dst: *mut u8, src: u64, len: usize) -> Result<()> {
         self.send(Op::Copy { dst: dst as usize, src: src as usize, len })

@@ -1,4 +1,5 @@
-//! [`StreamTable`]: the streams registered for stream-ordered I/O and their promises.
+//! [`StreamTable`]: the streams registered with `cuFileStreamRegister` and the promises their
+//! flags make (ABI bookkeeping; the stream-ordered I/O itself is `gdio::Driver::submit_on_stream`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -18,10 +19,13 @@ impl StreamFlags {
     /// Offsets and size are 4 KiB aligned.
     pub const PAGE_ALIGNED_INPUTS: u32 = 8;
 
-    /// True when every argument is fixed at queue time, so it may be read then rather than
-    /// when the stream reaches the I/O.
+    /// True when all four flags are set: every argument is fixed (and aligned) at queue time,
+    /// so it may be read then rather than when the stream reaches the I/O.
     pub fn all_fixed(self) -> bool {
-        let all = Self::FIXED_BUF_OFFSET | Self::FIXED_FILE_OFFSET | Self::FIXED_FILE_SIZE;
+        let all = Self::FIXED_BUF_OFFSET
+            | Self::FIXED_FILE_OFFSET
+            | Self::FIXED_FILE_SIZE
+            | Self::PAGE_ALIGNED_INPUTS;
         self.0 & all == all
     }
 }
@@ -73,6 +77,8 @@ mod tests {
         assert_eq!(t.flags(0x1234), Some(StreamFlags(0xF)));
         assert!(t.flags(0x1234).unwrap().all_fixed());
         assert!(!StreamFlags(3).all_fixed());
+        assert!(!StreamFlags(7).all_fixed());
+        assert!(StreamFlags(0x1F).all_fixed());
         assert!(t.register(0, 0x10));
         assert!(t.deregister(0x1234));
         assert!(!t.deregister(0x1234));

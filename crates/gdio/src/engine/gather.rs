@@ -1,0 +1,170 @@
+//! Gathering small reads into GPU memory: when several small single-task reads to one GPU are
+//! already queued, one worker reads them, of any requests, into consecutive places of one
+//! bounce buffer and sends them with one batched copy and one completion marker, instead of a
+//! copy call and a marker per piece. Each request still finishes when its own piece has landed
+//! (the group's marker), and a piece that fails to read fails only its own request.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::job::{Counters, DirectChoice, Job, TaskResult};
+use super::lane::Lane;
+use super::plan::Task;
+use super::transfer::{self, ReadPath};
+use crate::config::Config;
+use crate::file::posix;
+use crate::memory::MemoryKind;
+use crate::request::Op;
+
+/// Pieces start at multiples of this in the bounce buffer (so every copy's source is aligned
+/// the way the DMA engine likes it).
+const PIECE_ALIGN: usize = 512;
+
+/// The gathering knobs of the engine's configuration.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GatherShape {
+    /// Pieces per group at most (under 2: off).
+    pub max_pieces: usize,
+    /// Bytes per group at most (also at most a bounce buffer).
+    pub max_bytes: usize,
+    /// Reads of at most this many bytes are candidates.
+    pub piece_size: usize,
+    /// Use the runtime's batched copy (else one copy call per piece).
+    pub batch_copy: bool,
+}
+
+impl GatherShape {
+    /// The knobs of `config`.
+    pub(crate) fn from_config(config: &Config) -> GatherShape {
+        GatherShape {
+            max_pieces: config.gather_max_pieces,
+            max_bytes: config.gather_max_bytes.min(config.bounce_buffer_size),
+            piece_size: config.gather_piece_size,
+            batch_copy: config.gather_batch_copy,
+        }
+    }
+
+    fn enabled(&self) -> bool {
+        self.max_pieces > 1 && self.max_bytes > 0 && self.piece_size > 0
+    }
+
+    /// The GPU whose group `job` may join: a buffered-capable read of one small task into GPU
+    /// memory.
+    pub(crate) fn candidate(&self, job: &Job) -> Option<usize> {
+        if !self.enabled()
+            || job.op != Op::Read
+            || job.tasks.len() != 1
+            || job.len > self.piece_size.min(self.max_bytes) as u64
+            || job.page_cache_dma
+            || matches!(job.direct, DirectChoice::Always)
+        {
+            return None;
+        }
+        match job.buf.kind {
+            MemoryKind::Device { ordinal } => Some(ordinal),
+            _ => None,
+        }
+    }
+}
+
+/// A piece read into the group's bounce buffer, waiting for its copy.
+struct Piece {
+    job: Arc<Job>,
+    task: Task,
+    /// Where in the bounce buffer.
+    at: usize,
+    /// Bytes read (fewer than the task's only at end of file).
+    got: u64,
+}
+
+/// Runs the tasks of `jobs` (all [`GatherShape::candidate`]s for `lane`'s GPU) as one group.
+/// Returns the tasks that could not join (a cold range that goes `O_DIRECT`, or no room left):
+/// the caller runs them one by one.
+pub(crate) fn run_group(
+    jobs: &[Arc<Job>],
+    lane: &mut Lane,
+    shape: &GatherShape,
+    counters: &Counters,
+) -> Vec<(Arc<Job>, Task)> {
+    let mut rest = Vec::new();
+    let slot = match lane.take_slot() {
+        Ok(s) => s,
+        Err(e) => {
+            for job in jobs {
+                if let Some(task) = job.claim() {
+                    job.finish(task, TaskResult::default(), Some(e.clone()));
+                }
+            }
+            return rest;
+        }
+    };
+    let cap = lane.buffer_size().min(shape.max_bytes);
+    let base = lane.buffers[slot].as_mut_ptr();
+    let mut pieces: Vec<Piece> = Vec::with_capacity(jobs.len());
+    let mut at = 0usize;
+    for job in jobs {
+        let Some(task) = job.claim() else { continue };
+        let len = task.len as usize;
+        if at + len > cap || transfer::read_path(job, &task, true) != ReadPath::Buffered {
+            rest.push((job.clone(), task));
+            continue;
+        }
+        let file = job.file();
+        // SAFETY: `at + len <= cap <= buffer size`; the slot's previous copy is done (taken
+        // above) and this range belongs to this piece alone until its copy is queued.
+        let r =
+            unsafe { posix::pread_full_raw(file.buffered_fd(), base.add(at), len, task.offset) };
+        match r {
+            Err(errno) => {
+                let e =
+                    transfer::io_error(file, "buffered read failed", errno, task.offset, task.len);
+                job.finish(task, TaskResult::default(), Some(e));
+            }
+            // At (or past) the end of the file: nothing to copy.
+            Ok(0) => job.finish(task, TaskResult::default(), None),
+            Ok(n) => {
+                pieces.push(Piece { job: job.clone(), task, at, got: n as u64 });
+                at = (at + n).div_ceil(PIECE_ALIGN) * PIECE_ALIGN;
+            }
+        }
+    }
+    if pieces.is_empty() {
+        return rest;
+    }
+    let copies: Vec<(u64, *const u8, usize)> = pieces
+        .iter()
+        .map(|p| {
+            // SAFETY: `p.at + p.got <= cap`, inside the bounce buffer.
+            let src = unsafe { base.add(p.at) };
+            (p.job.buf.addr + p.task.rel, src as *const u8, p.got as usize)
+        })
+        .collect();
+    let queued = if shape.batch_copy {
+        // SAFETY: each device range lies inside its job's buffer (valid until the job is done,
+        // which is after the marker below is reached); the pinned sources stay untouched until
+        // the slot's marker is waited for.
+        unsafe { lane.stream.copy_to_device_batch(&copies) }
+    } else {
+        copies.iter().try_for_each(|&(dst, src, len)| {
+            // SAFETY: as above.
+            unsafe { lane.stream.copy_to_device(dst, src, len) }
+        })
+    };
+    match queued.and_then(|()| lane.record(slot)) {
+        Ok(seq) => {
+            counters.gathered_reads.fetch_add(pieces.len() as u64, Ordering::Relaxed);
+            for p in pieces {
+                let result = TaskResult { bytes: p.got, ..TaskResult::default() };
+                lane.defer(seq, slot, p.job, p.task, result);
+            }
+        }
+        Err(e) => {
+            // Nothing of the group may still be copying when its requests finish.
+            lane.settle();
+            for p in pieces {
+                p.job.finish(p.task, TaskResult::default(), Some(e.clone()));
+            }
+        }
+    }
+    rest
+}

@@ -1,0 +1,249 @@
+//! Gathered small reads into GPU memory (simulated GPUs, whose copies land late): many small
+//! requests of random sizes at random offsets, queued together, share bounce buffers and
+//! batched copies; every byte of every destination is checked (and the bytes around them are
+//! untouched), completions are waited for out of order, and a piece that fails to read fails
+//! only its own request.
+
+mod common;
+
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use gdio::gpu::sim::SimRuntime;
+use gdio::{BatchEntry, BatchState, Config, DirectIoPolicy, Driver, FileHandle, Op};
+use rand::Rng;
+
+fn gather_config(threads: usize, max_pieces: usize) -> Config {
+    Config {
+        threads,
+        bounce_buffer_size: 256 << 10,
+        bounce_buffers_per_thread: 2,
+        direct_io: DirectIoPolicy::Off,
+        gather_max_pieces: max_pieces,
+        gather_max_bytes: 256 << 10,
+        gather_piece_size: 64 << 10,
+        ..Config::default()
+    }
+}
+
+fn driver(config: Config, delay_us: u64) -> Driver {
+    Driver::with_runtime(config, Arc::new(SimRuntime::new(1, Duration::from_micros(delay_us))))
+        .unwrap()
+}
+
+/// The bytes of simulated device memory right now (a simulated GPU's memory is host memory),
+/// without the copy that `DeviceBuffer::copy_to_host` queues behind the same delay as the
+/// engine's: a request reported done before its copy landed reads wrong bytes here.
+fn sim_bytes_now(addr: u64, len: usize) -> Vec<u8> {
+    // SAFETY: `addr..addr+len` is a live simulated device allocation (host memory) of the
+    // caller's, with no copy into it in flight once its I/O is reported done.
+    unsafe { std::slice::from_raw_parts(addr as *const u8, len) }.to_vec()
+}
+
+/// One planned read: file index, file offset, place in the device buffer, length.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    file: usize,
+    off: u64,
+    at: u64,
+    len: usize,
+}
+
+/// `n` reads of 1 byte–64 KiB at random offsets of files of `size` bytes, each at its own place
+/// of one device buffer with a random gap before it; returns the plans and the buffer size.
+fn plans(seed: u64, n: usize, files: usize, size: usize) -> (Vec<Plan>, u64) {
+    let mut r = rng(seed);
+    let mut at = 0u64;
+    let mut v = Vec::new();
+    for i in 0..n {
+        let len = if i % 3 == 0 { 4096 } else { r.random_range(1..=64 << 10) };
+        let off = r.random_range(0..(size - len) as u64);
+        at += r.random_range(0..300);
+        v.push(Plan { file: i % files, off, at, len });
+        at += len as u64;
+    }
+    (v, at + 1)
+}
+
+/// Submits every plan in one batch and waits for all events; returns, per event, the cookie,
+/// the state and the bytes of its destination taken the moment the event was reported.
+fn run_batch(
+    drv: &Driver,
+    files: &[Arc<FileHandle>],
+    plans: &[Plan],
+    base: u64,
+) -> Vec<(u64, BatchState, Vec<u8>)> {
+    let mut batch = drv.batch(plans.len()).unwrap();
+    let entries: Vec<BatchEntry> = plans
+        .iter()
+        .enumerate()
+        .map(|(i, p)| BatchEntry {
+            op: Op::Read,
+            file: files[p.file].clone(),
+            file_offset: p.off,
+            buf_base: base,
+            buf_offset: p.at,
+            len: p.len,
+            cookie: i as u64,
+            memory: None,
+        })
+        .collect();
+    // SAFETY: the device buffer outlives the batch (the caller waits for every event below,
+    // then drops the batch); the entries' ranges do not overlap.
+    unsafe { batch.submit(&entries) }.unwrap();
+    let mut events = Vec::new();
+    while events.len() < plans.len() {
+        let st = batch.get_status(1, plans.len(), Some(Duration::from_secs(120))).unwrap();
+        assert!(!st.timed_out, "batch timed out");
+        for e in st.events {
+            let p = plans[e.cookie as usize];
+            let now = sim_bytes_now(base + p.at, p.len);
+            events.push((e.cookie, e.state, now));
+        }
+    }
+    events
+}
+
+#[test]
+fn gathered_reads_of_many_requests_land_exactly() {
+    for (where_, d) in dirs() {
+        let size = 3 << 20;
+        let datas: Vec<Vec<u8>> = (0..3).map(|i| random_bytes(70 + i, size)).collect();
+        let files: Vec<Arc<FileHandle>> = datas
+            .iter()
+            .enumerate()
+            .map(|(i, data)| {
+                Arc::new(FileHandle::open(write_file(d.path(), &format!("f{i}"), data)).unwrap())
+            })
+            .collect();
+        for (threads, max_pieces) in [(2, 64), (1, 7), (3, 0)] {
+            let drv = driver(gather_config(threads, max_pieces), 1000);
+            let (plans, total) = plans(71 + threads as u64, 400, files.len(), size);
+            let mut dev = drv.alloc_device(0, total as usize).unwrap();
+            let poison = random_bytes(72, total as usize);
+            dev.copy_from_host(0, &poison).unwrap();
+            let events = run_batch(&drv, &files, &plans, dev.addr());
+            let mut want = poison.clone();
+            for (cookie, state, at_event) in &events {
+                let p = plans[*cookie as usize];
+                match state {
+                    BatchState::Complete(n) => assert_eq!(*n, p.len, "{where_} {p:?}"),
+                    s => panic!("{where_} {p:?}: {s:?}"),
+                }
+                let src = &datas[p.file][p.off as usize..p.off as usize + p.len];
+                assert!(at_event == src, "{where_} {p:?}: reported done before its bytes landed");
+                want[p.at as usize..p.at as usize + p.len].copy_from_slice(src);
+            }
+            let back = sim_bytes_now(dev.addr(), total as usize);
+            assert!(back == want, "{where_} threads {threads} gather {max_pieces}: bytes differ");
+            let gathered = drv.engine().counters().gathered_reads;
+            if max_pieces == 0 {
+                assert_eq!(gathered, 0, "gathering is off");
+            } else {
+                assert!(gathered > 0, "{where_} threads {threads}: nothing was gathered");
+            }
+        }
+    }
+}
+
+#[test]
+fn waiting_out_of_order_on_gathered_async_reads() {
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(80, 1 << 20);
+    let f = Arc::new(FileHandle::open(write_file(d.path(), "src", &data)).unwrap());
+    let drv = driver(gather_config(2, 64), 1000);
+    let mut r = rng(81);
+    let mut handles = Vec::new();
+    for _ in 0..200 {
+        let len = r.random_range(1..=16 << 10);
+        let off = r.random_range(0..(data.len() - len) as u64);
+        let buf = drv.alloc_device(0, len).unwrap();
+        handles.push((off, len, drv.submit_read(&f, off, buf, 0, len).unwrap()));
+    }
+    // Every other handle, from the back, then the rest: the order of waiting is irrelevant.
+    let (odd, even): (Vec<_>, Vec<_>) =
+        handles.into_iter().enumerate().partition(|(i, _)| i % 2 == 1);
+    for (_, (off, len, h)) in odd.into_iter().rev().chain(even) {
+        let (n, buf) = h.wait();
+        assert_eq!(n.unwrap(), len);
+        assert_eq!(sim_bytes_now(buf.addr(), len), &data[off as usize..off as usize + len]);
+    }
+    assert!(drv.engine().counters().gathered_reads > 0, "nothing was gathered");
+}
+
+#[test]
+fn a_failing_piece_fails_only_its_own_request() {
+    let d = tempfile::tempdir().unwrap();
+    let size = 1 << 20;
+    let good = random_bytes(90, size);
+    let bad = random_bytes(91, size);
+    let files = vec![
+        Arc::new(FileHandle::open(write_file(d.path(), "good", &good)).unwrap()),
+        Arc::new(FileHandle::open(write_file(d.path(), "bad", &bad)).unwrap()),
+    ];
+    // The second handle's descriptor now refers to a file opened write-only: its reads fail
+    // in the worker with EBADF, after the request was accepted.
+    let wo = std::fs::File::create(d.path().join("write-only")).unwrap();
+    let fd = files[1].buffered_fd().as_raw_fd();
+    // SAFETY: replaces a descriptor this test owns (through the handle) with another open one.
+    assert!(unsafe { libc::dup2(wo.as_raw_fd(), fd) } >= 0);
+    let drv = driver(gather_config(2, 64), 1000);
+    let (mut plans, total) = plans(92, 300, 1, size);
+    for (i, p) in plans.iter_mut().enumerate() {
+        p.file = usize::from(i % 5 == 2);
+    }
+    let mut dev = drv.alloc_device(0, total as usize).unwrap();
+    let poison = random_bytes(93, total as usize);
+    dev.copy_from_host(0, &poison).unwrap();
+    let events = run_batch(&drv, &files, &plans, dev.addr());
+    let mut want = poison.clone();
+    let mut failed = 0;
+    for (cookie, state, at_event) in &events {
+        let p = plans[*cookie as usize];
+        match (p.file, state) {
+            (0, BatchState::Complete(n)) => {
+                assert_eq!(*n, p.len);
+                let src = &good[p.off as usize..p.off as usize + p.len];
+                assert!(at_event == src, "{p:?}: reported done before its bytes landed");
+                want[p.at as usize..p.at as usize + p.len].copy_from_slice(src);
+            }
+            (1, BatchState::Failed(e)) => {
+                assert_eq!(e.errno(), Some(libc::EBADF), "{e}");
+                assert!(e.to_string().contains("bad"), "the error names the file: {e}");
+                failed += 1;
+            }
+            (f, s) => panic!("file {f} {p:?}: unexpected {s:?}"),
+        }
+    }
+    assert_eq!(failed, plans.iter().filter(|p| p.file == 1).count());
+    let back = sim_bytes_now(dev.addr(), total as usize);
+    assert!(back == want, "good reads wrong, or a failed read wrote into its buffer");
+    assert!(drv.engine().counters().gathered_reads > 0, "nothing was gathered");
+}
+
+#[test]
+fn gathering_leaves_host_reads_and_large_reads_alone() {
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(95, 2 << 20);
+    let f = Arc::new(FileHandle::open(write_file(d.path(), "src", &data)).unwrap());
+    let drv = driver(gather_config(2, 64), 100);
+    let mut handles = Vec::new();
+    for i in 0..64u64 {
+        let off = i * 20_000;
+        handles.push((off, drv.submit_read(&f, off, vec![0u8; 8192], 0, 8192).unwrap()));
+    }
+    let big = drv.submit_read(&f, 5, drv.alloc_device(0, 1 << 20).unwrap(), 0, 1 << 20).unwrap();
+    for (off, h) in handles {
+        let (n, b) = h.wait();
+        assert_eq!(n.unwrap(), 8192);
+        assert_eq!(&b[..], &data[off as usize..off as usize + 8192]);
+    }
+    let (n, b) = big.wait();
+    assert_eq!(n.unwrap(), 1 << 20);
+    let mut back = vec![0u8; 1 << 20];
+    b.copy_to_host(0, &mut back).unwrap();
+    assert_eq!(back, &data[5..5 + (1 << 20)]);
+    assert_eq!(drv.engine().counters().gathered_reads, 0);
+}
