@@ -99,7 +99,17 @@ python_pkg() {
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gdsite .dev/wheel/gdio-*.whl || return 1
   export PYTHONPATH=/tmp/gdsite:$PYTHONPATH
   (cd python/tests && python3 -m pytest -q -p no:cacheprovider . 2>&1 | tail -15)
-  python3 bench/python-h200.py --file /dev/shm/gdio-bench-8g.bin --gdio "$GDIO" --out "$L/py" --iterations 2 2>&1 | tail -25
+  python3 bench/python-h200.py --file /dev/shm/gdio-bench-8g.bin --gdio "$GDIO" --out "$L/py" --iterations 2 \
+    --futures "${PY_FUTURES:-100000}" --parts "${PY_PARTS:-A,B,C}" 2>&1 | tail -25
+}
+
+knobs() { # the default bench under the speed knobs it depends on
+  local v
+  for v in GDIO_NONE=1 GDIO_GATHER_MAX_PIECES=0 GDIO_COMPLETION_SPIN_US=0 GDIO_COMPLETION_SPIN_US=200; do
+    echo "$v: $(env $v "$GDIO" bench --mode read --json | python3 -c "import json,sys; r=json.load(sys.stdin)['results'][0]; print(round(r['gbps'],2), 'GB/s verified', r['verified'])")"
+  done
+  echo "before: $(.dev/before/gdio bench --mode read --json | python3 -c "import json,sys; r=json.load(sys.stdin)['results'][0]; print(round(r['gbps'],2), 'GB/s verified', r['verified'])")"
+  timeout 60 .dev/tests/gpu_cuda --exact gpu_stream_ordered_read_runs_between_earlier_and_later_stream_work --test-threads 1 2>&1 | grep 'test result'
 }
 
 for p in "$@"; do
@@ -111,6 +121,7 @@ for p in "$@"; do
     cufile) phase cufile "${CUFILE_LIMIT:-420}" cufile; tail -25 "$L/cufile.txt" | tee -a "$S" >/dev/null ;;
     sweep) phase sweep "${SWEEP_LIMIT:-540}" sweep; tail -30 "$L/sweep.txt" | tee -a "$S" >/dev/null ;;
     safetensors) phase safetensors "${ST_LIMIT:-420}" safetensors; tail -30 "$L/safetensors.txt" | tee -a "$S" >/dev/null ;;
+    knobs) phase knobs 150 knobs; tee -a "$S" < "$L/knobs.txt" ;;
     python) phase python "${PY_LIMIT:-300}" python_pkg; tail -45 "$L/python.txt" | tee -a "$S" >/dev/null ;;
     *) [ -f "bench/gpu-phase-$p.sh" ] && phase "$p" 540 bash "bench/gpu-phase-$p.sh" "$L/$p" && tail -30 "$L/$p.txt" | tee -a "$S" >/dev/null ;;
   esac

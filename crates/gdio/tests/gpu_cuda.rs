@@ -267,8 +267,13 @@ fn gpu_stream_ordered_read_runs_between_earlier_and_later_stream_work() {
             drv.submit_on_stream(gdio::Op::Read, &f, base, params, stream.cu_stream() as u64)
         }
         .unwrap();
-        let back = stream.clone_dtoh(&slice).unwrap();
+        // Later stream work: an asynchronous copy into pinned memory (a copy into pageable
+        // memory would block this thread inside the driver while the I/O is still queued).
+        // SAFETY: a fresh pinned allocation, written only by the copy below.
+        let mut pinned = unsafe { ctx.alloc_pinned::<u8>(16 << 20) }.unwrap();
+        stream.memcpy_dtoh(&slice, &mut pinned).unwrap();
         stream.synchronize().unwrap();
+        let back = pinned.as_slice().unwrap().to_vec();
         assert_eq!(bytes, len as isize);
         let (fo, bo) = (foff as usize, boff as usize);
         assert!(back[bo..bo + len] == data[fo..fo + len], "round {round}");
