@@ -45,6 +45,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("gather_piece_size", KeyKind::Count),
     ("gather_batch_copy", KeyKind::Bool),
     ("completion_spin_us", KeyKind::Count),
+    ("inline_max_bytes", KeyKind::Count),
     ("direct_io", KeyKind::DirectIo),
     ("hot_cache_fraction", KeyKind::Fraction),
     ("page_cache_dma", KeyKind::Bool),
@@ -104,6 +105,7 @@ pub const BOUNDS: &[(&str, Bound)] = &[
     ("gather_piece_size", Bound::new(0, MAX_SIZE)),
     // At most a second: a longer spin is a busy core, not a faster wake-up.
     ("completion_spin_us", Bound::new(0, 1_000_000)),
+    ("inline_max_bytes", Bound::new(0, MAX_SIZE)),
     // KiB: up to 1 TiB, so `* 1024` never overflows.
     ("posix_gds_min_kb", Bound::new(0, 1 << 30)),
 ];
@@ -224,6 +226,7 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "gather_piece_size" => config.gather_piece_size = as_usize(origin, key, value)?,
         "gather_batch_copy" => config.gather_batch_copy = as_bool(origin, key, value)?,
         "completion_spin_us" => config.completion_spin_us = as_count(origin, key, value)?,
+        "inline_max_bytes" => config.inline_max_bytes = as_usize(origin, key, value)?,
         "direct_io" => {
             let s = value
                 .as_str()
@@ -296,6 +299,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "gather_piece_size" => config.gather_piece_size.into(),
         "gather_batch_copy" => config.gather_batch_copy.into(),
         "completion_spin_us" => config.completion_spin_us.into(),
+        "inline_max_bytes" => config.inline_max_bytes.into(),
         "direct_io" => serde_json::to_value(config.direct_io).unwrap_or(Value::Null),
         "hot_cache_fraction" => config.hot_cache_fraction.into(),
         "page_cache_dma" => config.page_cache_dma.into(),

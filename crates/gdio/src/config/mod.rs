@@ -122,6 +122,11 @@ pub struct Config {
     /// polls) before it blocks on the marker. Blocking waits wake tens of microseconds late,
     /// which small requests and buffer reuse feel; 0 blocks at once.
     pub completion_spin_us: u64,
+    /// A request of one task and at most this many bytes into or out of GPU memory runs on the
+    /// calling thread with its own stream and bounce buffers (no hand-off to a worker, no
+    /// wake-ups); larger ones go to the workers, which overlap one task's copy with the next
+    /// read. 0: never inline.
+    pub inline_max_bytes: usize,
     /// When to use `O_DIRECT`.
     pub direct_io: DirectIoPolicy,
     /// A range at least this cached (0.0–1.0) counts as hot under `DirectIoPolicy::Auto`.
@@ -169,11 +174,12 @@ impl Default for Config {
             buffered_chunk_size: 4 << 20,
             bounce_buffers_per_thread: 2,
             direct_reads_in_flight: 2,
-            gather_max_pieces: 64,
+            gather_max_pieces: 0,
             gather_max_bytes: 1 << 20,
             gather_piece_size: 64 << 10,
-            gather_batch_copy: true,
+            gather_batch_copy: false,
             completion_spin_us: 1000,
+            inline_max_bytes: 256 << 10,
             direct_io: DirectIoPolicy::Auto,
             hot_cache_fraction: 0.5,
             page_cache_dma: false,

@@ -243,11 +243,13 @@ impl Engine {
         };
         let job = self.job(op, JobFile::Borrowed(file), buf, offset, len);
         // A single task runs on the calling thread: no hand-off, no wake-up. Host memory in
-        // place; device memory through the thread's own lane (not for page-cache DMA).
+        // place; device memory through the thread's own lane when it is small (not for
+        // page-cache DMA): a lone thread cannot overlap a large task's copy with more reads.
         let inline = match buf.kind {
             _ if job.tasks.len() != 1 => false,
             MemoryKind::Device { ordinal } => {
                 !job.page_cache_dma
+                    && len <= self.config.inline_max_bytes as u64
                     && caller_lane::run(&self.runtime, self.pool.shape(), ordinal, &job)
             }
             _ => {
