@@ -8,7 +8,7 @@
 # cuFileBufRegister. (e) `nvidia`: NVIDIA's own compat mode, made to run by writing the udev
 # properties it wants (needs root; the file is removed again), against ours, hot and cold.
 #
-# usage: bench/cufile-h200.sh [all|kvikio-tests|torch|perf|registered|nvidia]   (repo root)
+# usage: bench/cufile-h200.sh [all|kvikio-tests|torch|perf|registered|nvidia]...   (repo root)
 # needs: LIB = gdio's library (default .dev/lib/libcufile.so.0, else target/release/libcufile.so),
 #        GDIO = gdio release binary (default .dev/bin/gdio, else target/release/gdio),
 #        the peer wheels from ../shared/tools/fetch-peer-wheels in .whl/ (installed to /tmp/site).
@@ -16,7 +16,7 @@
 # Remove any /run/udev/data file written for NVIDIA's compat mode first: only one behaviour
 # should be under test.
 set -uo pipefail
-what=${1:-all}
+what=${*:-all}
 OUT=${OUT:-/tmp/gdio-cufile}
 mkdir -p "$OUT"
 log=$OUT/results.jsonl
@@ -95,14 +95,16 @@ nvidia() {
     | sed 's/"compat_mode"/"cache": "cold", "compat_mode"/' >> "$log" 2>> "$OUT/nvidia-stderr.txt"
 }
 
-case $what in
-  kvikio-tests) kvikio_tests ;;
-  torch) torch_gds ;;
-  perf) perf ;;
-  registered) registered ;;
-  nvidia) nvidia ;;
-  all) kvikio_tests; torch_gds; perf; registered ;;
-esac
+for w in $what; do
+  case $w in
+    kvikio-tests) kvikio_tests ;;
+    torch) torch_gds ;;
+    perf) perf ;;
+    registered) registered ;;
+    nvidia) nvidia ;;
+    all) kvikio_tests; torch_gds; perf; registered ;;
+  esac
+done
 
 python3 - "$log" <<'PY'
 import json, sys

@@ -4,7 +4,7 @@
 # on stdout and in $OUT/summary.txt.
 #
 # usage: bench/gpu-session.sh PHASE...   (from the repository root, on the GPU machine)
-# phases: setup tests main micro cufile sweep safetensors python knobs cold
+# phases: setup tests main micro cufile sweep safetensors python knobs cb multi
 # needs (carried from the build machine, see ARCHITECTURE.md "Running on the GPU machine"):
 #   .dev/bin/gdio            release CLI            .dev/before/gdio  the CLI before the change
 #   .dev/lib/libcufile.so.0  gdio's libcufile       .dev/tests/*      release test binaries
@@ -83,7 +83,7 @@ micro() {
 }
 
 cufile() {
-  OUT=$L/cufile bash bench/cufile-h200.sh all
+  OUT=$L/cufile bash bench/cufile-h200.sh ${CUFILE_PARTS:-all}
 }
 
 sweep() {
@@ -112,6 +112,28 @@ knobs() { # the default bench under the speed knobs it depends on
   timeout 60 .dev/tests/gpu_cuda --exact gpu_stream_ordered_read_runs_between_earlier_and_later_stream_work --test-threads 1 2>&1 | grep 'test result'
 }
 
+cb() { # gdio's request-shape table with completion callbacks on (default) and off, one run
+  local f v dir
+  for dir in /dev/shm /tmp; do
+    f=$dir/gdio-bench-8g.bin; cat "$f" >/dev/null
+    for v in GDIO_COMPLETION_CALLBACKS=true GDIO_COMPLETION_CALLBACKS=false; do
+      echo "== $dir $v"
+      env $v "$GDIO" bench --sweep --file "$f" --iterations "${ITER:-1}" --json 2>/dev/null | python3 -c "
+import json,sys; d=json.load(sys.stdin)
+for r in d['results']: print(f\"{r['io_size']:>11} x {r['queue_depth']:<3} {r['pattern']:>6} {r['gbps']:7.2f} GB/s  {r.get('ratio_to_limit') or 0:.2f} x limit  verified {r['verified']}\")"
+    done
+  done
+  for v in GDIO_COMPLETION_CALLBACKS=true GDIO_COMPLETION_CALLBACKS=false; do
+    echo "$v default bench: $(env $v "$GDIO" bench --json | python3 -c "import json,sys; print(' '.join(f\"{r['op']} {r['gbps']:.2f} GB/s ({r.get('ratio_to_limit') or 0:.2f} x limit, verified {r['verified']})\" for r in json.load(sys.stdin)['results']))")"
+  done
+}
+
+multi() { # two GPUs: the checkpoint onto both, beside InstantTensor's 2-rank NCCL load
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gdsite .dev/wheel/gdio-*.whl || return 1
+  export PYTHONPATH=/tmp/gdsite:$PYTHONPATH
+  python3 bench/multigpu-h200.py --gdio "$GDIO" --out "$L/mgpu" --size-gib "${ST_GIB:-16}" --reps "${MG_REPS:-2}"
+}
+
 for p in "$@"; do
   case $p in
     setup) phase setup 120 setup ;;
@@ -122,6 +144,8 @@ for p in "$@"; do
     sweep) phase sweep "${SWEEP_LIMIT:-540}" sweep; tail -30 "$L/sweep.txt" | tee -a "$S" >/dev/null ;;
     safetensors) phase safetensors "${ST_LIMIT:-420}" safetensors; tail -30 "$L/safetensors.txt" | tee -a "$S" >/dev/null ;;
     knobs) phase knobs 150 knobs; tee -a "$S" < "$L/knobs.txt" ;;
+    cb) phase cb "${CB_LIMIT:-300}" cb; tee -a "$S" < "$L/cb.txt" ;;
+    multi) phase multi "${MG_LIMIT:-420}" multi; tail -12 "$L/multi.txt" | tee -a "$S" >/dev/null ;;
     python) phase python "${PY_LIMIT:-300}" python_pkg; tail -45 "$L/python.txt" | tee -a "$S" >/dev/null ;;
     *) [ -f "bench/gpu-phase-$p.sh" ] && phase "$p" 540 bash "bench/gpu-phase-$p.sh" "$L/$p" && tail -30 "$L/$p.txt" | tee -a "$S" >/dev/null ;;
   esac

@@ -101,6 +101,9 @@ pub const LOG_LEVELS: &[&str] = &["TRACE", "DEBUG", "INFO", "NOTICE", "WARN", "E
 pub struct Params {
     /// SizeT values.
     pub sizes: [u64; N_SIZE],
+    /// Which SizeT values were set explicitly (file or `cuFileSetParameterSizeT`), not
+    /// defaults.
+    pub explicit: [bool; N_SIZE],
     /// Bool values.
     pub bools: [bool; N_BOOL],
     /// String values (`None`: unset).
@@ -115,6 +118,7 @@ impl Default for Params {
     fn default() -> Self {
         Params {
             sizes: SIZE_DEFAULTS,
+            explicit: [false; N_SIZE],
             bools: BOOL_DEFAULTS,
             strings: [Some("ERROR".into()), None, None],
             slab_sizes: SLAB_SIZES.to_vec(),
@@ -145,9 +149,10 @@ impl Staged {
     }
 
     fn apply(&self, p: &mut Params) {
-        for (v, s) in p.sizes.iter_mut().zip(&self.sizes) {
+        for ((v, e), s) in p.sizes.iter_mut().zip(&mut p.explicit).zip(&self.sizes) {
             if let Some(s) = s {
                 *v = *s;
+                *e = true;
             }
         }
         for (v, s) in p.bools.iter_mut().zip(&self.bools) {
@@ -205,6 +210,7 @@ impl Params {
         for (i, path) in sizes {
             if let Some(v) = json_u64(j, path) {
                 self.sizes[i] = v;
+                self.explicit[i] = true;
             }
         }
         if let Some(v) = json_u64(j, &["properties", "poll_mode_max_size_kb"]) {
@@ -297,8 +303,10 @@ impl Params {
         set("allow_compat_mode", self.bools[flag::ALLOW_COMPAT_MODE].into());
         set("force_compat_mode", self.bools[flag::FORCE_COMPAT_MODE].into());
         set("use_pci_p2pdma", self.bools[flag::USE_PCIP2PDMA].into());
+        // NVIDIA's default of 4 threads is its own pool's; gdio's engine keeps its measured
+        // default (`threads`) unless a file or the caller set `max_io_threads`.
         let threads = self.sizes[size::MAX_IO_THREADS];
-        if threads > 0 {
+        if threads > 0 && self.explicit[size::MAX_IO_THREADS] {
             set("threads", threads.into());
         }
         problems
@@ -336,5 +344,24 @@ mod tests {
         assert!(p.apply_to_config(&mut loaded).is_empty());
         assert_eq!(loaded.config().threads, 6);
         assert!(loaded.config().allow_compat_mode);
+    }
+
+    #[test]
+    fn default_max_io_threads_leaves_gdio_threads_alone() {
+        // NVIDIA's default (4) is not a choice the user made: gdio keeps its own worker count.
+        let p = Params::default();
+        assert_eq!(p.sizes[size::MAX_IO_THREADS], 4);
+        let mut loaded = LoadedConfig::defaults();
+        let ours = loaded.config().threads;
+        assert!(p.apply_to_config(&mut loaded).is_empty());
+        assert_eq!(loaded.config().threads, ours);
+        // A value staged with cuFileSetParameterSizeT is a choice: it applies.
+        let mut p = Params::default();
+        let mut s = Staged::default();
+        s.sizes[size::MAX_IO_THREADS] = Some(3);
+        p.apply_staged(&s);
+        let mut loaded = LoadedConfig::defaults();
+        assert!(p.apply_to_config(&mut loaded).is_empty());
+        assert_eq!(loaded.config().threads, 3);
     }
 }

@@ -616,15 +616,16 @@ impl Driver {
     /// semantics: it starts after the work queued on the stream before it, later work on the
     /// stream waits for it, and the size and offsets in `params` are read when the stream
     /// reaches it; the result (bytes, or a negative errno) lands in `*params.bytes_p`. See
-    /// [`stream_io`](crate::stream_io) for every ordering guarantee. `buf_base` must be
-    /// device memory, and the stream of that GPU's context: another GPU's or context's stream
-    /// is an error here. Without a GPU (host runtime) there are no streams: on the null stream
-    /// (0) an I/O on host memory runs before this returns; any other stream is an error.
+    /// [`stream_io`](crate::stream_io) for every ordering guarantee. For device memory the
+    /// stream must be of that GPU's context: another GPU's or context's stream is an error
+    /// here. Host memory (pinned or not) is ordered on the stream's own GPU. Without a GPU
+    /// (host runtime) there are no streams: on the null stream (0) an I/O on host memory runs
+    /// before this returns; any other stream is an error.
     ///
     /// # Safety
     /// `stream` is a live stream; the `params` pointers stay valid until the stream has run the
-    /// I/O; `buf_base + *buf_offset_p .. + *size_p` is device memory valid for the I/O and not
-    /// otherwise accessed until then.
+    /// I/O; `buf_base + *buf_offset_p .. + *size_p` is memory of this process (device or host)
+    /// valid for the I/O and not otherwise accessed until then.
     pub unsafe fn submit_on_stream(
         &self,
         op: Op,
@@ -670,16 +671,11 @@ impl Driver {
                 )
                 .with_path(file.path()))
             }
+            // Host memory on a GPU stream: ordered on that stream's GPU.
             _ => {
-                return Err(Error::new(
-                    ErrorKind::InvalidInput,
-                    format!(
-                        "address 0x{buf_base:x} is not device memory; stream-ordered I/O on a \
-                         GPU stream needs GPU memory"
-                    ),
-                )
-                .with_errno(libc::EINVAL)
-                .with_path(file.path()))
+                // SAFETY: forwarded contract (a live stream of this runtime, or 0).
+                let o = unsafe { self.runtime.stream_ordinal(stream) };
+                Some(o.map_err(|e| e.with_path(file.path()))?)
             }
         };
         let req = Request {

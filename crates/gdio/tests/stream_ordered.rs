@@ -125,11 +125,11 @@ fn errors_land_in_the_result_and_foreign_streams_are_refused() {
     // SAFETY: as above.
     let e = unsafe { drv.submit_on_stream(Op::Read, &f, dev.addr(), params, gpu1) }.unwrap_err();
     assert!(e.to_string().contains("GPU 1"), "{e}");
-    // Host memory is refused.
+    // Host memory on a stream of another runtime is refused too.
     let host = [0u8; 16];
     // SAFETY: as above.
-    let e = unsafe { drv.submit_on_stream(Op::Read, &f, host.as_ptr() as u64, params, gpu1) };
-    assert!(e.unwrap_err().to_string().contains("not device memory"));
+    let e = unsafe { drv.submit_on_stream(Op::Read, &f, host.as_ptr() as u64, params, foreign) };
+    assert!(e.unwrap_err().to_string().contains("another context"));
     // A write through a read-only handle fails when it runs: -EBADF in the result, file intact.
     let s0 = rt.create_stream(0).unwrap();
     // SAFETY: the stream, parameters and `dev` outlive the synchronize below.
@@ -216,4 +216,50 @@ fn without_a_gpu_the_null_stream_runs_host_io_at_once() {
     // SAFETY: refused before anything runs.
     let e = unsafe { drv.submit_on_stream(Op::Read, &f, out.as_mut_ptr() as u64, params, 0x1234) };
     assert_eq!(e.unwrap_err().kind(), gdio::ErrorKind::NoGpu);
+}
+
+#[test]
+fn host_memory_is_ordered_on_the_streams_gpu() {
+    // cuFileReadAsync/WriteAsync on host memory with a GPU present: the I/O runs in stream
+    // order on the stream's GPU (GPU 1 here), the size read when the stream reaches it.
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(64, 300_000);
+    let f = Arc::new(FileHandle::open(write_file(d.path(), "h", &data)).unwrap());
+    let (rt, drv) = setup(2);
+    let stream = rt.create_stream(1).unwrap();
+    let mut host = vec![0u8; 300_000];
+    let mut p = Box::new(Params { size: 1, foff: 12_345, boff: 7, bytes: -999 });
+    let mut pdev = drv.alloc_device(1, 8).unwrap();
+    pdev.copy_from_host(0, &250_000usize.to_ne_bytes()).unwrap();
+    rt.with_stream(stream, |s| {
+        // SAFETY: `p` and `pdev` live until the stream is synchronized below.
+        unsafe { s.copy_to_host((&mut p.size as *mut usize).cast(), pdev.addr(), 8).unwrap() };
+    })
+    .unwrap();
+    let params = p.ptrs();
+    // SAFETY: `host`, `p` and the stream outlive the synchronize below; nothing else touches
+    // `host` meanwhile.
+    unsafe { drv.submit_on_stream(Op::Read, &f, host.as_mut_ptr() as u64, params, stream) }
+        .unwrap();
+    rt.with_stream(stream, |s| s.synchronize().unwrap()).unwrap();
+    assert_eq!(p.bytes, 250_000);
+    assert_eq!(&host[7..250_007], &data[12_345..262_345]);
+    assert!(host[..7].iter().chain(&host[250_007..]).all(|&b| b == 0), "bytes outside written");
+    // And a write from host memory, at an offset, lands in the file.
+    let out = d.path().join("hw");
+    std::fs::write(&out, vec![0u8; 8192]).unwrap();
+    let wf = Arc::new(
+        FileHandle::open_with(&out, OpenOptions::new().read(true).write(true)).unwrap(),
+    );
+    let payload = random_bytes(65, 5000);
+    let mut q = Box::new(Params { size: 5000, foff: 1000, boff: 0, bytes: -999 });
+    let params = q.ptrs();
+    // SAFETY: as above.
+    unsafe { drv.submit_on_stream(Op::Write, &wf, payload.as_ptr() as u64, params, stream) }
+        .unwrap();
+    rt.with_stream(stream, |s| s.synchronize().unwrap()).unwrap();
+    assert_eq!(q.bytes, 5000);
+    let got = std::fs::read(&out).unwrap();
+    assert_eq!(&got[1000..6000], &payload[..]);
+    assert!(got[..1000].iter().chain(&got[6000..]).all(|&b| b == 0));
 }

@@ -122,6 +122,9 @@ pub struct Config {
     /// polls) before it blocks on the marker. Blocking waits wake tens of microseconds late,
     /// which small requests and buffer reuse feel; 0 blocks at once.
     pub completion_spin_us: u64,
+    /// Each copy stream runs a callback after a task's last copy that completes the task at
+    /// once, instead of when its worker next looks (after the read it started meanwhile).
+    pub completion_callbacks: bool,
     /// A request of one task and at most this many bytes into or out of GPU memory runs on the
     /// calling thread with its own stream and bounce buffers (no hand-off to a worker, no
     /// wake-ups); larger ones go to the workers, which overlap one task's copy with the next
@@ -179,6 +182,7 @@ impl Default for Config {
             gather_piece_size: 64 << 10,
             gather_batch_copy: false,
             completion_spin_us: 1000,
+            completion_callbacks: true,
             inline_max_bytes: 256 << 10,
             direct_io: DirectIoPolicy::Auto,
             hot_cache_fraction: 0.5,

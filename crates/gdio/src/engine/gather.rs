@@ -153,10 +153,11 @@ pub(crate) fn run_group(
     match queued.and_then(|()| lane.record(slot)) {
         Ok(seq) => {
             counters.gathered_reads.fetch_add(pieces.len() as u64, Ordering::Relaxed);
-            for p in pieces {
-                let result = TaskResult { bytes: p.got, ..TaskResult::default() };
-                lane.defer(seq, slot, p.job, p.task, result);
-            }
+            let done = pieces
+                .into_iter()
+                .map(|p| (p.job, p.task, TaskResult { bytes: p.got, ..TaskResult::default() }))
+                .collect();
+            lane.defer_all(seq, slot, done);
         }
         Err(e) => {
             // Nothing of the group may still be copying when its requests finish.

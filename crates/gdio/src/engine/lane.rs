@@ -2,9 +2,13 @@
 //! tasks whose copies are still in flight on that stream. Reading chunk N+1 overlaps the copy
 //! of chunk N, across task and request boundaries: a task is finished when the marker recorded
 //! after its last copy is reached, which the worker notices when it reuses that buffer, when
-//! it polls between tasks, or when it runs out of work (then it blocks on the marker).
+//! it polls between tasks, or when it runs out of work (then it blocks on the marker). With
+//! completion callbacks on, the stream also runs a callback after the task's last copy that
+//! finishes it at once, even while the worker is busy reading its next chunk; whichever comes
+//! first (callback or worker) finishes the task, exactly once.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,14 +17,37 @@ use super::plan::Task;
 use crate::error::{Error, Result};
 use crate::gpu::{GpuRuntime, GpuStream, PinnedBuffer};
 
+/// A task whose copies are queued: finished once, by its stream's callback or by the worker.
+struct Deferred {
+    taken: AtomicBool,
+    job: Arc<Job>,
+    task: Task,
+    result: TaskResult,
+}
+
+impl Deferred {
+    /// Finishes the task (with `error`, or with its result) unless that was done already.
+    fn finish(&self, error: Option<Error>) {
+        if self.taken.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        match error {
+            None => self.job.finish(self.task, self.result, None),
+            Some(e) => self.job.finish(self.task, TaskResult::default(), Some(e)),
+        }
+    }
+
+    fn is_finished(&self) -> bool {
+        self.taken.load(Ordering::Acquire)
+    }
+}
+
 /// A task whose bytes are on their way to the GPU.
 struct InFlight {
     /// Marker sequence number recorded after the task's last copy.
     seq: u64,
     slot: usize,
-    job: Arc<Job>,
-    task: Task,
-    result: TaskResult,
+    task: Arc<Deferred>,
 }
 
 /// One worker's stream and bounce ring on one GPU.
@@ -38,16 +65,21 @@ pub struct Lane {
     in_flight: VecDeque<InFlight>,
     /// How long to poll a marker before blocking on it.
     spin: Duration,
+    /// The stream finishes deferred tasks with a callback (turned off if the runtime has none).
+    callbacks: bool,
 }
 
 impl Lane {
-    /// `count` pinned buffers of `size` bytes and a stream with one marker per buffer.
+    /// `count` pinned buffers of `size` bytes and a stream with one marker per buffer;
+    /// `callbacks`: deferred tasks are finished by a stream callback as soon as their copies
+    /// are done (else only when the worker polls or waits).
     pub fn new(
         runtime: &Arc<dyn GpuRuntime>,
         ordinal: usize,
         size: usize,
         count: usize,
         spin: Duration,
+        callbacks: bool,
     ) -> Result<Lane> {
         runtime.bind_thread(ordinal)?;
         let stream = runtime.new_stream(ordinal, count)?;
@@ -63,6 +95,7 @@ impl Lane {
             reached: 0,
             in_flight: VecDeque::new(),
             spin,
+            callbacks,
         })
     }
 
@@ -122,20 +155,54 @@ impl Lane {
         task: Task,
         result: TaskResult,
     ) {
-        self.in_flight.push_back(InFlight { seq, slot, job, task, result });
+        self.defer_all(seq, slot, vec![(job, task, result)]);
+    }
+
+    /// Every `(job, task, result)` of `tasks` finishes when marker `seq` (recorded in `slot`)
+    /// is reached: one callback for all of them.
+    pub(crate) fn defer_all(
+        &mut self,
+        seq: u64,
+        slot: usize,
+        tasks: Vec<(Arc<Job>, Task, TaskResult)>,
+    ) {
+        let tasks: Vec<Arc<Deferred>> = tasks
+            .into_iter()
+            .map(|(job, task, result)| {
+                Arc::new(Deferred { taken: AtomicBool::new(false), job, task, result })
+            })
+            .collect();
+        if self.callbacks && !tasks.is_empty() {
+            let cb = tasks.clone();
+            let finish = Box::new(move || cb.iter().for_each(|d| d.finish(None)));
+            if let Err(e) = self.stream.notify(finish) {
+                // Polling still finishes the tasks; stop asking this stream for callbacks.
+                tracing::debug!(error = %e, "no completion callbacks; polling markers instead");
+                self.callbacks = false;
+            }
+        }
+        self.in_flight.extend(tasks.into_iter().map(|task| InFlight { seq, slot, task }));
     }
 
     fn retire_reached(&mut self) {
         while self.in_flight.front().is_some_and(|f| f.seq <= self.reached) {
             if let Some(f) = self.in_flight.pop_front() {
-                f.job.finish(f.task, f.result, None);
+                f.task.finish(None);
             }
+        }
+        // Tasks their callbacks finished leave the queue too (their slots are reused later).
+        while self.in_flight.front().is_some_and(|f| f.task.is_finished()) {
+            self.in_flight.pop_front();
         }
     }
 
     /// Finishes the tasks whose copies are complete, without blocking.
     pub fn poll(&mut self) {
         while let Some(f) = self.in_flight.front() {
+            if f.task.is_finished() {
+                self.in_flight.pop_front();
+                continue;
+            }
             let (seq, slot) = (f.seq, f.slot);
             match self.stream.query(slot) {
                 Ok(true) => {
@@ -148,14 +215,24 @@ impl Lane {
         }
     }
 
+    /// True when tasks are waiting for their copies and nobody else will finish them: this
+    /// lane's worker must poll or wait (with callbacks on, the stream finishes them itself).
+    pub fn needs_worker(&self) -> bool {
+        !self.callbacks && self.has_in_flight()
+    }
+
     /// True when tasks are waiting for their copies.
     pub fn has_in_flight(&self) -> bool {
-        !self.in_flight.is_empty()
+        self.in_flight.iter().any(|f| !f.task.is_finished())
     }
 
     /// Blocks until every copy in flight is complete and finishes their tasks.
     pub fn drain(&mut self) {
         while let Some(f) = self.in_flight.front() {
+            if f.task.is_finished() {
+                self.in_flight.pop_front();
+                continue;
+            }
             let (seq, slot) = (f.seq, f.slot);
             if let Err(e) = self.wait_marker(slot) {
                 return self.fail_all(e);
@@ -180,7 +257,7 @@ impl Lane {
         // A stream that failed: synchronize so no copy runs any more, then fail what waited.
         let _ = self.stream.synchronize();
         for f in self.in_flight.drain(..) {
-            f.job.finish(f.task, TaskResult::default(), Some(e.clone()));
+            f.task.finish(Some(e.clone()));
         }
     }
 }

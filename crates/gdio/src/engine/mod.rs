@@ -94,6 +94,7 @@ impl Engine {
                 .max(2)
                 .max(config.direct_reads_in_flight.clamp(1, 64) + 1),
             spin: std::time::Duration::from_micros(config.completion_spin_us),
+            callbacks: config.completion_callbacks,
         };
         let counters: Arc<Counters> = Arc::default();
         Engine {

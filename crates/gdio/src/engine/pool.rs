@@ -27,6 +27,8 @@ pub(crate) struct LaneShape {
     pub count: usize,
     /// How long a worker polls a completion marker before it blocks on it.
     pub spin: Duration,
+    /// Streams finish tasks with completion callbacks.
+    pub callbacks: bool,
 }
 
 /// A warm-up request: each worker that takes one makes its lane for `ordinal`, then waits at
@@ -179,12 +181,16 @@ fn lane<'a>(
             shared.shape.size,
             shared.shape.count,
             shared.shape.spin,
+            shared.shape.callbacks,
         )?)),
     }
 }
 
 fn worker_main(shared: Arc<Shared>) {
     let mut lanes: HashMap<usize, Lane> = HashMap::new();
+    // Polled its copies since it last ran a task: a lane whose stream finishes tasks with
+    // callbacks needs no more of this worker, which then sleeps until work arrives.
+    let mut polled = false;
     loop {
         let (work, group) = {
             let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
@@ -194,7 +200,8 @@ fn worker_main(shared: Arc<Shared>) {
                     shared.queued.store(q.jobs.len(), Ordering::Release);
                     break (Some(j), group);
                 }
-                if lanes.values().any(Lane::has_in_flight) {
+                let must_poll = lanes.values().any(Lane::needs_worker);
+                if must_poll || (!polled && lanes.values().any(Lane::has_in_flight)) {
                     break (None, Vec::new());
                 }
                 if q.shutdown {
@@ -208,9 +215,13 @@ fn worker_main(shared: Arc<Shared>) {
             // (new work ends the wait at once), then block on the markers.
             None => {
                 wait_for_copies(&mut lanes, &shared);
+                polled = true;
                 continue;
             }
-            Some(Work::Job(j)) => j,
+            Some(Work::Job(j)) => {
+                polled = false;
+                j
+            }
             Some(Work::Warm(w)) => {
                 if let Err(e) = lane(&mut lanes, &shared, w.ordinal) {
                     w.error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
@@ -291,7 +302,8 @@ fn run_gathered(
 }
 
 /// A worker with copies in flight and an empty queue: polls its lanes (finishing tasks as
-/// their markers are reached) until none is in flight or work arrives; after `spin` it blocks.
+/// their markers are reached) until none is in flight or work arrives; after `spin` it blocks
+/// on the markers of lanes without completion callbacks (the others finish on their own).
 fn wait_for_copies(lanes: &mut HashMap<usize, Lane>, shared: &Shared) {
     let start = Instant::now();
     while start.elapsed() < shared.shape.spin {
@@ -301,7 +313,7 @@ fn wait_for_copies(lanes: &mut HashMap<usize, Lane>, shared: &Shared) {
         }
         std::hint::spin_loop();
     }
-    lanes.values_mut().for_each(Lane::drain);
+    lanes.values_mut().filter(|l| l.needs_worker()).for_each(Lane::drain);
 }
 
 /// Runs one task; a task whose copies are still in flight is finished later by its lane.

@@ -32,6 +32,8 @@ pub struct FaultPlan {
     /// Calls on an `O_DIRECT` descriptor fail with `EINVAL` (a filesystem that refuses the
     /// alignment after all).
     pub einval_direct: bool,
+    /// Every read system call first sleeps this long (a slow disk).
+    pub read_delay: Option<std::time::Duration>,
 }
 
 struct Armed {
@@ -114,6 +116,18 @@ pub(crate) fn before(fd: BorrowedFd<'_>, dir: Dir, offset: u64, want: usize) -> 
     let key = (st.st_dev as u64, st.st_ino as u64);
     let mut p = plans();
     let Some(a) = p.iter_mut().find(|a| a.key == key) else { return Ok(want) };
+    if let (Dir::Read, Some(d)) = (dir, a.plan.read_delay) {
+        drop(p);
+        std::thread::sleep(d);
+        p = plans();
+        let Some(found) = p.iter_mut().find(|a| a.key == key) else { return Ok(want) };
+        return apply(found, fd, dir, offset, want);
+    }
+    apply(a, fd, dir, offset, want)
+}
+
+/// The fault `a` injects into one system call (after any delay).
+fn apply(a: &mut Armed, fd: BorrowedFd<'_>, dir: Dir, offset: u64, want: usize) -> Result<usize, i32> {
     let direct = rustix::fs::fcntl_getfl(fd).is_ok_and(|f| f.contains(rustix::fs::OFlags::DIRECT));
     if a.plan.einval_direct && direct {
         a.injected += 1;

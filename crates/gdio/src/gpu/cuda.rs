@@ -263,6 +263,37 @@ impl GpuRuntime for CudaRuntime {
         self.bind(ordinal).map(|_| ())
     }
 
+    unsafe fn stream_ordinal(&self, stream: u64) -> Result<usize> {
+        let mut sctx: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: the caller promises a live stream (or 0); writes one context handle.
+        let r = unsafe { sys::cuStreamGetCtx(stream as sys::CUstream, &mut sctx) };
+        if r != sys::CUresult::CUDA_SUCCESS || sctx.is_null() {
+            if stream == 0 {
+                // The null stream of a thread without a current context: GPU 0's.
+                return Ok(0);
+            }
+            check(r, "cuStreamGetCtx")?;
+        }
+        let known = (0..self.contexts.len())
+            .find(|&o| self.contexts[o].get().is_some_and(|c| c.cu_ctx() == sctx));
+        if let Some(o) = known {
+            return Ok(o);
+        }
+        for o in 0..self.contexts.len() {
+            if self.context(o)?.cu_ctx() == sctx {
+                return Ok(o);
+            }
+        }
+        Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "stream 0x{stream:x} belongs to a CUDA context that is no GPU's primary context, \
+                 which gdio uses"
+            ),
+        )
+        .with_errno(libc::EINVAL))
+    }
+
     unsafe fn launch_gated_host_fn(
         &self,
         ordinal: usize,
@@ -529,6 +560,21 @@ impl GpuStream for CudaStream {
     }
     fn slots(&self) -> usize {
         self.events.len() - 1
+    }
+    fn notify(&mut self, f: Box<dyn FnOnce() + Send>) -> Result<()> {
+        self.bind()?;
+        let user = Box::into_raw(Box::new(f));
+        // SAFETY: `trampoline` takes back and runs the box behind `user` exactly once, when the
+        // stream reaches it; the stream is live (destroyed only in Drop, after a synchronize).
+        let r = unsafe {
+            sys::cuLaunchHostFunc(self.stream, Some(super::cuda_gate::trampoline), user.cast())
+        };
+        if let Err(e) = check(r, "cuLaunchHostFunc (completion callback)") {
+            // SAFETY: the launch failed, so the trampoline never runs: the box is still ours.
+            drop(unsafe { Box::from_raw(user) });
+            return Err(e);
+        }
+        Ok(())
     }
 }
 

@@ -133,7 +133,9 @@ impl Drop for GatePool {
     }
 }
 
-unsafe extern "C" fn trampoline(user: *mut c_void) {
+/// Runs (once) the `Box<dyn FnOnce() + Send>` boxed again behind `user`: the host function of
+/// every `cuLaunchHostFunc` gdio queues.
+pub(super) unsafe extern "C" fn trampoline(user: *mut c_void) {
     // SAFETY: `user` is the box leaked in `launch`, handed to exactly one call.
     let f = unsafe { Box::from_raw(user.cast::<Box<dyn FnOnce() + Send>>()) };
     // A panic must not unwind into the CUDA driver.

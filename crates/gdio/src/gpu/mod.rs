@@ -78,6 +78,17 @@ pub trait GpuStream: Send {
     fn query(&mut self, slot: usize) -> Result<bool>;
     /// Blocks until every queued copy is done.
     fn synchronize(&mut self) -> Result<()>;
+    /// Runs `f` on a runtime thread once every copy queued on this stream so far is done (in
+    /// stream order, like a copy), so a request can complete while the worker that queued it
+    /// is busy elsewhere. `f` must return quickly and make no GPU call. Runtimes without
+    /// callbacks say so; the caller then learns of completion by markers alone.
+    fn notify(&mut self, f: Box<dyn FnOnce() + Send>) -> Result<()> {
+        drop(f);
+        Err(crate::error::Error::new(
+            crate::error::ErrorKind::Unsupported,
+            "this runtime's streams have no completion callbacks",
+        ))
+    }
     /// Number of marker slots.
     fn slots(&self) -> usize;
 }
@@ -152,6 +163,18 @@ pub trait GpuRuntime: Send + Sync + std::fmt::Debug {
         Err(crate::error::Error::new(
             crate::error::ErrorKind::Unsupported,
             format!("the {} runtime has no streams for GPU {ordinal}", self.name()),
+        ))
+    }
+    /// The GPU whose context `stream` belongs to (for the null stream, the calling thread's
+    /// current context, else GPU 0): where stream-ordered I/O on host memory is ordered.
+    /// Runtimes without streams say so.
+    ///
+    /// # Safety
+    /// `stream` is a live stream handle of this runtime (a `CUstream` for CUDA), or 0.
+    unsafe fn stream_ordinal(&self, stream: u64) -> Result<usize> {
+        Err(crate::error::Error::new(
+            crate::error::ErrorKind::Unsupported,
+            format!("the {} runtime has no stream 0x{stream:x}", self.name()),
         ))
     }
     /// Undoes [`GpuRuntime::register_host`].

@@ -210,6 +210,9 @@ impl GpuRuntime for SimRuntime {
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
         Ok(())
     }
+    unsafe fn stream_ordinal(&self, stream: u64) -> Result<usize> {
+        Ok(self.user_stream(stream)?.0)
+    }
     unsafe fn launch_gated_host_fn(
         &self,
         ordinal: usize,
@@ -371,6 +374,9 @@ impl GpuStream for SimStream {
     }
     fn slots(&self) -> usize {
         self.recorded.len() - 1
+    }
+    fn notify(&mut self, f: Box<dyn FnOnce() + Send>) -> Result<()> {
+        self.send(Op::Host(f))
     }
 }
 

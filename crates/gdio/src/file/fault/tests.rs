@@ -198,3 +198,57 @@ fn einval_from_o_direct_falls_back_to_buffered_with_the_data_intact() {
     drop(inj);
     assert!(std::fs::read(&p).unwrap() == src);
 }
+
+/// One worker, every read of file b sleeping 400 ms. The worker is busy in Z (a read of b) while
+/// A (a read of a) and B (another read of b) queue behind it; it then reads A, queues A's copy
+/// (the simulated copy takes 30 ms) and starts B. With completion callbacks A completes when its
+/// copy lands (about 430 ms in); without, only when the worker is back from B (800 ms in).
+#[test]
+fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
+    use std::time::{Duration, Instant};
+    let d = tempfile::tempdir().unwrap();
+    let a_data = random_bytes(90, 1 << 20);
+    let b_data = random_bytes(91, 1 << 20);
+    let fa = Arc::new(FileHandle::open(file(d.path(), "a", &a_data)).unwrap());
+    let pb = file(d.path(), "b", &b_data);
+    let fb = Arc::new(FileHandle::open(&pb).unwrap());
+    for callbacks in [true, false] {
+        let config = Config {
+            threads: 1,
+            task_size: 1 << 20,
+            bounce_buffer_size: 1 << 20,
+            buffered_chunk_size: 1 << 20,
+            inline_max_bytes: 0,
+            direct_io: DirectIoPolicy::Off,
+            completion_callbacks: callbacks,
+            completion_spin_us: 0,
+            ..Config::default()
+        };
+        let rt = Arc::new(SimRuntime::new(1, Duration::from_millis(30)));
+        let drv = Driver::with_runtime(config, rt).unwrap();
+        drv.prepare_gpu(0).unwrap();
+        let plan = FaultPlan { read_delay: Some(Duration::from_millis(400)), ..FaultPlan::default() };
+        let _slow = inject(&pb, plan).unwrap();
+        let dev = || drv.alloc_device(0, 1 << 20).unwrap();
+        let t0 = Instant::now();
+        let hz = drv.submit_read(&fb, 0, dev(), 0, 1 << 20).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let ha = drv.submit_read(&fa, 0, dev(), 0, 1 << 20).unwrap();
+        let hb = drv.submit_read(&fb, 0, dev(), 0, 1 << 20).unwrap();
+        let (n, buf) = ha.wait();
+        let a_took = t0.elapsed();
+        assert_eq!(n.unwrap(), 1 << 20);
+        assert_eq!(buf.to_vec().unwrap(), a_data);
+        for h in [hz, hb] {
+            let (n, buf) = h.wait();
+            assert_eq!(n.unwrap(), 1 << 20);
+            assert_eq!(buf.to_vec().unwrap(), b_data);
+        }
+        if callbacks {
+            assert!(a_took < Duration::from_millis(650), "A took {a_took:?}: it waited for B");
+        } else {
+            // The gap the callbacks close (and proof that this test tells the two apart).
+            assert!(a_took >= Duration::from_millis(750), "A took {a_took:?}");
+        }
+    }
+}
