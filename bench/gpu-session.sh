@@ -4,7 +4,7 @@
 # on stdout and in $OUT/summary.txt.
 #
 # usage: bench/gpu-session.sh PHASE...   (from the repository root, on the GPU machine)
-# phases: setup tests main micro cufile sweep safetensors python knobs cb multi
+# phases: setup tests main micro cufile sweep safetensors python knobs cb cold multi
 # needs (carried from the build machine, see ARCHITECTURE.md "Running on the GPU machine"):
 #   .dev/bin/gdio            release CLI            .dev/before/gdio  the CLI before the change
 #   .dev/lib/libcufile.so.0  gdio's libcufile       .dev/tests/*      release test binaries
@@ -118,13 +118,22 @@ cb() { # gdio's request-shape table with completion callbacks on (default) and o
     f=$dir/gdio-bench-8g.bin; cat "$f" >/dev/null
     for v in GDIO_COMPLETION_CALLBACKS=true GDIO_COMPLETION_CALLBACKS=false; do
       echo "== $dir $v"
-      env $v "$GDIO" bench --sweep --file "$f" --iterations "${ITER:-1}" --json 2>/dev/null | python3 -c "
+      env $v "$GDIO" bench --sweep --file "$f" --size "${CB_SIZE:-2G}" --iterations "${ITER:-1}" --json 2>/dev/null | python3 -c "
 import json,sys; d=json.load(sys.stdin)
 for r in d['results']: print(f\"{r['io_size']:>11} x {r['queue_depth']:<3} {r['pattern']:>6} {r['gbps']:7.2f} GB/s  {r.get('ratio_to_limit') or 0:.2f} x limit  verified {r['verified']}\")"
     done
   done
   for v in GDIO_COMPLETION_CALLBACKS=true GDIO_COMPLETION_CALLBACKS=false; do
     echo "$v default bench: $(env $v "$GDIO" bench --json | python3 -c "import json,sys; print(' '.join(f\"{r['op']} {r['gbps']:.2f} GB/s ({r.get('ratio_to_limit') or 0:.2f} x limit, verified {r['verified']})\" for r in json.load(sys.stdin)['results']))")"
+  done
+}
+
+cold() { # cold reads from the virtio disk against a plain O_DIRECT read of the same parallelism
+  local v
+  for v in GDIO_DIRECT_READS_IN_FLIGHT=2 GDIO_DIRECT_READS_IN_FLIGHT=4; do
+    echo "$v: $(env $v "$GDIO" bench --file /tmp/gdio-bench-8g.bin --mode read --cold --iterations 1 --warmup 0 --io-size 1G --queue-depth 2 --json | python3 -c "
+import json,sys; d=json.load(sys.stdin); r=d['results'][0]
+print(f\"{r['gbps']:.2f} GB/s cold, {r.get('ratio_to_limit') or 0:.2f} x limit {r.get('limit_gbps')}, direct {r['direct_bytes']>>20} MiB, verified {r['verified']}\")")"
   done
 }
 
@@ -144,6 +153,7 @@ for p in "$@"; do
     sweep) phase sweep "${SWEEP_LIMIT:-540}" sweep; tail -30 "$L/sweep.txt" | tee -a "$S" >/dev/null ;;
     safetensors) phase safetensors "${ST_LIMIT:-420}" safetensors; tail -30 "$L/safetensors.txt" | tee -a "$S" >/dev/null ;;
     knobs) phase knobs 150 knobs; tee -a "$S" < "$L/knobs.txt" ;;
+    cold) phase cold 240 cold; tee -a "$S" < "$L/cold.txt" ;;
     cb) phase cb "${CB_LIMIT:-300}" cb; tee -a "$S" < "$L/cb.txt" ;;
     multi) phase multi "${MG_LIMIT:-420}" multi; tail -12 "$L/multi.txt" | tee -a "$S" >/dev/null ;;
     python) phase python "${PY_LIMIT:-300}" python_pkg; tail -45 "$L/python.txt" | tee -a "$S" >/dev/null ;;
