@@ -38,7 +38,13 @@ phase() { # name limit_s command...
 }
 
 setup() {
-  nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current,memory.total --format=csv
+  nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current,memory.total,pci.bus_id --format=csv
+  lscpu | grep -iE 'model name|socket|numa'
+  for b in $(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader); do
+    b=$(echo "$b" | tr 'A-Z' 'a-z' | sed 's/^0000//; s/^/0000/' | cut -c1-12)
+    echo "GPU $b numa_node $(cat /sys/bus/pci/devices/$b/numa_node 2>/dev/null)"
+  done
+  nvidia-smi topo -m 2>/dev/null | head -8
   "$GDIO" check /tmp /dev/shm
   "$GDIO" check /tmp/gdio-bench-8g.bin --memory device --json
 }
@@ -114,7 +120,7 @@ knobs() { # the default bench under the speed knobs it depends on
 
 cb() { # gdio's request-shape table with completion callbacks on (default) and off, one run
   local f v dir
-  for dir in /dev/shm /tmp; do
+  for dir in ${CB_DIRS-/dev/shm /tmp}; do
     f=$dir/gdio-bench-8g.bin; cat "$f" >/dev/null
     for v in GDIO_COMPLETION_CALLBACKS=true GDIO_COMPLETION_CALLBACKS=false; do
       echo "== $dir $v"
@@ -123,8 +129,8 @@ import json,sys; d=json.load(sys.stdin)
 for r in d['results']: print(f\"{r['io_size']:>11} x {r['queue_depth']:<3} {r['pattern']:>6} {r['gbps']:7.2f} GB/s  {r.get('ratio_to_limit') or 0:.2f} x limit  verified {r['verified']}\")"
     done
   done
-  for v in GDIO_COMPLETION_CALLBACKS=true GDIO_COMPLETION_CALLBACKS=false; do
-    echo "$v default bench: $(env $v "$GDIO" bench --json | python3 -c "import json,sys; print(' '.join(f\"{r['op']} {r['gbps']:.2f} GB/s ({r.get('ratio_to_limit') or 0:.2f} x limit, verified {r['verified']})\" for r in json.load(sys.stdin)['results']))")"
+  for v in ${CB_KNOBS:-GDIO_THREADS=8 GDIO_THREADS=12 GDIO_THREADS=16 GDIO_THREADS=24 GDIO_COMPLETION_CALLBACKS=true GDIO_COMPLETION_CALLBACKS=false}; do
+    echo "$v default bench: $(env ${v//,/ } "$GDIO" bench --json | python3 -c "import json,sys; print(' '.join(f\"{r['op']} {r['gbps']:.2f} GB/s ({r.get('ratio_to_limit') or 0:.2f} x limit, verified {r['verified']})\" for r in json.load(sys.stdin)['results']))")"
   done
 }
 

@@ -25,6 +25,20 @@ def _rank(rank, world, port, index, out):
     try:
         got = gst.load_file(index, process_group=dist.group.WORLD)
         torch.save({k: v.clone() for k, v in got.items()}, os.path.join(out, f"rank{rank}.pt"))
+        # The safetensors idiom, tensor by tensor: one group load, not one per tensor.
+        from gdio.safetensors import _dist, safe_open
+
+        calls = []
+        real = _dist.load
+        _dist.load = lambda *a: calls.append(1) or real(*a)
+        try:
+            with safe_open(index, framework="pt", process_group=dist.group.WORLD) as f:
+                each = {k: f.get_tensor(k).clone() for k in f.keys()}
+                streamed = {k: t.clone() for k, t in f.tensors()}
+        finally:
+            _dist.load = real
+        assert len(calls) == 1, calls
+        torch.save({"each": each, "streamed": streamed}, os.path.join(out, f"rank{rank}-each.pt"))
     finally:
         dist.destroy_process_group()
 
@@ -54,3 +68,8 @@ def test_two_ranks_gloo(tmp_path):
         assert got.keys() == tensors.keys()
         for k in tensors:
             assert got[k].dtype == tensors[k].dtype and torch.equal(got[k], tensors[k]), (r, k)
+        both = torch.load(tmp_path / f"rank{r}-each.pt")
+        for how in ("each", "streamed"):
+            assert both[how].keys() == tensors.keys(), (r, how)
+            for k in tensors:
+                assert torch.equal(both[how][k], tensors[k]), (r, how, k)

@@ -291,6 +291,8 @@ fn gpu_gathered_small_reads_land_exactly_with_and_without_the_batched_copy() {
         let config = Config {
             threads: 2,
             direct_io: DirectIoPolicy::Off,
+            // Gathering is off by default: this test is about it.
+            gather_max_pieces: 64,
             gather_batch_copy: batch_copy,
             ..Config::default()
         };

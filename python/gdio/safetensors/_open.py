@@ -46,7 +46,10 @@ class safe_open:
     allocations (zero-copy through DLPack) that stay valid while any of them lives.
     ``process_group``: a ``torch.distributed`` group; every rank reads a share of the bytes
     and the shares are exchanged, so the group reads the checkpoint once (see
-    :mod:`gdio.safetensors._dist`).
+    :mod:`gdio.safetensors._dist`). With a group, the first ``get_tensor``, ``get_tensors``
+    or ``tensors`` call loads every tensor for the whole group (a collective: every rank makes
+    it) and later calls are answered from that load, so the usual
+    ``for k in f.keys(): f.get_tensor(k)`` reads the checkpoint once, not once per tensor.
     """
 
     def __init__(
@@ -60,6 +63,7 @@ class safe_open:
         self._gpu = parse_device(device)
         self._ckpt = _native.Checkpoint(_paths(filename))
         self._group = process_group
+        self._gathered: Optional[dict[str, Any]] = None
 
     def __enter__(self) -> "safe_open":
         return self
@@ -82,10 +86,20 @@ class safe_open:
     def _convert(self, t: Any) -> Any:
         return _frameworks.convert(t, self._framework)
 
+    def _group_load(self) -> dict[str, Any]:
+        """Every tensor, loaded once for the process group (each rank reads its share)."""
+        if self._gathered is None:
+            from . import _dist
+
+            self._gathered = _dist.load(
+                self._ckpt, self.keys(), self._gpu, self._group, self._framework
+            )
+        return self._gathered
+
     def get_tensor(self, name: str) -> Any:
         """Tensor ``name`` in the framework and on the device asked for."""
         if self._group is not None:
-            return self.get_tensors([name])[name]
+            return self._group_load()[name]
         (t,) = self._ckpt.load([name], self._gpu)
         return self._convert(t)
 
@@ -93,15 +107,19 @@ class safe_open:
         """Tensors ``names`` (all when ``None``), loaded together, in ``keys()`` order."""
         wanted = self.keys() if names is None else list(names)
         if self._group is not None:
-            from . import _dist
-
-            got = _dist.load(self._ckpt, wanted, self._gpu, self._group, self._framework)
+            got = self._group_load()
         else:
             got = {t.name: self._convert(t) for t in self._ckpt.load(wanted, self._gpu)}
         return {n: got[n] for n in wanted}
 
     def tensors(self, names: Optional[Sequence[str]] = None) -> Iterator[tuple[str, Any]]:
-        """``(name, tensor)`` pairs in the order the tensors land (completion order)."""
+        """``(name, tensor)`` pairs in the order the tensors land (completion order; with a
+        process group, after the group's one load, in ``keys()`` order)."""
+        if self._group is not None:
+            got = self._group_load()
+            for n in self.keys() if names is None else list(names):
+                yield n, got[n]
+            return
         for t in self._ckpt.stream(None if names is None else list(names), self._gpu):
             yield t.name, self._convert(t)
 

@@ -46,6 +46,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("gather_batch_copy", KeyKind::Bool),
     ("completion_spin_us", KeyKind::Count),
     ("completion_callbacks", KeyKind::Bool),
+    ("numa_affinity", KeyKind::Bool),
     ("inline_max_bytes", KeyKind::Count),
     ("direct_io", KeyKind::DirectIo),
     ("hot_cache_fraction", KeyKind::Fraction),
@@ -228,6 +229,7 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "gather_batch_copy" => config.gather_batch_copy = as_bool(origin, key, value)?,
         "completion_spin_us" => config.completion_spin_us = as_count(origin, key, value)?,
         "completion_callbacks" => config.completion_callbacks = as_bool(origin, key, value)?,
+        "numa_affinity" => config.numa_affinity = as_bool(origin, key, value)?,
         "inline_max_bytes" => config.inline_max_bytes = as_usize(origin, key, value)?,
         "direct_io" => {
             let s = value
@@ -302,6 +304,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "gather_batch_copy" => config.gather_batch_copy.into(),
         "completion_spin_us" => config.completion_spin_us.into(),
         "completion_callbacks" => config.completion_callbacks.into(),
+        "numa_affinity" => config.numa_affinity.into(),
         "inline_max_bytes" => config.inline_max_bytes.into(),
         "direct_io" => serde_json::to_value(config.direct_io).unwrap_or(Value::Null),
         "hot_cache_fraction" => config.hot_cache_fraction.into(),

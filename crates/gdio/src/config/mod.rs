@@ -124,7 +124,12 @@ pub struct Config {
     pub completion_spin_us: u64,
     /// Each copy stream runs a callback after a task's last copy that completes the task at
     /// once, instead of when its worker next looks (after the read it started meanwhile).
+    /// Off by default: CUDA's one callback thread per process made 1 MiB requests 3.6 times
+    /// slower on the H200 host (BENCHMARKS.md, session 3).
     pub completion_callbacks: bool,
+    /// On a machine of several NUMA nodes, engine workers run on the CPUs of the node of the
+    /// GPU they move bytes for (their pinned bounce buffers are then allocated there too).
+    pub numa_affinity: bool,
     /// A request of one task and at most this many bytes into or out of GPU memory runs on the
     /// calling thread with its own stream and bounce buffers (no hand-off to a worker, no
     /// wake-ups); larger ones go to the workers, which overlap one task's copy with the next
@@ -182,7 +187,8 @@ impl Default for Config {
             gather_piece_size: 64 << 10,
             gather_batch_copy: false,
             completion_spin_us: 1000,
-            completion_callbacks: true,
+            completion_callbacks: false,
+            numa_affinity: true,
             inline_max_bytes: 256 << 10,
             direct_io: DirectIoPolicy::Auto,
             hot_cache_fraction: 0.5,

@@ -14,6 +14,7 @@ mod gather;
 mod job;
 mod lane;
 mod mapped;
+mod numa;
 pub mod plan;
 mod pool;
 mod transfer;
@@ -104,6 +105,7 @@ impl Engine {
                 shape,
                 gather::GatherShape::from_config(&config),
                 counters.clone(),
+                config.numa_affinity,
             ),
             runtime,
             config,

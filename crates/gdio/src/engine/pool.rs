@@ -13,6 +13,7 @@ use super::gather::{self, GatherShape};
 use super::job::{Counters, Job, TaskResult};
 use super::lane::Lane;
 use super::mapped;
+use super::numa::{self, GpuNodes};
 use super::plan::Task;
 use super::transfer::{self, ReadPath};
 use crate::error::{Error, Result};
@@ -59,6 +60,9 @@ struct Shared {
     gather: GatherShape,
     threads: usize,
     counters: Arc<Counters>,
+    /// Workers move to their GPU's NUMA node (`numa_affinity`).
+    numa: bool,
+    nodes: GpuNodes,
 }
 
 /// A fixed set of worker threads, started on first use.
@@ -75,6 +79,7 @@ impl Pool {
         shape: LaneShape,
         gather: GatherShape,
         counters: Arc<Counters>,
+        numa: bool,
     ) -> Pool {
         Pool {
             shared: Arc::new(Shared {
@@ -86,6 +91,8 @@ impl Pool {
                 gather,
                 threads,
                 counters,
+                numa,
+                nodes: GpuNodes::default(),
             }),
             threads,
             handles: Mutex::new(Vec::new()),
@@ -173,6 +180,10 @@ fn lane<'a>(
     shared: &Shared,
     ordinal: usize,
 ) -> Result<&'a mut Lane> {
+    if shared.numa {
+        // Before the lane exists, so its pinned buffers are allocated on the GPU's node.
+        numa::place(&shared.nodes, &*shared.runtime, ordinal);
+    }
     match lanes.entry(ordinal) {
         std::collections::hash_map::Entry::Occupied(e) => Ok(e.into_mut()),
         std::collections::hash_map::Entry::Vacant(e) => Ok(e.insert(Lane::new(
