@@ -144,11 +144,13 @@ pub struct Config {
     pub page_cache_dma: bool,
 }
 
-/// Default worker count: three quarters of the machine's cores, at least 4, at most 64
+/// Default worker count: three quarters of the machine's cores, at least 4, at most 12
 /// (measured on the 16-core H200 machine, 2026-11-30: 12 workers read an 8 GiB page-cached file
-/// into the GPU at 51 GB/s, 8 at 47, 6 at 35; 16 and 32 lost to memory-bandwidth contention).
+/// into the GPU at 51 GB/s, 8 at 47, 6 at 35; 16 and 32 lost to memory-bandwidth contention;
+/// on the 32-core two-GPU host the default bench read 39.8 GB/s with 12, 27.7 with 16 and
+/// 34.7 with 24, and every worker's pinned buffers cost set-up time).
 fn default_threads() -> usize {
-    (std::thread::available_parallelism().map(|n| n.get()).unwrap_or(8) * 3 / 4).clamp(4, 64)
+    (std::thread::available_parallelism().map(|n| n.get()).unwrap_or(8) * 3 / 4).clamp(4, 12)
 }
 
 impl Default for Config {
@@ -178,7 +180,7 @@ impl Default for Config {
             threads: default_threads(),
             write_threads: 4,
             task_size: 8 << 20,
-            bounce_buffer_size: 8 << 20,
+            bounce_buffer_size: 4 << 20,
             buffered_chunk_size: 4 << 20,
             bounce_buffers_per_thread: 2,
             direct_reads_in_flight: 2,

@@ -54,6 +54,9 @@ struct InFlight {
 pub struct Lane {
     pub(crate) stream: Box<dyn GpuStream>,
     pub(crate) buffers: Vec<PinnedBuffer>,
+    /// What more buffers are made with ([`Lane::ensure_buffers`]): runtime, GPU, size, and
+    /// the most the ring may hold (its stream's marker count).
+    grow: (Arc<dyn GpuRuntime>, usize, usize, usize),
     /// Slot to use next.
     next: usize,
     /// Sequence number of the last marker recorded in each slot.
@@ -70,27 +73,32 @@ pub struct Lane {
 }
 
 impl Lane {
-    /// `count` pinned buffers of `size` bytes and a stream with one marker per buffer;
+    /// `count` pinned buffers of `size` bytes now (at least 2), room for up to `max` (made
+    /// when cold reads want several in flight, [`Lane::ensure_buffers`]: pinned memory costs
+    /// set-up time and RAM per worker), and a stream with one marker per buffer;
     /// `callbacks`: deferred tasks are finished by a stream callback as soon as their copies
     /// are done (else only when the worker polls or waits).
     pub fn new(
         runtime: &Arc<dyn GpuRuntime>,
         ordinal: usize,
         size: usize,
-        count: usize,
+        (count, max): (usize, usize),
         spin: Duration,
         callbacks: bool,
     ) -> Result<Lane> {
+        let count = count.max(2);
+        let max = max.max(count);
         runtime.bind_thread(ordinal)?;
-        let stream = runtime.new_stream(ordinal, count)?;
+        let stream = runtime.new_stream(ordinal, max)?;
         let buffers = (0..count)
             .map(|_| PinnedBuffer::new(runtime, ordinal, size))
             .collect::<Result<Vec<_>>>()?;
         Ok(Lane {
             stream,
             buffers,
+            grow: (runtime.clone(), ordinal, size, max),
             next: 0,
-            slot_seq: vec![0; count],
+            slot_seq: vec![0; max],
             seq: 0,
             reached: 0,
             in_flight: VecDeque::new(),
@@ -102,6 +110,16 @@ impl Lane {
     /// Size of each bounce buffer.
     pub fn buffer_size(&self) -> usize {
         self.buffers[0].len()
+    }
+
+    /// Grows the ring to `n` buffers (at most the count the lane was made for); the ring's
+    /// order continues, new slots were never recorded so they are free at once.
+    pub fn ensure_buffers(&mut self, n: usize) -> Result<()> {
+        let (runtime, ordinal, size, max) = &self.grow;
+        while self.buffers.len() < n.min(*max) {
+            self.buffers.push(PinnedBuffer::new(runtime, *ordinal, *size)?);
+        }
+        Ok(())
     }
 
     /// Takes the next slot of the ring, waiting until the copy that last used it is done (and

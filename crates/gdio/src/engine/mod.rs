@@ -90,7 +90,8 @@ impl Engine {
         let config = config.clone();
         let shape = LaneShape {
             size: config.bounce_buffer_size,
-            count: config
+            count: config.bounce_buffers_per_thread.max(2),
+            max: config
                 .bounce_buffers_per_thread
                 .max(2)
                 .max(config.direct_reads_in_flight.clamp(1, 64) + 1),

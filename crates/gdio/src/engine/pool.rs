@@ -26,6 +26,8 @@ use crate::request::Op;
 pub(crate) struct LaneShape {
     pub size: usize,
     pub count: usize,
+    /// Bounce buffers a worker's ring may grow to (for cold reads in flight).
+    pub max: usize,
     /// How long a worker polls a completion marker before it blocks on it.
     pub spin: Duration,
     /// Streams finish tasks with completion callbacks.
@@ -190,7 +192,7 @@ fn lane<'a>(
             &shared.runtime,
             ordinal,
             shared.shape.size,
-            shared.shape.count,
+            (shared.shape.count, shared.shape.max),
             shared.shape.spin,
             shared.shape.callbacks,
         )?)),

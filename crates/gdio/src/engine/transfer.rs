@@ -247,6 +247,9 @@ fn read_chunks(
     let align = direct_align(file);
     let direct = path == ReadPath::Direct;
     // Cold ranges: several O_DIRECT reads at once, each into its own bounce buffer.
+    if direct {
+        lane.ensure_buffers(job.direct_in_flight + 1)?;
+    }
     let group = if direct { job.direct_in_flight.clamp(1, lane.buffers.len() - 1) } else { 1 };
     let mut chunks: Vec<Chunk> = Vec::with_capacity(group);
     while ran.result.bytes < task.len {
