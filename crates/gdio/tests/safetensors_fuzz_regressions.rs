@@ -51,3 +51,40 @@ fn index_corpus_and_regressions() {
     let n = replay(&["corpus/index", "regressions/index"], check::index);
     assert!(n >= 2, "only {n} index inputs found");
 }
+
+/// `len` as the 8-byte prefix, then `json`, then `data` zero bytes: a whole file.
+fn file(json: &str, data: usize) -> Vec<u8> {
+    let mut b = (json.len() as u64).to_le_bytes().to_vec();
+    b.extend_from_slice(json.as_bytes());
+    b.resize(b.len() + data, 0);
+    b
+}
+
+/// Found by the header fuzzer (`regressions/header/duplicate_field_in_tensor_entry`): a
+/// tensor entry with two `"shape"` fields was read as its last one (`serde_json::Value`
+/// collapses duplicate keys) although the header promises no duplicate keys and the
+/// `safetensors` crate refuses it. Duplicate keys are now refused at any depth.
+#[test]
+fn duplicate_fields_inside_a_tensor_entry_are_refused() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions/header");
+    let found = std::fs::read(dir.join("duplicate_field_in_tensor_entry")).unwrap();
+    let e = gdio::safetensors::parse_prefix(&found, found.len() as u64, None).unwrap_err();
+    assert!(e.to_string().contains("duplicate key \"shape\""), "{e}");
+
+    let cases = [
+        r#"{"a":{"dtype":"U8","shape":[1],"shape":[1],"data_offsets":[0,1]}}"#,
+        r#"{"a":{"dtype":"U8","dtype":"U8","shape":[1],"data_offsets":[0,1]}}"#,
+        r#"{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"data_offsets":[0,1]}}"#,
+        r#"{"__metadata__":{"k":"v","k":"w"},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}"#,
+    ];
+    for json in cases {
+        let b = file(json, 1);
+        let e = gdio::safetensors::parse_prefix(&b, b.len() as u64, None).unwrap_err();
+        assert!(e.to_string().contains("duplicate key"), "{json}: {e}");
+        check::header(&b);
+    }
+    // Unrelated unknown fields stay accepted, as the crate accepts them.
+    let b = file(r#"{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":{"y":[1]}}}"#, 1);
+    assert!(gdio::safetensors::parse_prefix(&b, b.len() as u64, None).is_ok());
+    check::header(&b);
+}
