@@ -4,7 +4,8 @@
 //! section. The JSON maps tensor names to `{"dtype", "shape", "data_offsets": [begin, end]}`
 //! (offsets relative to the data section) plus an optional `"__metadata__"` map of strings.
 //! [`parse_header`] checks everything a reader relies on: the length is bounded and inside the
-//! file, the JSON is well formed UTF-8 with no duplicate keys, every dtype is known, every
+//! file, the JSON is well formed UTF-8 with no duplicate keys (at any depth: a tensor entry
+//! with two `"shape"`s is refused, not read as its last one), every dtype is known, every
 //! shape's element count times the dtype size equals its byte range without overflow, and the
 //! ranges tile the data section exactly (no overlap, no hole, nothing past the end, nothing
 //! after the last tensor). An error names the file and the tensor; nothing here panics or
@@ -14,7 +15,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -141,13 +142,79 @@ impl<'de> Deserialize<'de> for Entries {
                     if !seen.insert(k.clone()) {
                         return Err(serde::de::Error::custom(format!("duplicate key {k:?}")));
                     }
-                    let v: Value = m.next_value()?;
+                    let UniqueValue(v) = m.next_value()?;
                     out.push((k, v));
                 }
                 Ok(Entries(out))
             }
         }
         d.deserialize_map(V)
+    }
+}
+
+/// A JSON value whose objects, at any depth, have unique keys (`Value` keeps the last of
+/// duplicate keys silently; the `safetensors` crate refuses a tensor entry with two fields of
+/// one name, and so does this parser).
+struct UniqueValue(Value);
+
+impl<'de> Deserialize<'de> for UniqueValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = UniqueValue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_bool<E>(self, v: bool) -> std::result::Result<UniqueValue, E> {
+                Ok(UniqueValue(Value::Bool(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> std::result::Result<UniqueValue, E> {
+                Ok(UniqueValue(Value::from(v)))
+            }
+            fn visit_u64<E>(self, v: u64) -> std::result::Result<UniqueValue, E> {
+                Ok(UniqueValue(Value::from(v)))
+            }
+            fn visit_f64<E>(self, v: f64) -> std::result::Result<UniqueValue, E> {
+                Ok(UniqueValue(Value::from(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<UniqueValue, E> {
+                Ok(UniqueValue(Value::String(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> std::result::Result<UniqueValue, E> {
+                Ok(UniqueValue(Value::String(v)))
+            }
+            fn visit_unit<E>(self) -> std::result::Result<UniqueValue, E> {
+                Ok(UniqueValue(Value::Null))
+            }
+            fn visit_none<E>(self) -> std::result::Result<UniqueValue, E> {
+                Ok(UniqueValue(Value::Null))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> std::result::Result<UniqueValue, A::Error> {
+                let mut out = Vec::new();
+                while let Some(UniqueValue(v)) = s.next_element()? {
+                    out.push(v);
+                }
+                Ok(UniqueValue(Value::Array(out)))
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> std::result::Result<UniqueValue, A::Error> {
+                let mut out = serde_json::Map::new();
+                while let Some(k) = m.next_key::<String>()? {
+                    if out.contains_key(&k) {
+                        return Err(serde::de::Error::custom(format!("duplicate key {k:?}")));
+                    }
+                    let UniqueValue(v) = m.next_value()?;
+                    out.insert(k, v);
+                }
+                Ok(UniqueValue(Value::Object(out)))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
