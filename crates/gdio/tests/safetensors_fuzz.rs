@@ -1,5 +1,6 @@
-//! Structured fuzzing of the safetensors header and index parsers (proptest; see the README
-//! for why not a coverage-guided fuzzer). Inputs are the corpus in `fuzz/corpus/` mutated
+//! Structured fuzzing of the safetensors header and index parsers (proptest, beside the
+//! coverage-guided libFuzzer targets in `fuzz/`, whose corpus `safetensors_fuzz_regressions.rs`
+//! replays). Inputs are the corpus in `fuzz/corpus/` mutated
 //! (bytes flipped, inserted, deleted, JSON tokens spliced in, the length prefix fixed up or
 //! not) and headers generated from random tensor lists. Properties: the parsers never panic;
 //! the header parser agrees with the `safetensors` crate's `read_metadata` on every input
