@@ -81,6 +81,31 @@ fn bench_reads_an_existing_file_without_changing_it() {
 }
 
 #[test]
+fn cold_bench_compares_with_the_plain_direct_read() {
+    // The cold row's limit is the plain parallel O_DIRECT read (before and after, averaged),
+    // never the page-cache or host-to-device limit.
+    let dir = tempfile::tempdir().unwrap();
+    let (p, data) = random_file(dir.path(), 8 * 1024 * 1024, 6);
+    let out = gdio()
+        .args(["bench", "--mode", "read", "--cold", "--iterations", "1", "--json"])
+        .args(["--target", "host", "--file"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json_of(&out);
+    let r = &v["results"][0];
+    assert_eq!(r["verified"], true);
+    assert_eq!(r["cold"], true);
+    let before = v["limits"]["host_read_direct_gbps"].as_f64().unwrap();
+    let after = v["limits"]["host_read_direct_after_gbps"].as_f64().unwrap();
+    let limit = r["limit_gbps"].as_f64().unwrap();
+    // The JSON limits are rounded to 0.01 GB/s.
+    assert!((limit - (before + after) / 2.0).abs() < 0.011, "{limit} vs {before} {after}");
+    assert_eq!(std::fs::read(&p).unwrap(), data);
+}
+
+#[test]
 fn bench_bad_input_exits_2_with_a_reason() {
     let out = gdio().args(["bench", "--file", "/nonexistent/gdio.bin"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -554,13 +554,18 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
     );
     let mut results = Vec::new();
     if matches!(args.mode, Mode::Read | Mode::Both) {
+        let direct = b.limits.get("host_read_direct_gbps").and_then(Value::as_f64);
         let limit = match b.target() {
+            // Cold: the disk (a plain parallel O_DIRECT read), or the link if that is slower;
+            // `read` averages it with the same read measured again afterwards.
+            Target::Gpu(_) if args.cold => {
+                let h2d = b.limits.get("pinned_h2d_gbps").and_then(Value::as_f64);
+                direct.map(|d| h2d.map_or(d, |h| d.min(h)))
+            }
             Target::Gpu(_) => b.limits.get("pinned_h2d_gbps").and_then(Value::as_f64),
-            Target::Host => b
-                .limits
-                .get("host_read_gbps")
-                .or(b.limits.get("host_read_direct_gbps"))
-                .and_then(Value::as_f64),
+            Target::Host => {
+                b.limits.get("host_read_gbps").and_then(Value::as_f64).or(direct)
+            }
         };
         results.push(b.read(shape, limit)?);
     }
