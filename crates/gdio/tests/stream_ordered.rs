@@ -248,9 +248,8 @@ fn host_memory_is_ordered_on_the_streams_gpu() {
     // And a write from host memory, at an offset, lands in the file.
     let out = d.path().join("hw");
     std::fs::write(&out, vec![0u8; 8192]).unwrap();
-    let wf = Arc::new(
-        FileHandle::open_with(&out, OpenOptions::new().read(true).write(true)).unwrap(),
-    );
+    let wf =
+        Arc::new(FileHandle::open_with(&out, OpenOptions::new().read(true).write(true)).unwrap());
     let payload = random_bytes(65, 5000);
     let mut q = Box::new(Params { size: 5000, foff: 1000, boff: 0, bytes: -999 });
     let params = q.ptrs();

@@ -563,9 +563,7 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
                 direct.map(|d| h2d.map_or(d, |h| d.min(h)))
             }
             Target::Gpu(_) => b.limits.get("pinned_h2d_gbps").and_then(Value::as_f64),
-            Target::Host => {
-                b.limits.get("host_read_gbps").and_then(Value::as_f64).or(direct)
-            }
+            Target::Host => b.limits.get("host_read_gbps").and_then(Value::as_f64).or(direct),
         };
         results.push(b.read(shape, limit)?);
     }

@@ -46,7 +46,8 @@ pub(crate) fn run(
             Some(i) => i,
             None => {
                 // Two buffers: reading chunk N+1 overlaps the copy of chunk N within the task.
-                let Ok(lane) = Lane::new(runtime, ordinal, shape.size, (2, 2), shape.spin, false) else {
+                let Ok(lane) = Lane::new(runtime, ordinal, shape.size, (2, 2), shape.spin, false)
+                else {
                     return false;
                 };
                 lanes.push(Owned { runtime: key, ordinal, size: shape.size, lane });

@@ -62,7 +62,8 @@ fn gpu_node_cpus(runtime: &dyn GpuRuntime, ordinal: usize) -> Option<CpuSet> {
     if node < 0 {
         return None;
     }
-    let list = std::fs::read_to_string(format!("/sys/devices/system/node/node{node}/cpulist")).ok()?;
+    let list =
+        std::fs::read_to_string(format!("/sys/devices/system/node/node{node}/cpulist")).ok()?;
     let allowed = sched_getaffinity(None).ok()?;
     let mut set = CpuSet::new();
     for cpu in parse_cpu_list(list.trim())? {

@@ -127,7 +127,13 @@ pub(crate) fn before(fd: BorrowedFd<'_>, dir: Dir, offset: u64, want: usize) -> 
 }
 
 /// The fault `a` injects into one system call (after any delay).
-fn apply(a: &mut Armed, fd: BorrowedFd<'_>, dir: Dir, offset: u64, want: usize) -> Result<usize, i32> {
+fn apply(
+    a: &mut Armed,
+    fd: BorrowedFd<'_>,
+    dir: Dir,
+    offset: u64,
+    want: usize,
+) -> Result<usize, i32> {
     let direct = rustix::fs::fcntl_getfl(fd).is_ok_and(|f| f.contains(rustix::fs::OFlags::DIRECT));
     if a.plan.einval_direct && direct {
         a.injected += 1;

@@ -227,7 +227,8 @@ fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
         let rt = Arc::new(SimRuntime::new(1, Duration::from_millis(30)));
         let drv = Driver::with_runtime(config, rt).unwrap();
         drv.prepare_gpu(0).unwrap();
-        let plan = FaultPlan { read_delay: Some(Duration::from_millis(400)), ..FaultPlan::default() };
+        let plan =
+            FaultPlan { read_delay: Some(Duration::from_millis(400)), ..FaultPlan::default() };
         let _slow = inject(&pb, plan).unwrap();
         let dev = || drv.alloc_device(0, 1 << 20).unwrap();
         let t0 = Instant::now();
