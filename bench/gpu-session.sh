@@ -22,7 +22,7 @@ if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >"$L/pip.txt" 2>&1
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
-for f in /tmp/gdio-bench-8g.bin /dev/shm/gdio-bench-8g.bin; do
+[ -n "${SKIP_FILES:-}" ] || for f in /tmp/gdio-bench-8g.bin /dev/shm/gdio-bench-8g.bin; do
   [ -f "$f" ] || "$GDIO" make-file "$f" --size 8G >/dev/null 2>>"$L/make-file.txt"
 done
 
@@ -146,7 +146,8 @@ print(f\"{r['gbps']:.2f} GB/s cold, {r.get('ratio_to_limit') or 0:.2f} x limit {
 multi() { # two GPUs: the checkpoint onto both, beside InstantTensor's 2-rank NCCL load
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gdsite .dev/wheel/gdio-*.whl || return 1
   export PYTHONPATH=/tmp/gdsite:$PYTHONPATH
-  python3 bench/multigpu-h200.py --gdio "$GDIO" --out "$L/mgpu" --size-gib "${ST_GIB:-16}" --reps "${MG_REPS:-2}"
+  python3 bench/multigpu-h200.py --gdio "$GDIO" --out "$L/mgpu" --size-gib "${ST_GIB:-16}" --reps "${MG_REPS:-2}" \
+    ${MG_ROWS:+--rows "$MG_ROWS"}
 }
 
 for p in "$@"; do

@@ -148,7 +148,7 @@ def main():
     ap.add_argument("--gdio", default=".dev/bin/gdio")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/gdio-mgpu"))
     ap.add_argument("--size-gib", type=int, default=16)
-    ap.add_argument("--rows", default="limit,instanttensor,gdio-py,gdio-cli")
+    ap.add_argument("--rows", default="limit,instanttensor,gdio-py,gdio-cli,gdio-cli-t12")
     ap.add_argument("--reps", type=int, default=2)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -179,15 +179,19 @@ def main():
         for kind in ("instanttensor", "gdio-py"):
             if kind in rows:
                 record(kind, ranks(kind, files))
-        if "gdio-cli" in rows:
+        # gdio-cli: the defaults (a set of workers per GPU); gdio-cli-t12: 12 workers for both.
+        for row, extra in (("gdio-cli", {}), ("gdio-cli-t12", {"GDIO_THREADS": "12"})):
+            if row not in rows:
+                continue
             r = subprocess.run([a.gdio, "load", os.path.join(tmpfs, "model.safetensors.index.json"),
-                                "--target", "gpu:0,1", "--json"], capture_output=True, text=True)
+                                "--target", "gpu:0,1", "--json"], capture_output=True, text=True,
+                               env=dict(os.environ, **extra))
             if r.returncode:
-                record("gdio-cli", {"error": r.stderr[-500:], "gbps": 0.0})
+                record(row, {"error": r.stderr[-500:], "gbps": 0.0})
             else:
                 d = json.loads(r.stdout)
                 d["gbps"] = d["checkpoint_bytes"] / d["seconds"] / 1e9
-                record("gdio-cli", d)
+                record(row, d)
     best = {k: max((x.get("gbps", 0) for x in v if "error" not in x), default=0.0) for k, v in got.items()}
     lim = got.get("limit", [{}])[0].get("limit_gbps", 0)
     it = best.get("instanttensor", 0)
