@@ -148,7 +148,7 @@ def main():
     ap.add_argument("--gdio", default=".dev/bin/gdio")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/gdio-mgpu"))
     ap.add_argument("--size-gib", type=int, default=16)
-    ap.add_argument("--rows", default="limit,instanttensor,gdio-py,gdio-cli,gdio-cli-t12")
+    ap.add_argument("--rows", default="limit,instanttensor,gdio-py,gdio-cli,gdio-cli-t24")
     ap.add_argument("--reps", type=int, default=2)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -179,8 +179,8 @@ def main():
         for kind in ("instanttensor", "gdio-py"):
             if kind in rows:
                 record(kind, ranks(kind, files))
-        # gdio-cli: the defaults (a set of workers per GPU); gdio-cli-t12: 12 workers for both.
-        for row, extra in (("gdio-cli", {}), ("gdio-cli-t12", {"GDIO_THREADS": "12"})):
+        # gdio-cli: the defaults; gdio-cli-t24: 24 workers (twice the default, one set per GPU).
+        for row, extra in (("gdio-cli", {}), ("gdio-cli-t24", {"GDIO_THREADS": "24"})):
             if row not in rows:
                 continue
             r = subprocess.run([a.gdio, "load", os.path.join(tmpfs, "model.safetensors.index.json"),

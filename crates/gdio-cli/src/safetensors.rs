@@ -91,22 +91,11 @@ fn gbps(bytes: u64, secs: f64) -> f64 {
     }
 }
 
+/// The driver of `gdio load` and `gdio save`: the configured workers, however many GPUs are
+/// targets (on the two-GPU H200 host, 24 workers loaded a checkpoint onto both GPUs at
+/// 20.1–20.9 GB/s and 12 at 27.6–28.3, BENCHMARKS.md session 3).
 fn driver() -> gdio::Result<Arc<Driver>> {
-    driver_for(&[])
-}
-
-/// A driver for a load onto `targets`: unless `threads` was configured, one set of default
-/// workers per GPU (each GPU's link takes as many as one GPU alone), at most ¾ of the cores.
-fn driver_for(targets: &[Target]) -> gdio::Result<Arc<Driver>> {
-    let mut loaded = crate::config::load()?;
-    let gpus = targets.iter().filter(|t| t.gpu().is_some()).count();
-    if gpus > 1 && loaded.source("threads") == gdio::Source::Default {
-        let per_gpu = loaded.config().threads;
-        let cores = std::thread::available_parallelism().map_or(8, |n| n.get());
-        let want = (per_gpu * gpus).min((cores * 3 / 4).max(per_gpu));
-        loaded.set("threads", want)?;
-    }
-    Ok(Arc::new(Driver::from_loaded(loaded)?))
+    Ok(Arc::new(Driver::from_loaded(crate::config::load()?)?))
 }
 
 struct LoadRun {
@@ -199,7 +188,7 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail("load", e),
     };
-    let driver = match driver_for(&targets) {
+    let driver = match driver() {
         Ok(d) => d,
         Err(e) => return fail("load", e),
     };
