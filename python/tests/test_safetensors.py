@@ -229,14 +229,15 @@ def test_torch_gpu_load(tmp_path):
 
 @pytest.mark.parametrize("world", [1, 2, 3, 5])
 def test_rank_shares_cover_every_byte_once(tmp_path, world):
-    """The byte math of process_group= without torch: each simulated rank loads its pieces
-    with gdio into its share; the shares laid end to end hold every tensor at its offset."""
+    """The byte math and the reads of process_group= without torch: each simulated rank reads
+    its share with gdio (``read_share``: CuFile.pread futures into a NumPy share); the shares
+    laid end to end hold every tensor at its offset."""
     from gdio import _native
-    from gdio.safetensors._dist import plan_share
+    from gdio.safetensors._dist import plan_share, read_share, share_reads
 
     gen = np.random.default_rng(world)
     files = []
-    for s in range(2):
+    for s in range(3):
         t = {f"s{s}.{i}": random_array(gen, DTYPES[int(gen.integers(len(DTYPES)))],
                                         [int(gen.integers(1, 300))]) for i in range(9)}
         ref_np.save_file(t, str(tmp_path / f"m{s}.safetensors"))
@@ -244,17 +245,21 @@ def test_rank_shares_cover_every_byte_once(tmp_path, world):
     ckpt = _native.Checkpoint([f for f, _ in files])
     tensors, file_lens = ckpt.layout()
     whole = None
+    read_bytes = 0
     for rank in range(world):
-        plan = plan_share(tensors, file_lens, rank, world)
+        plan = plan_share(file_lens, rank, world)
         if whole is None:
             whole = np.zeros(world * plan.chunk, dtype=np.uint8)
             assert world * plan.chunk >= plan.total
-        if plan.pieces:
-            for t in ckpt.load_bytes(plan.pieces, None):
-                raw = np.from_dlpack(t.raw())
-                k = plan.keep[t.name]
-                assert k.dst + k.len <= plan.chunk
-                whole[rank * plan.chunk + k.dst : rank * plan.chunk + k.dst + k.len] = raw[k.src : k.src + k.len]
+        share = np.full(plan.chunk, 0xA5, dtype=np.uint8)
+        read_share(ckpt, plan, file_lens, share)
+        reads = share_reads(plan, file_lens)
+        read_bytes += sum(n for _, _, n, _ in reads)
+        for _, _, n, dst in reads:
+            assert dst + n <= plan.chunk
+        whole[rank * plan.chunk : (rank + 1) * plan.chunk] = share
+    # Every data byte read exactly once by the group.
+    assert read_bytes == sum(file_lens)
     everything = {k: v for _, t in files for k, v in t.items()}
     for name, f, b, e, dtype, shape in tensors:
         base = plan.bases[f]

@@ -91,6 +91,12 @@ impl Checkpoint {
         (tensors, files)
     }
 
+    /// Each file's path and the file offset where its data section starts (in `layout()`'s
+    /// file order): where a rank reads its share of the bytes from.
+    fn data_files(&self) -> Vec<(PathBuf, u64)> {
+        self.ckpt.files().iter().map(|f| (f.path.clone(), f.header.data_start)).collect()
+    }
+
     /// Loads byte ranges `(name, begin, end)` of tensors (each on element boundaries, one
     /// range per tensor) as flat pieces, in the order they landed.
     #[pyo3(signature = (parts, gpu=None))]

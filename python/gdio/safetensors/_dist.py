@@ -4,66 +4,73 @@ gloo on the host), and every rank ends with every tensor, so N ranks read the ch
 
 Layout: the files' data sections are laid end to end (each starting on a 64-byte boundary) in
 one ``uint8`` buffer of ``world * chunk`` bytes; rank ``r`` reads bytes ``[r*chunk, (r+1)*chunk)``
-(as per-tensor byte ranges on element boundaries, so a boundary element may be read by two
-ranks) and the gathered buffer then holds every tensor at its own offset: tensors are views of
-it (copied only when a tensor's offset is not a multiple of its element size).
+straight from the files into its share with a few large ``CuFile.pread`` futures (one per file
+the share touches; the engine spreads each over its workers), and the gathered buffer then
+holds every tensor at its own offset: tensors are views of it (copied only when a tensor's
+offset is not a multiple of its element size).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, Optional
-
-from ._format import BITS
 
 _ALIGN = 64
 
 
-def _granule(dtype: str) -> int:
-    """Bytes in the smallest run of whole elements that is also whole bytes."""
-    bits = BITS[dtype]
-    return math.lcm(bits, 8) // 8
-
-
-class Keep:
-    """Bytes ``src..src+len`` of a loaded piece go to ``dst`` of the rank's share."""
-
-    def __init__(self, src: int, dst: int, n: int) -> None:
-        self.src, self.dst, self.len = src, dst, n
-
-
 class SharePlan:
-    """What one rank reads: ``pieces`` ``(name, begin, end)`` in tensor bytes and where each
-    lands in its share (``keep``); ``bases`` are the files' offsets in the whole buffer."""
+    """The byte split of a checkpoint between ranks: ``bases`` are the files' offsets in the
+    whole buffer (data sections end to end, each on a 64-byte boundary), ``total`` its length,
+    ``chunk`` the bytes per rank, ``lo`` where this rank's share starts."""
 
     def __init__(self, bases: list[int], total: int, chunk: int, lo: int) -> None:
         self.bases, self.total, self.chunk, self.lo = bases, total, chunk, lo
-        self.pieces: list[tuple[str, int, int]] = []
-        self.keep: dict[str, Keep] = {}
 
 
-def plan_share(tensors: list, file_lens: list[int], rank: int, world: int) -> SharePlan:
-    """Rank ``rank`` of ``world``'s share of the checkpoint described by
-    ``Checkpoint.layout()``."""
+def plan_share(file_lens: list[int], rank: int, world: int) -> SharePlan:
+    """Rank ``rank`` of ``world``'s share of a checkpoint whose data sections have the lengths
+    ``file_lens`` (``Checkpoint.layout()[1]``)."""
     bases, at = [], 0
     for n in file_lens:
         bases.append(at)
         at = (at + n + _ALIGN - 1) // _ALIGN * _ALIGN
     total = at
     chunk = max(_ALIGN, ((total + world - 1) // world + _ALIGN - 1) // _ALIGN * _ALIGN)
-    lo, hi = rank * chunk, min((rank + 1) * chunk, total)
-    plan = SharePlan(bases, total, chunk, lo)
-    for name, f, b, e, dtype, _shape in tensors:
-        g0, g1 = bases[f] + b, bases[f] + e
-        a, z = max(g0, lo), min(g1, hi)
-        if a >= z:
-            continue
-        q = _granule(dtype)
-        rb = (a - g0) // q * q
-        re = min(-(-(z - g0) // q) * q, g1 - g0)
-        plan.pieces.append((name, rb, re))
-        plan.keep[name] = Keep(a - g0 - rb, a - lo, z - a)
-    return plan
+    return SharePlan(bases, total, chunk, rank * chunk)
+
+
+def share_reads(plan: SharePlan, file_lens: list[int]) -> list[tuple[int, int, int, int]]:
+    """What the rank of ``plan`` reads: ``(file, offset in its data section, bytes, offset in
+    the share)``, one per file its share touches (the padding between files is not read)."""
+    hi = min(plan.lo + plan.chunk, plan.total)
+    out = []
+    for f, (base, n) in enumerate(zip(plan.bases, file_lens)):
+        a, z = max(base, plan.lo), min(base + n, hi)
+        if a < z:
+            out.append((f, a - base, z - a, a - plan.lo))
+    return out
+
+
+def read_share(ckpt: Any, plan: SharePlan, file_lens: list[int], share: Any) -> None:
+    """Fills ``share`` (a flat ``uint8`` buffer of ``plan.chunk`` bytes: a torch tensor, NumPy
+    array, anything ``gdio.CuFile.pread`` takes) with this rank's bytes, all files in flight at
+    once."""
+    from .. import CuFile
+
+    files = ckpt.data_files()
+    handles, futures = [], []
+    try:
+        for f, off, n, dst in share_reads(plan, file_lens):
+            path, data_start = files[f]
+            h = CuFile(path, "r")
+            handles.append(h)
+            futures.append((path, n, h.pread(share[dst : dst + n], n, data_start + off)))
+        for path, n, fu in futures:
+            got = fu.get()
+            if got != n:
+                raise OSError(f"{path}: read {got} of {n} bytes of this rank's share (file shrank?)")
+    finally:
+        for h in handles:
+            h.close()
 
 
 def load(ckpt: Any, names: list[str], gpu: Optional[int], group: Any, framework: str) -> dict[str, Any]:
@@ -75,16 +82,11 @@ def load(ckpt: Any, names: list[str], gpu: Optional[int], group: Any, framework:
 
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     tensors, file_lens = ckpt.layout()
-    share_plan = plan_share(tensors, file_lens, rank, world)
-    bases, chunk, lo, pieces = share_plan.bases, share_plan.chunk, share_plan.lo, share_plan.pieces
+    share_plan = plan_share(file_lens, rank, world)
+    bases, chunk = share_plan.bases, share_plan.chunk
     device = torch.device("cpu") if gpu is None else torch.device(f"cuda:{gpu}")
     share = torch.zeros(chunk, dtype=torch.uint8, device=device)
-    if pieces:
-        for t in ckpt.load_bytes(pieces, gpu):
-            keep = share_plan.keep[t.name]
-            raw = torch.from_dlpack(t.raw())
-            share[keep.dst : keep.dst + keep.len].copy_(raw[keep.src : keep.src + keep.len])
-            del raw
+    read_share(ckpt, share_plan, file_lens, share)
     whole = torch.empty(world * chunk, dtype=torch.uint8, device=device)
     try:
         dist.all_gather_into_tensor(whole, share, group=group)
