@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A safetensors checkpoint onto two GPUs at once, in ONE run, beside its limit and the peers.
 usage (repository root, a machine with >= 2 GPUs): python3 bench/multigpu-h200.py
-    [--gdio .dev/bin/gdio] [--out $OUT] [--size-gib 16] [--rows limit,instanttensor,gdio-py,gdio-cli]
+    [--gdio .dev/bin/gdio] [--out $OUT] [--size-gib 16]
+    [--rows limit,instanttensor,gdio-py,gdio-cli,gdio-cli-t24]
 The checkpoint is the one bench/safetensors-h200.py writes (4 shards, written by `safetensors`),
 read from tmpfs (/dev/shm/gdio-st). Rows, each one JSON line in $OUT/multigpu.jsonl:
   limit          pinned host->device to GPU 0 alone, to both GPUs at once (aggregate), and the
@@ -10,7 +11,7 @@ read from tmpfs (/dev/shm/gdio-st). Rows, each one JSON line in $OUT/multigpu.js
   instanttensor  InstantTensor 0.2.2, 2 ranks, NCCL group (safe_open(..., process_group=WORLD)).
   gdio-py        gdio.safetensors.safe_open(..., process_group=WORLD), 2 ranks, NCCL.
   gdio-cli       `gdio load --target gpu:0,1 --json`: one process, each byte read once, the
-                 shares exchanged GPU to GPU.
+                 shares exchanged GPU to GPU (gdio-cli-t24: the same with GDIO_THREADS=24).
 Ranks: torch.multiprocessing, one process per GPU; each times from a barrier after CUDA and NCCL
 are up to the last tensor on its GPU (synchronized), and the slowest rank counts. GB/s are of
 checkpoint (each byte once, however many GPUs got it).
