@@ -97,29 +97,6 @@ impl Checkpoint {
         self.ckpt.files().iter().map(|f| (f.path.clone(), f.header.data_start)).collect()
     }
 
-    /// Loads byte ranges `(name, begin, end)` of tensors (each on element boundaries, one
-    /// range per tensor) as flat pieces, in the order they landed.
-    #[pyo3(signature = (parts, gpu=None))]
-    fn load_bytes(
-        &self,
-        py: Python<'_>,
-        parts: Vec<(String, u64, u64)>,
-        gpu: Option<usize>,
-    ) -> PyResult<Vec<Tensor>> {
-        let mut plan = Plan::new();
-        for (name, b, e) in &parts {
-            plan.add_bytes(&self.ckpt, name, target_of(gpu), *b..*e).map_err(to_py)?;
-        }
-        let rt = runtime(py)?;
-        let ckpt = self.ckpt.clone();
-        let loaded = py
-            .detach(|| st::load(&rt.driver, &ckpt, &plan, &LoadOptions::default()))
-            .map_err(to_py)?;
-        let loaded = Arc::new(loaded);
-        let owner: Owner = loaded.clone();
-        Ok(loaded.views().iter().map(|v| Tensor::from_view(v, &owner)).collect())
-    }
-
     /// Loads tensors `names` (all when `None`) to host memory or GPU `gpu`; returns them in
     /// the order they landed.
     #[pyo3(signature = (names=None, gpu=None))]
