@@ -173,7 +173,12 @@ impl Lane {
         task: Task,
         result: TaskResult,
     ) {
-        self.defer_all(seq, slot, vec![(job, task, result)]);
+        let d = Arc::new(Deferred { taken: AtomicBool::new(false), job, task, result });
+        if self.callbacks {
+            let cb = d.clone();
+            self.ask_callback(Box::new(move || cb.finish(None)));
+        }
+        self.in_flight.push_back(InFlight { seq, slot, task: d });
     }
 
     /// Every `(job, task, result)` of `tasks` finishes when marker `seq` (recorded in `slot`)
@@ -192,14 +197,18 @@ impl Lane {
             .collect();
         if self.callbacks && !tasks.is_empty() {
             let cb = tasks.clone();
-            let finish = Box::new(move || cb.iter().for_each(|d| d.finish(None)));
-            if let Err(e) = self.stream.notify(finish) {
-                // Polling still finishes the tasks; stop asking this stream for callbacks.
-                tracing::debug!(error = %e, "no completion callbacks; polling markers instead");
-                self.callbacks = false;
-            }
+            self.ask_callback(Box::new(move || cb.iter().for_each(|d| d.finish(None))));
         }
         self.in_flight.extend(tasks.into_iter().map(|task| InFlight { seq, slot, task }));
+    }
+
+    /// Queues `finish` on the stream behind the copies so far; a stream without callbacks is
+    /// not asked again (polling still finishes its tasks).
+    fn ask_callback(&mut self, finish: Box<dyn FnOnce() + Send>) {
+        if let Err(e) = self.stream.notify(finish) {
+            tracing::debug!(error = %e, "no completion callbacks; polling markers instead");
+            self.callbacks = false;
+        }
     }
 
     fn retire_reached(&mut self) {
