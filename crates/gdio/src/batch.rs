@@ -271,28 +271,18 @@ impl Batch {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let mut out = Vec::new();
         loop {
-            let seen = *self.notifier.completions.lock().unwrap_or_else(|p| p.into_inner());
+            let seen = self.notifier.completions();
             self.take_finished(nr, &mut out);
             if out.len() >= want || out.len() >= nr {
                 return Ok(BatchStatus { events: out, timed_out: false });
             }
-            let g = self.notifier.completions.lock().unwrap_or_else(|p| p.into_inner());
-            if *g != seen {
-                continue;
-            }
-            match deadline {
-                None => drop(self.notifier.cv.wait(g).unwrap_or_else(|p| p.into_inner())),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        drop(g);
-                        self.take_finished(nr, &mut out);
-                        let timed_out = out.len() < want;
-                        return Ok(BatchStatus { events: out, timed_out });
-                    }
-                    let r = self.notifier.cv.wait_timeout(g, d - now);
-                    drop(r.unwrap_or_else(|p| p.into_inner()));
-                }
+            // Sleep until enough new completions for what is missing (a lower bound: some of
+            // those counted after `seen` may already be in `out`, then the loop waits again).
+            let missing = (want - out.len()) as u64;
+            if !self.notifier.wait_for(seen + missing, deadline) {
+                self.take_finished(nr, &mut out);
+                let timed_out = out.len() < want;
+                return Ok(BatchStatus { events: out, timed_out });
             }
         }
     }

@@ -56,22 +56,66 @@ pub(crate) struct Counters {
     pub gathered_reads: AtomicU64,
 }
 
-/// Told when a job completes (a batch waits on one of these for all its entries).
+/// Told when a job completes (a batch waits on one of these for all its entries). A
+/// completion wakes the waiter only once the count it waits for is reached, so a batch of many
+/// small I/Os costs one wake-up per `get_status`, not one per I/O.
 #[derive(Default, Debug)]
 pub(crate) struct Notifier {
-    pub completions: Mutex<u64>,
-    pub cv: Condvar,
+    state: Mutex<NotifyState>,
+    cv: Condvar,
+}
+
+#[derive(Default, Debug)]
+struct NotifyState {
+    /// Jobs completed since the notifier was made.
+    completions: u64,
+    /// A waiter sleeps until `completions` reaches this.
+    wake_at: Option<u64>,
 }
 
 impl Notifier {
     pub(crate) fn notify(&self) {
-        *self.completions.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-        self.cv.notify_all();
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        s.completions += 1;
+        if s.wake_at.is_some_and(|w| s.completions >= w) {
+            s.wake_at = None;
+            drop(s);
+            self.cv.notify_all();
+        }
+    }
+
+    /// Jobs completed so far.
+    pub(crate) fn completions(&self) -> u64 {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).completions
+    }
+
+    /// Blocks until at least `target` jobs have completed or `deadline` passed; true when
+    /// the count was reached.
+    pub(crate) fn wait_for(&self, target: u64, deadline: Option<Instant>) -> bool {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        while s.completions < target {
+            s.wake_at = Some(s.wake_at.map_or(target, |w| w.min(target)));
+            match deadline {
+                None => s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner()),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        s.wake_at = None;
+                        return false;
+                    }
+                    s = self.cv.wait_timeout(s, d - now).unwrap_or_else(|p| p.into_inner()).0;
+                }
+            }
+        }
+        s.wake_at = None;
+        true
     }
 }
 
 #[derive(Default)]
 struct State {
+    /// Threads blocked in `wait_until` (completion wakes them only when there are some).
+    waiters: usize,
     claimed: usize,
     finished: usize,
     /// No more tasks will be claimed (an error or a cancel).
@@ -250,7 +294,9 @@ impl Job {
                 b.fetch_add(s.direct_bytes, Ordering::Relaxed);
             }
         }
-        self.cv.notify_all();
+        if s.waiters > 0 {
+            self.cv.notify_all();
+        }
         if let Some(n) = &self.notifier {
             n.notify();
         }
@@ -272,16 +318,19 @@ impl Job {
     pub(crate) fn wait_until(&self, deadline: Option<Instant>) -> bool {
         let mut s = self.lock();
         while !s.done {
-            match deadline {
-                None => s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner()),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return false;
-                    }
-                    s = self.cv.wait_timeout(s, d - now).unwrap_or_else(|p| p.into_inner()).0;
-                }
-            }
+            let timeout = match deadline {
+                None => None,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(t) if !t.is_zero() => Some(t),
+                    _ => return false,
+                },
+            };
+            s.waiters += 1;
+            s = match timeout {
+                None => self.cv.wait(s).unwrap_or_else(|p| p.into_inner()),
+                Some(t) => self.cv.wait_timeout(s, t).unwrap_or_else(|p| p.into_inner()).0,
+            };
+            s.waiters -= 1;
         }
         true
     }
@@ -324,5 +373,37 @@ impl Job {
     pub(crate) fn was_canceled(&self) -> bool {
         let s = self.lock();
         s.canceled && s.error.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_notifier_wakes_its_waiter_only_when_the_count_is_reached() {
+        let n = Arc::new(Notifier::default());
+        let t = {
+            let n = n.clone();
+            std::thread::spawn(move || n.wait_for(3, None))
+        };
+        n.notify();
+        n.notify();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!t.is_finished(), "woke after 2 of 3 completions");
+        n.notify();
+        assert!(t.join().unwrap());
+        assert_eq!(n.completions(), 3);
+    }
+
+    #[test]
+    fn a_notifier_wait_times_out_with_the_count_short() {
+        let n = Notifier::default();
+        n.notify();
+        let start = Instant::now();
+        assert!(!n.wait_for(2, Some(start + Duration::from_millis(30))));
+        assert!(start.elapsed() >= Duration::from_millis(30));
+        assert!(n.wait_for(1, Some(start)), "a count already reached needs no time");
     }
 }

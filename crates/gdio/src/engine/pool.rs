@@ -50,6 +50,21 @@ enum Work {
 struct Queue {
     jobs: VecDeque<Work>,
     shutdown: bool,
+    /// Workers blocked on the condition variable.
+    idle: usize,
+    /// Of those, how many a submitter has already woken (not yet back from the wait).
+    waking: usize,
+}
+
+impl Queue {
+    /// Counts `n` wake-ups owed to idle workers for new work and returns how many to send:
+    /// no more than the workers asleep and not already being woken (a busy worker looks at the
+    /// queue before it sleeps, so nothing queued is ever left without a worker).
+    fn wakeups_for(&mut self, n: usize) -> usize {
+        let k = n.min(self.idle.saturating_sub(self.waking));
+        self.waking += k;
+        k
+    }
 }
 
 struct Shared {
@@ -85,7 +100,12 @@ impl Pool {
     ) -> Pool {
         Pool {
             shared: Arc::new(Shared {
-                queue: Mutex::new(Queue { jobs: VecDeque::new(), shutdown: false }),
+                queue: Mutex::new(Queue {
+                    jobs: VecDeque::new(),
+                    shutdown: false,
+                    idle: 0,
+                    waking: 0,
+                }),
                 cv: Condvar::new(),
                 queued: AtomicUsize::new(0),
                 runtime,
@@ -132,8 +152,9 @@ impl Pool {
             q.jobs.push_back(Work::Job(job.clone()));
         }
         self.shared.queued.store(q.jobs.len(), Ordering::Release);
+        let wake = q.wakeups_for(n);
         drop(q);
-        for _ in 0..n {
+        for _ in 0..wake {
             self.shared.cv.notify_one();
         }
         Ok(())
@@ -220,7 +241,10 @@ fn worker_main(shared: Arc<Shared>) {
                 if q.shutdown {
                     return;
                 }
+                q.idle += 1;
                 q = shared.cv.wait(q).unwrap_or_else(|p| p.into_inner());
+                q.idle -= 1;
+                q.waking = q.waking.saturating_sub(1);
             }
         };
         let job = match work {
@@ -374,5 +398,21 @@ pub(crate) fn run_host_task(job: &Job, task: Task) {
     match transfer::read_to_host(job, task, path) {
         Ok(r) => job.finish(task, r, None),
         Err(e) => job.finish(task, TaskResult::default(), Some(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_work_wakes_no_more_workers_than_are_asleep_and_not_already_woken() {
+        let mut q = Queue { jobs: VecDeque::new(), shutdown: false, idle: 3, waking: 0 };
+        assert_eq!(q.wakeups_for(2), 2);
+        assert_eq!(q.wakeups_for(5), 1, "one sleeper left unwoken");
+        assert_eq!(q.wakeups_for(1), 0, "every sleeper is already being woken");
+        q.idle = 0;
+        q.waking = 0;
+        assert_eq!(q.wakeups_for(4), 0, "busy workers look at the queue before they sleep");
     }
 }
