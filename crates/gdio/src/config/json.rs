@@ -4,9 +4,10 @@
 //! per-filesystem settings under `fs` (`{"fs": {"lustre": {"posix_gds_min_kb": 64}}}`).
 //! cufile.json's `properties`, `fs` and `execution` sections are read for the keys that mean the
 //! same (`properties.allow_compat_mode`, `fs.generic.posix_unaligned_writes`,
-//! `fs.weka.rdma_write_support`, `execution.max_io_threads` → `threads`, ...). cuFile keys that
-//! gdio has no use for (logging, profile, pool sizes, RDMA addresses, ...) are accepted and
-//! ignored; any other key is an error naming it.
+//! `fs.weka.rdma_write_support`, ...). cuFile keys that gdio has no use for (logging, profile,
+//! pool sizes, RDMA addresses, `execution.max_io_threads`, ...) are accepted and ignored; any
+//! other key is an error naming it. `max_io_threads` sizes NVIDIA's own thread pool (its stock
+//! /etc/cufile.json says 4); gdio's worker count is its own key, `threads`.
 
 use std::path::Path;
 
@@ -57,9 +58,16 @@ const PROPERTIES_IGNORED: &[&str] = &[
     "stream_memops_bypass",
 ];
 
-/// cufile.json `execution` keys gdio accepts and ignores (`max_io_threads` maps to `threads`).
-const EXECUTION_IGNORED: &[&str] =
-    &["max_io_queue_depth", "parallel_io", "min_io_threshold_size_kb", "max_request_parallelism"];
+/// cufile.json `execution` keys gdio accepts and ignores. `max_io_threads` is the size of
+/// NVIDIA's own pool (4 in its stock file, which would cap gdio's engine at a third of the
+/// workers it measured best); gdio's is `threads`.
+const EXECUTION_IGNORED: &[&str] = &[
+    "max_io_queue_depth",
+    "max_io_threads",
+    "parallel_io",
+    "min_io_threshold_size_kb",
+    "max_request_parallelism",
+];
 
 /// cufile.json per-filesystem keys gdio accepts and ignores.
 const FS_IGNORED: &[&str] = &[
@@ -164,10 +172,8 @@ pub fn parse(text: &str, name: &str) -> Result<Vec<FileSetting>> {
                     None
                 }
             })?,
-            "execution" => section(&origin, k, v, &mut out, |key| match key {
-                "max_io_threads" => Some(Some("threads".to_owned())),
-                _ if EXECUTION_IGNORED.contains(&key) => Some(None),
-                _ => None,
+            "execution" => section(&origin, k, v, &mut out, |key| {
+                EXECUTION_IGNORED.contains(&key).then_some(None)
             })?,
             "fs" => fs_section(&origin, v, &mut out)?,
             s if IGNORED_SECTIONS.contains(&s) => {}
@@ -187,7 +193,7 @@ fn unknown(origin: &str, full: &str, last: &str) -> Error {
         .chain(PROPERTIES_IGNORED.iter().copied())
         .chain(EXECUTION_IGNORED.iter().copied())
         .chain(FS_IGNORED.iter().copied())
-        .chain(["max_io_threads", "posix_unaligned_writes"]);
+        .chain(["posix_unaligned_writes"]);
     let hint =
         keys::nearest(last, known).map(|k| format!(" (did you mean {k}?)")).unwrap_or_default();
     Error::new(ErrorKind::Config, format!("{origin}: unknown key {full}{hint}"))
@@ -270,9 +276,8 @@ mod tests {
             "f",
         )
         .unwrap();
-        assert_eq!(s[0].key, "threads");
-        assert_eq!(s[0].written, "execution.max_io_threads");
-        assert_eq!(s[1].key, "fs.wekafs.rdma_write_support");
-        assert_eq!(s[1].written, "fs.weka.rdma_write_support");
+        assert_eq!(s.len(), 1, "execution.max_io_threads is NVIDIA's pool size, not gdio's");
+        assert_eq!(s[0].key, "fs.wekafs.rdma_write_support");
+        assert_eq!(s[0].written, "fs.weka.rdma_write_support");
     }
 }

@@ -174,7 +174,7 @@ fn as_usize(origin: &str, key: &str, v: &Value) -> Result<usize> {
 }
 
 /// Sets `key` to `value` in `config`. `origin` names where the value came from and the name it
-/// had there (`config file /etc/cufile.json, key execution.max_io_threads`, `environment
+/// had there (`config file /etc/cufile.json, key fs.weka.rdma_write_support`, `environment
 /// variable GDIO_THREADS`, `code, key threads`) for the error message. An unknown key, a value
 /// of the wrong type or out of its [`Bound`] is an error naming the source, the key and the
 /// value; `config` is unchanged then.
