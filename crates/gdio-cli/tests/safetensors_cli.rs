@@ -56,6 +56,10 @@ fn load_host_json_verify_patterns_and_resave() {
     assert_eq!(v["verified"], true);
     assert!(v["seconds"].as_f64().unwrap() > 0.0);
     assert!(v["gbps"].as_f64().unwrap() > 0.0);
+    // The set-up is broken down: header reads and the (here empty) GPU warm-up, within the total.
+    let (open, warm) = (v["open_seconds"].as_f64().unwrap(), v["warm_seconds"].as_f64().unwrap());
+    assert!(open > 0.0 && open <= v["seconds"].as_f64().unwrap(), "{v}");
+    assert!(warm >= 0.0 && v["transfer_seconds"].as_f64().unwrap() > 0.0, "{v}");
 
     let resaved = dir.path().join("again.safetensors");
     let out = gdio()
