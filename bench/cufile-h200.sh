@@ -9,6 +9,7 @@
 # properties it wants (needs root; the file is removed again), against ours, hot and cold.
 #
 # usage: bench/cufile-h200.sh [all|kvikio-tests|torch|perf|registered|nvidia]...   (repo root)
+#   env: PERF_THREADS (default "8 16 32"), PERF_CAPPED=1 (see perf), FILE (default the ext4 file)
 # needs: LIB = gdio's library (default .dev/lib/libcufile.so.0, else target/release/libcufile.so),
 #        GDIO = gdio release binary (default .dev/bin/gdio, else target/release/gdio),
 #        the peer wheels from ../shared/tools/fetch-peer-wheels in .whl/ (installed to /tmp/site).
@@ -60,7 +61,12 @@ torch_gds() {
 perf() {
   [ -f "$F" ] || "$GDIO" make-file "$F" --size 8G
   cat "$F" > /dev/null  # into the page cache
-  for t in 8 16 32; do
+  # PERF_CAPPED=1: also KvikIO OFF on gdio with 4 workers, what the stock /etc/cufile.json's
+  # max_io_threads made of gdio's engine before gdio stopped reading that key.
+  [ -n "${PERF_CAPPED:-}" ] && env LD_PRELOAD="$OURS" CUFILE_ENV_PATH_JSON="$CFG" GDIO_THREADS=4 \
+    python3 bench/cufile_kvikio_read.py off "$F" 16 3 2>> "$OUT/perf-stderr.txt" \
+    | sed 's/"compat_mode"/"variant": "gdio capped at 4 workers", "compat_mode"/' >> "$log"
+  for t in ${PERF_THREADS:-8 16 32}; do
     env LD_PRELOAD="$OURS" CUFILE_ENV_PATH_JSON="$CFG" python3 bench/cufile_kvikio_read.py off "$F" $t 3 >> "$log" 2>> "$OUT/perf-stderr.txt"
     python3 bench/cufile_kvikio_read.py on "$F" $t 3 >> "$log" 2>> "$OUT/perf-stderr.txt"
     # gdio's engine with KvikIO's shape: 4 MiB tasks, t requests in flight.
@@ -125,7 +131,9 @@ for r in cache:
     print(f"KvikIO OFF on {who:<8} {r['cache']:<4} {r['gbps']:.2f} GB/s (16 threads)")
 by = {}
 for r in rows:
-    if r.get("peer") == "kvikio" and not r.get("cache"):
+    if r.get("variant"):
+        print(f"KvikIO OFF on gdio, {r['variant']}: {r['gbps']:.2f} GB/s ({r['threads']} threads)")
+    elif r.get("peer") == "kvikio" and not r.get("cache"):
         by.setdefault(r["threads"], {})[r["compat_mode"]] = r["gbps"]
     elif str(r.get("label", "")).startswith("gdio bench 4M"):
         g = r.get("gbps")

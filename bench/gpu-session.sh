@@ -79,10 +79,12 @@ print('limits', json.dumps(d.get('limits')))"
 
 micro() {
   OUT=$L bash bench/engine-microbench.sh .dev/bin/engine_microbench ${MICRO_MEMS:-gpu host}
-  # Gathering small reads: off, and on with one copy per piece, against the default above.
+  # Gathering small reads: off, and on with one copy per piece, against the default above;
+  # and the engine before this change (.dev/before/engine_microbench) where carried.
   local shape
   for shape in "4 256 batch" "64 64 batch" "4 256 async"; do
     set -- $shape
+    [ -x .dev/before/engine_microbench ] && echo "before: $(.dev/before/engine_microbench gpu $1 $2 3 $3 2>&1 | tail -1)"
     echo "gather off: $(GDIO_GATHER_MAX_PIECES=0 .dev/bin/engine_microbench gpu $1 $2 3 $3 2>&1 | tail -1)"
     echo "gather, one copy per piece: $(GDIO_GATHER_BATCH_COPY=false .dev/bin/engine_microbench gpu $1 $2 3 $3 2>&1 | tail -1)"
   done
@@ -97,8 +99,10 @@ sweep() {
 }
 
 safetensors() {
+  local before=(); [ -x .dev/before/gdio ] && before=(--gdio-before .dev/before/gdio)
   python3 bench/safetensors-h200.py --gdio "$GDIO" --out "$L/st" --size-gib "${ST_GIB:-16}" \
-    --rows "${ST_ROWS:-verify,tmpfs,ext4-hot,cold,save}"
+    --rows "${ST_ROWS:-verify,tmpfs,ext4-hot,cold,save}" "${before[@]}" \
+    --peers "${ST_PEERS-safetensors,fastsafetensors,instanttensor,instanttensor-buffered}"
 }
 
 python_pkg() {

@@ -120,17 +120,17 @@ class Run:
         line = [l for l in r.stdout.splitlines() if l.startswith("{")][-1]
         self.record(where, kind, json.loads(line))
 
-    def gdio_load(self, where, target, path, verify=False):
-        args = [self.gdio, "load", path, "--target", target, "--json"] + (["--verify"] if verify else [])
+    def gdio_load(self, where, target, path, verify=False, binary=None, label="gdio"):
+        args = [binary or self.gdio, "load", path, "--target", target, "--json"] + (["--verify"] if verify else [])
         r = sh(args, capture_output=True, text=True)
         if r.returncode != 0:
             print(f"gdio load failed: {r.stderr[-2000:]}", file=sys.stderr)
-            self.record(where, f"gdio {target}", {"error": r.stderr[-500:], "gbps": 0.0})
+            self.record(where, f"{label} {target}", {"error": r.stderr[-500:], "gbps": 0.0})
             return
         d = json.loads(r.stdout)
         # GB/s of checkpoint (each byte once, however many GPUs got it).
         d["gbps"] = d["checkpoint_bytes"] / d["seconds"] / 1e9
-        self.record(where, f"gdio {target}" + (" verify" if verify else ""), d)
+        self.record(where, f"{label} {target}" + (" verify" if verify else ""), d)
 
     def gdio_save(self, where, path, outdir):
         shutil.rmtree(outdir, ignore_errors=True)
@@ -154,6 +154,10 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/gdio-st-bench"))
     ap.add_argument("--size-gib", type=int, default=16)
     ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--gdio-before", default=None,
+                    help="also load with this gdio binary (the build before a change), same rows")
+    ap.add_argument("--peers", default="safetensors,fastsafetensors,instanttensor,instanttensor-buffered",
+                    help="comma list of peers to run (empty: none)")
     ap.add_argument("--rows", default="verify,tmpfs,ext4-hot,cold,save,2gpu",
                     help="comma list of row groups to run (split a run to fit a 10-minute limit; "
                          "results.jsonl accumulates)")
@@ -170,7 +174,7 @@ def main():
         shutil.copytree(ext4, tmpfs)
     print(f"checkpoint ready in {time.time() - t0:.0f} s", file=sys.stderr)
     run = Run(a.out, a.gdio)
-    peers = ["safetensors", "fastsafetensors", "instanttensor", "instanttensor-buffered"]
+    peers = [p for p in a.peers.split(",") if p]
     rows = set(a.rows.split(","))
     run.peer("limit", "h2d", [])
     if "verify" in rows:
@@ -188,6 +192,9 @@ def main():
             if where == "ext4-hot":
                 warm(files)
             run.gdio_load(where, "gpu:0", os.path.join(d, "model.safetensors.index.json"))
+            if a.gdio_before:
+                run.gdio_load(where, "gpu:0", os.path.join(d, "model.safetensors.index.json"),
+                              binary=a.gdio_before, label="gdio-before")
         if "cold" in rows:
             files = shard_files(ext4)
             if drop_caches():
@@ -223,6 +230,9 @@ def main():
     for where in ("tmpfs", "ext4-hot"):
         g = run.best(where, ["gdio gpu:0"])
         p = run.best(where, peers)
+        b = run.best(where, ["gdio-before gpu:0"])
+        if b:
+            print(f"{where}: gdio before this change {b:.2f} GB/s, now {g:.2f} ({g / b:.2f} x)")
         print(f"{where}: gdio {g:.2f} GB/s = {g / p if p else 0:.2f} x best peer ({p:.2f}; target >= 1.15) "
               f"= {g / h2d if h2d else 0:.2f} x pinned H2D ({h2d:.2f}; target >= 0.90)")
     g, o = run.best("cold", ["gdio gpu:0"]), run.best("cold", ["odirect"])
