@@ -54,9 +54,10 @@ impl std::str::FromStr for DirectIoPolicy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IoEngine {
-    /// Whichever measured faster for the shape: io_uring where a worker has several reads to
-    /// issue at once (a gathered group, several cold `O_DIRECT` reads in flight), `pread`
-    /// for one read at a time (BENCHMARKS.md, "io_uring (CPU-only)").
+    /// Whichever measured faster for the shape (BENCHMARKS.md, "io_uring (CPU-only)"): a
+    /// worker's several cold `O_DIRECT` chunks in flight go out as one io_uring submission
+    /// (instead of on helper threads); single reads and gathered page-cache pieces use
+    /// `pread` (the ring lost on single reads, and showed no win on gathered pieces).
     Auto,
     /// Always `pread`, one system call per read.
     Pread,
@@ -174,10 +175,11 @@ pub struct Config {
     pub inline_max_bytes: usize,
     /// When to use `O_DIRECT`.
     pub direct_io: DirectIoPolicy,
-    /// How workers issue reads: `auto` (io_uring where a worker has several reads at once,
-    /// `pread` otherwise), `pread`, or `io_uring`. Where io_uring cannot be set up (an old
-    /// kernel, `kernel.io_uring_disabled`, seccomp) every engine reads with `pread` and says
-    /// why ([`crate::engine::Engine::io_uring_unavailable`]).
+    /// How workers issue reads: `auto` (io_uring for a worker's cold `O_DIRECT` chunks in
+    /// flight, `pread` otherwise), `pread`, or `io_uring` (every worker read through its
+    /// ring). Where io_uring cannot be set up (an old kernel, `kernel.io_uring_disabled`,
+    /// seccomp) every engine reads with `pread` and says why
+    /// ([`crate::engine::Engine::io_uring_unavailable`]).
     pub io_engine: IoEngine,
     /// A range at least this cached (0.0–1.0) counts as hot under `DirectIoPolicy::Auto`.
     pub hot_cache_fraction: f64,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::job::{Counters, DirectChoice, Job, TaskResult};
 use super::lane::Lane;
 use super::plan::Task;
-use super::ring::WorkerRing;
+use super::ring::{Shape, WorkerRing};
 use super::transfer::{self, ReadPath};
 use crate::config::Config;
 use crate::file::{posix, uring};
@@ -117,7 +117,7 @@ pub(crate) fn run_group(
         placed.push((job.clone(), task, at));
         at = (at + len).div_ceil(PIECE_ALIGN) * PIECE_ALIGN;
     }
-    let results: Vec<Result<usize, i32>> = match ring.for_reads(placed.len()) {
+    let results: Vec<Result<usize, i32>> = match ring.for_reads(placed.len(), Shape::Gathered) {
         Some(r) => {
             let reads: Vec<uring::Read<'_>> = placed
                 .iter()

@@ -31,6 +31,19 @@ impl IoChoice {
     }
 }
 
+/// What a worker is about to read, for the choice between its ring and `pread`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// One read (a host task, one bounce chunk). `auto`: `pread` (the ring lost on both
+    /// tmpfs and ext4, BENCHMARKS.md "io_uring (CPU-only)").
+    Single,
+    /// A gathered group's page-cache pieces. `auto`: `pread` (no win measured).
+    Gathered,
+    /// A worker's `direct_reads_in_flight` cold `O_DIRECT` chunks. `auto`: the ring (in
+    /// place of a helper thread per extra chunk).
+    ColdInFlight,
+}
+
 /// One worker's ring, made on first use.
 #[derive(Debug)]
 pub(crate) struct WorkerRing {
@@ -51,17 +64,19 @@ impl WorkerRing {
         WorkerRing { choice: None, ring: None, tried: true }
     }
 
-    /// The ring for `reads` reads to be issued at once, or `None` when they go with `pread`:
-    /// under `auto` the ring serves two or more at once (one read alone measured no faster
-    /// through a ring, and costs a ring per thread), under `io_uring` any.
-    pub(crate) fn for_reads(&mut self, reads: usize) -> Option<&mut Ring> {
+    /// The ring for `reads` reads of `shape` to be issued at once, or `None` when they go with
+    /// `pread`. Under `auto` the ring serves only the shape it measured faster for (several
+    /// cold `O_DIRECT` chunks in flight, instead of helper threads); under `io_uring` every
+    /// shape.
+    pub(crate) fn for_reads(&mut self, reads: usize, shape: Shape) -> Option<&mut Ring> {
         let choice = self.choice.as_ref()?;
-        let wanted = match choice.engine {
-            IoEngine::Pread => false,
-            IoEngine::Auto => reads >= 2,
-            IoEngine::IoUring => reads >= 1,
-        };
-        if !wanted || choice.unavailable.get().is_some() && self.ring.is_none() {
+        let wanted = reads > 0
+            && match choice.engine {
+                IoEngine::Pread => false,
+                IoEngine::Auto => shape == Shape::ColdInFlight && reads >= 2,
+                IoEngine::IoUring => true,
+            };
+        if !wanted || (choice.unavailable.get().is_some() && self.ring.is_none()) {
             return None;
         }
         if !self.tried {

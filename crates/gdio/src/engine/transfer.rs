@@ -4,7 +4,7 @@
 use super::job::{DirectChoice, Job, TaskResult};
 use super::lane::Lane;
 use super::plan::{pieces, Task};
-use super::ring::WorkerRing;
+use super::ring::{Shape, WorkerRing};
 use crate::error::{Error, Result};
 use crate::file::uring::{self, Ring};
 use crate::file::{posix, residency, FileHandle};
@@ -256,7 +256,7 @@ pub(crate) fn read_to_host(
     let dst = (job.buf.addr + task.rel) as *mut u8;
     let direct = path == ReadPath::Direct;
     let align = direct_align(file);
-    let (bytes, direct_bytes) = match ring.for_reads(1) {
+    let (bytes, direct_bytes) = match ring.for_reads(1, Shape::Single) {
         // SAFETY: the task lies inside the job's buffer, which the submitter keeps valid and
         // exclusive until the job is done.
         Some(r) => unsafe {
@@ -371,7 +371,8 @@ fn read_chunks(
             // chunk alone until its copy is queued below.
             unsafe { read_range(file, buf as *mut u8, off, n, direct, align) }
         };
-        let results: Vec<Result<(u64, u64)>> = match ring.for_reads(chunks.len()) {
+        let shape = if direct && chunks.len() > 1 { Shape::ColdInFlight } else { Shape::Single };
+        let results: Vec<Result<(u64, u64)>> = match ring.for_reads(chunks.len(), shape) {
             Some(r) => {
                 let ranges: Vec<(usize, u64, u64)> =
                     chunks.iter().map(|&(_, buf, off, n)| (buf, off, n)).collect();
