@@ -3,13 +3,15 @@
 //! rest, `EINTR` is resubmitted, and a read stops at end of file. A read the kernel answers
 //! with `EAGAIN` (a caller's descriptor left `O_NONBLOCK`) finishes with blocking `pread`s.
 //!
-//! Plain `IORING_OP_READ` into the caller's memory: registered buffers and files measured no
-//! faster here (BENCHMARKS.md, "io_uring (CPU-only)"), and a worker's bounce ring grows, so
-//! registering it would mean re-registering.
+//! Plain `IORING_OP_READ` into the caller's memory. Registered buffers and files are not
+//! used (not measured yet, BENCHMARKS.md "io_uring (CPU-only)"): page-cache reads copy into
+//! the buffer either way, and a worker's bounce ring grows, so registering it would mean
+//! re-registering.
 //!
 //! Every read passes the fault-injection seam (`file::fault`) before each submission, as a
 //! `pread` does, when the crate is built for its tests or with the `fault-injection` feature.
 
+use std::marker::PhantomData;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 use io_uring::{opcode, types, IoUring};
@@ -21,10 +23,6 @@ pub const RING_ENTRIES: u32 = 64;
 
 /// The most one operation asks for; a longer read continues like a short one.
 const MAX_OP: usize = 1 << 30;
-
-/// How often a failing `io_uring_enter` is retried while reads are in flight before the ring
-/// is given up (their memory may not be handed back while the kernel may still write it).
-const ENTER_RETRIES: u32 = 1000;
 
 /// One read: up to `len` bytes at `offset` of `fd` into `dst`.
 #[derive(Debug, Clone, Copy)]
@@ -50,11 +48,13 @@ enum State {
     Done(Result<usize, i32>),
 }
 
-/// A ring of one thread.
+/// A ring of one thread: it is made for a single submitter, so it stays on the thread that
+/// made it (it is neither `Send` nor `Sync`).
 pub struct Ring {
     ring: IoUring,
     /// A failed `io_uring_enter` left reads in the kernel: the ring takes no more work.
     broken: bool,
+    _one_thread: PhantomData<*const ()>,
 }
 
 impl std::fmt::Debug for Ring {
@@ -88,7 +88,7 @@ impl Ring {
             Ok(r) => r,
             Err(_) => IoUring::new(entries).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?,
         };
-        Ok(Ring { ring, broken: false })
+        Ok(Ring { ring, broken: false, _one_thread: PhantomData })
     }
 
     /// True once a failing `io_uring_enter` made the ring unusable; callers use `pread`.
@@ -215,11 +215,11 @@ impl Ring {
             .collect()
     }
 
-    /// `io_uring_enter` failed with `e` while `in_flight` operations were in the kernel:
-    /// true when the wait may simply go on (`EINTR`, `EAGAIN`, `EBUSY`: completions reaped
-    /// next free room). Otherwise waits (bounded) for the operations in flight, marks the
-    /// ring broken and returns false; if they never complete the thread blocks rather than
-    /// hand back memory the kernel may still write.
+    /// `io_uring_enter` failed with `e` while `in_flight` operations were queued or in the
+    /// kernel: true when the wait may simply go on (`EINTR`, `EAGAIN`, `EBUSY`: completions
+    /// are reaped next, which frees room). Otherwise marks the ring broken (it submits nothing
+    /// more), waits for the operations the kernel took, and returns false; if they never
+    /// complete the thread blocks rather than hand back memory the kernel may still write.
     fn enter_failed(&mut self, e: std::io::Error, in_flight: usize) -> bool {
         let errno = e.raw_os_error().unwrap_or(libc::EIO);
         if matches!(errno, libc::EINTR | libc::EAGAIN | libc::EBUSY) {
@@ -227,18 +227,20 @@ impl Ring {
         }
         tracing::warn!(error = %e, "io_uring_enter failed; this worker reads with pread from now on");
         self.broken = true;
-        let mut left = in_flight;
-        let mut tries = 0u32;
+        // Entries still in the submission queue never reached the kernel (and never will);
+        // wait only for those that did.
+        let queued = self.ring.submission().len();
+        let mut left = in_flight.saturating_sub(queued);
         while left > 0 {
             left -= self.ring.completion().count().min(left);
             if left == 0 {
                 break;
             }
-            if self.ring.submit_and_wait(1).is_err() {
-                tries += 1;
-                if tries >= ENTER_RETRIES {
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
+            // SAFETY: io_uring_enter that submits nothing (to_submit 0) and waits for one
+            // completion (IORING_ENTER_GETEVENTS = 1, the kernel ABI); no argument.
+            let waited = unsafe { self.ring.submitter().enter::<libc::sigset_t>(0, 1, 1, None) };
+            if waited.is_err() {
+                std::thread::sleep(std::time::Duration::from_millis(1));
             }
         }
         false
