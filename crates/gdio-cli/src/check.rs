@@ -107,6 +107,23 @@ fn file_report(p: &std::path::Path) -> Value {
     }
 }
 
+/// How engine workers will read under `io_engine`, given the io_uring probe.
+fn io_engine_report(engine: gdio::IoEngine, uring: &Value) -> Value {
+    let available = uring["available"].as_bool() == Some(true);
+    let reads = match (engine, available) {
+        (gdio::IoEngine::Pread, _) => "pread".to_owned(),
+        (_, false) => format!(
+            "pread (io_uring unavailable: {})",
+            uring["detail"].as_str().unwrap_or("no detail")
+        ),
+        (gdio::IoEngine::Auto, true) => {
+            "io_uring for cold O_DIRECT reads in flight, pread for the rest".to_owned()
+        }
+        (gdio::IoEngine::IoUring, true) => "io_uring for every worker read".to_owned(),
+    };
+    json!({ "configured": engine.as_str(), "reads": reads })
+}
+
 fn yes_no(v: &Value) -> String {
     let a = if v["available"].as_bool() == Some(true) { "yes" } else { "no" };
     let ver = v["version"].as_str().map(|s| format!(" {s}")).unwrap_or_default();
@@ -152,6 +169,11 @@ fn print(report: &Value) {
     outln!("  libcufile            {}", yes_no(&p["libcufile"]));
     crate::cufile_choice::print(&p["libcufile_choice"]);
     outln!("  io_uring             {}", yes_no(&p["io_uring"]));
+    outln!(
+        "  io_engine            {}: {}",
+        p["io_engine"]["configured"].as_str().unwrap_or("?"),
+        p["io_engine"]["reads"].as_str().unwrap_or("?")
+    );
     for b in report["gdr"].as_array().into_iter().flatten() {
         let ok = if b["available"].as_bool() == Some(true) { "yes" } else { "no" };
         outln!(
@@ -241,8 +263,10 @@ pub fn main(args: CheckArgs) -> ExitCode {
             p["probe"] = reports[i].clone();
         }
     }
+    let mut platform = platform_report();
+    platform["io_engine"] = io_engine_report(loaded.config().io_engine, &platform["io_uring"]);
     let report = json!({
-        "platform": platform_report(),
+        "platform": platform,
         "gdr": gdr_report(),
         "config": explained["config"],
         "paths": explained["paths"],

@@ -11,8 +11,11 @@
 //! `Driver::read`; `async` keeps them in flight from one thread with `Driver::submit_read`;
 //! `batch` submits IN_FLIGHT reads at once through `Driver::batch` (cuFile batch semantics),
 //! waits for all their events, checks every byte of every read (outside the timed part), and
-//! repeats. Prints requests per second (for `batch`: I/Os per second of the timed part) and
-//! GB/s. The engine's knobs come from the environment (`GDIO_THREADS`,
+//! repeats; `cold` reads a 256 MiB file (put `GDIO_BENCH_DIR` on a disk with `O_DIRECT`, not
+//! tmpfs) from start to end in SIZE_KIB requests, IN_FLIGHT of them in flight from one thread,
+//! after dropping it from the page cache (`posix_fadvise(DONTNEED)`) before every pass.
+//! Prints requests per second (for `batch`: I/Os per second of the timed part; for `cold`:
+//! GB/s of the passes) and GB/s. The engine's knobs come from the environment (`GDIO_THREADS`,
 //! `GDIO_GATHER_MAX_PIECES`, ...).
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,7 +32,7 @@ fn main() -> gdio::Result<()> {
     let secs: f64 = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(2.0);
     let mode = args.get(5).map(String::as_str).unwrap_or("sync").to_owned();
     let size = kib * 1024;
-    let file_len: usize = 64 << 20;
+    let file_len: usize = if mode == "cold" { 256 << 20 } else { 64 << 20 };
     let dir = std::env::var("GDIO_BENCH_DIR").unwrap_or_else(|_| "/dev/shm".into());
     let path = std::path::Path::new(&dir).join(format!("gdio-microbench-{}", std::process::id()));
     let data: Vec<u8> = (0..file_len).map(pattern).collect();
@@ -54,7 +57,7 @@ fn main() -> gdio::Result<()> {
     let deadline = t0 + Duration::from_secs_f64(secs);
     let run = bench_mode(&mode, &mem, &driver, &file, &done, size, inflight, slots, deadline);
     run?;
-    if mode == "batch" {
+    if mode == "batch" || mode == "cold" {
         return Ok(());
     }
     let el = t0.elapsed().as_secs_f64();
@@ -80,6 +83,9 @@ fn bench_mode(
     slots: u64,
     deadline: Instant,
 ) -> gdio::Result<()> {
+    if mode == "cold" {
+        return bench_cold(mem, driver, file, size, inflight, deadline);
+    }
     if mode == "batch" {
         return bench_batch(mem, driver, file, done, size, inflight, slots, deadline);
     }
@@ -161,6 +167,85 @@ fn bench_async(
         }
         done.fetch_add(1, Ordering::Relaxed);
     }
+    Ok(())
+}
+
+/// Passes over the whole file, each after dropping it from the page cache: SIZE requests in
+/// order, IN_FLIGHT in flight; host memory is checked after each pass (outside the timing).
+fn bench_cold(
+    mem: &str,
+    driver: &Arc<Driver>,
+    file: &Arc<FileHandle>,
+    size: usize,
+    inflight: usize,
+    deadline: Instant,
+) -> gdio::Result<()> {
+    use std::os::fd::AsRawFd;
+    let len = file.size();
+    let mut host = vec![0u8; len as usize];
+    let dev = if mem != "host" { Some(driver.alloc_device(0, len as usize)?) } else { None };
+    let base = dev.as_ref().map_or(host.as_mut_ptr() as u64, |d| d.addr());
+    let (mut bytes, mut io_time, mut passes) = (0u64, Duration::ZERO, 0);
+    while passes == 0 || Instant::now() < deadline {
+        let fd = file.buffered_fd().as_raw_fd();
+        // SAFETY: fdatasync and posix_fadvise on a descriptor the handle holds.
+        unsafe {
+            libc::fdatasync(fd);
+            libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED);
+        }
+        let t = Instant::now();
+        let mut batch = driver.batch(inflight)?;
+        let mut next = 0u64;
+        let mut in_flight = 0usize;
+        while next < len || in_flight > 0 {
+            let entries: Vec<gdio::BatchEntry> = (in_flight..inflight)
+                .map_while(|_| {
+                    (next < len).then(|| {
+                        let off = next;
+                        next += size as u64;
+                        gdio::BatchEntry {
+                            op: gdio::Op::Read,
+                            file: file.clone(),
+                            file_offset: off,
+                            buf_base: base,
+                            buf_offset: off,
+                            len: size.min((len - off) as usize),
+                            cookie: off,
+                            memory: None,
+                        }
+                    })
+                })
+                .collect();
+            in_flight += entries.len();
+            if !entries.is_empty() {
+                // SAFETY: the destination covers the whole file and outlives the batch;
+                // entries are disjoint ranges of it, none reused before its event is reported.
+                unsafe { batch.submit(&entries)? };
+            }
+            let st = batch.get_status(1, inflight, None)?;
+            for e in &st.events {
+                if !matches!(e.state, gdio::BatchState::Complete(_)) {
+                    panic!("read at {}: {:?}", e.cookie, e.state);
+                }
+            }
+            in_flight -= st.events.len();
+        }
+        io_time += t.elapsed();
+        bytes += len;
+        passes += 1;
+        if dev.is_none() {
+            let bad = host.iter().enumerate().position(|(j, &b)| b != pattern(j));
+            if let Some(j) = bad {
+                panic!("cold pass {passes}: wrong byte at {j}");
+            }
+        }
+    }
+    println!(
+        "{mem} cold {} KiB x {inflight}: {:.2} GB/s over {passes} passes of {} MiB",
+        size / 1024,
+        bytes as f64 / io_time.as_secs_f64() / 1e9,
+        len >> 20
+    );
     Ok(())
 }
 

@@ -69,7 +69,7 @@ pub mod stream_io;
 pub mod submit;
 
 pub use batch::{Batch, BatchEntry, BatchEvent, BatchState, BatchStatus};
-pub use config::{Config, ConfigEntry, DirectIoPolicy, LoadedConfig, Source};
+pub use config::{Config, ConfigEntry, DirectIoPolicy, IoEngine, LoadedConfig, Source};
 pub use driver::{Decision, Driver};
 pub use error::{CodeDomain, Error, ErrorKind, Result};
 pub use file::{FileHandle, FileInfo, OpenOptions};

@@ -405,3 +405,42 @@ fn unknown_gdio_variables_are_reported_with_a_suggestion() {
     // The misspelt value changed nothing.
     assert_eq!(l.config().task_size, Config::default().task_size);
 }
+
+#[test]
+fn io_engine_from_every_layer_and_bad_values_named() {
+    use gdio::IoEngine;
+    let l = Config::load_from_vars(vars(&[])).unwrap();
+    assert_eq!(entry(&l, "io_engine"), (json!("auto"), Source::Default));
+    assert_eq!(l.config().io_engine, IoEngine::Auto);
+
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("gdio.json");
+    std::fs::write(&p, r#"{"io_engine": "io_uring"}"#).unwrap();
+    let path = p.to_str().unwrap();
+    let l = Config::load_from_vars(vars(&[("GDIO_CONFIG", path)])).unwrap();
+    assert_eq!(entry(&l, "io_engine"), (json!("io_uring"), Source::File));
+    assert_eq!(l.config().io_engine, IoEngine::IoUring);
+
+    let mut l =
+        Config::load_from_vars(vars(&[("GDIO_CONFIG", path), ("GDIO_IO_ENGINE", " PREAD ")]))
+            .unwrap();
+    assert_eq!(entry(&l, "io_engine"), (json!("pread"), Source::Env));
+    assert_eq!(l.config().io_engine, IoEngine::Pread);
+    l.set("io_engine", "auto").unwrap();
+    assert_eq!(entry(&l, "io_engine"), (json!("auto"), Source::Code));
+
+    // Bad values name the key, the value and where it came from; the config is unchanged.
+    let e = Config::load_from_vars(vars(&[("GDIO_IO_ENGINE", "aio")])).unwrap_err();
+    let s = e.to_string();
+    assert_eq!(e.kind(), ErrorKind::Config);
+    assert!(s.contains("GDIO_IO_ENGINE") && s.contains("aio") && s.contains("io_uring"), "{s}");
+    std::fs::write(&p, r#"{"io_engine": true}"#).unwrap();
+    let e = Config::load_from_vars(vars(&[("GDIO_CONFIG", path)])).unwrap_err();
+    let s = e.to_string();
+    assert!(s.contains("key io_engine") && s.contains("pread"), "{s}");
+    let before = l.config().clone();
+    let s = l.set("io_engine", "uring").unwrap_err().to_string();
+    assert!(s.contains("io_engine") && s.contains("uring"), "{s}");
+    assert_eq!(l.config(), &before);
+    assert_eq!("io-uring".parse::<IoEngine>(), Ok(IoEngine::IoUring));
+}

@@ -62,7 +62,7 @@ pub fn parse_value(var: &str, key: &str, kind: KeyKind, text: &str) -> Result<Va
                 .map(Value::Number)
                 .ok_or_else(|| bad("a number between 0 and 1"))?
         }
-        KeyKind::DirectIo => Value::String(t.to_owned()),
+        KeyKind::DirectIo | KeyKind::IoEngine => Value::String(t.to_owned()),
         KeyKind::RoutingOrder => {
             if t.starts_with('[') {
                 serde_json::from_str(t).map_err(|_| bad("a JSON list or a comma-separated list"))?

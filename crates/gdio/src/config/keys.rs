@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{Config, DirectIoPolicy, FsConfig};
+use super::{Config, DirectIoPolicy, FsConfig, IoEngine};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The type of a configuration key.
@@ -18,6 +18,8 @@ pub enum KeyKind {
     Fraction,
     /// `auto`, `on` or `off`.
     DirectIo,
+    /// `auto`, `pread` or `io_uring`.
+    IoEngine,
     /// A list of routing choices (`GPU_MEM_NVLINKS`, `GPU_MEM`, `SYS_MEM`, `P2P`); in the
     /// environment, comma-separated.
     RoutingOrder,
@@ -49,6 +51,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("numa_affinity", KeyKind::Bool),
     ("inline_max_bytes", KeyKind::Count),
     ("direct_io", KeyKind::DirectIo),
+    ("io_engine", KeyKind::IoEngine),
     ("hot_cache_fraction", KeyKind::Fraction),
     ("page_cache_dma", KeyKind::Bool),
 ];
@@ -242,6 +245,12 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
                 _ => return Err(type_error(origin, key, "\"auto\", \"on\" or \"off\"", value)),
             };
         }
+        "io_engine" => {
+            let want = "\"auto\", \"pread\" or \"io_uring\"";
+            let s = value.as_str().ok_or_else(|| type_error(origin, key, want, value))?;
+            config.io_engine =
+                s.parse::<IoEngine>().map_err(|_| type_error(origin, key, want, value))?;
+        }
         "hot_cache_fraction" => {
             let f = value.as_f64().filter(|f| (0.0..=1.0).contains(f));
             config.hot_cache_fraction =
@@ -307,6 +316,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "numa_affinity" => config.numa_affinity.into(),
         "inline_max_bytes" => config.inline_max_bytes.into(),
         "direct_io" => serde_json::to_value(config.direct_io).unwrap_or(Value::Null),
+        "io_engine" => config.io_engine.as_str().into(),
         "hot_cache_fraction" => config.hot_cache_fraction.into(),
         "page_cache_dma" => config.page_cache_dma.into(),
         _ => return None,

@@ -50,6 +50,44 @@ impl std::str::FromStr for DirectIoPolicy {
     }
 }
 
+/// How the engine's workers issue reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IoEngine {
+    /// Whichever measured faster for the shape (BENCHMARKS.md, "io_uring (CPU-only)"): a
+    /// worker's several cold `O_DIRECT` chunks in flight go out as one io_uring submission
+    /// (instead of on helper threads); single reads and gathered page-cache pieces use
+    /// `pread` (the ring lost on single reads, and showed no win on gathered pieces).
+    Auto,
+    /// Always `pread`, one system call per read.
+    Pread,
+    /// io_uring wherever a worker has reads to issue, even one at a time.
+    IoUring,
+}
+
+impl IoEngine {
+    /// The key's value as written (`auto`, `pread`, `io_uring`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IoEngine::Auto => "auto",
+            IoEngine::Pread => "pread",
+            IoEngine::IoUring => "io_uring",
+        }
+    }
+}
+
+impl std::str::FromStr for IoEngine {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(IoEngine::Auto),
+            "pread" => Ok(IoEngine::Pread),
+            "io_uring" | "io-uring" | "iouring" => Ok(IoEngine::IoUring),
+            _ => Err(format!("I/O engine must be auto, pread or io_uring, not {s:?}")),
+        }
+    }
+}
+
 /// Settings that apply to one filesystem type (cufile.json's `fs` section).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FsConfig {
@@ -137,6 +175,12 @@ pub struct Config {
     pub inline_max_bytes: usize,
     /// When to use `O_DIRECT`.
     pub direct_io: DirectIoPolicy,
+    /// How workers issue reads: `auto` (io_uring for a worker's cold `O_DIRECT` chunks in
+    /// flight, `pread` otherwise), `pread`, or `io_uring` (every worker read through its
+    /// ring). Where io_uring cannot be set up (an old kernel, `kernel.io_uring_disabled`,
+    /// seccomp) every engine reads with `pread` and says why
+    /// ([`crate::engine::Engine::io_uring_unavailable`]).
+    pub io_engine: IoEngine,
     /// A range at least this cached (0.0–1.0) counts as hot under `DirectIoPolicy::Auto`.
     pub hot_cache_fraction: f64,
     /// Read hot ranges into GPU memory by DMA straight from the page cache (the file range is
@@ -193,6 +237,7 @@ impl Default for Config {
             numa_affinity: true,
             inline_max_bytes: 256 << 10,
             direct_io: DirectIoPolicy::Auto,
+            io_engine: IoEngine::Auto,
             hot_cache_fraction: 0.5,
             page_cache_dma: false,
         }

@@ -11,6 +11,7 @@ use super::job::{Job, TaskResult};
 use super::lane::Lane;
 use super::plan::Task;
 use super::pool::LaneShape;
+use super::ring::WorkerRing;
 use super::transfer::{self, ReadPath};
 use crate::gpu::GpuRuntime;
 use crate::request::Op;
@@ -73,7 +74,7 @@ fn run_task(job: &Job, task: Task, l: &mut Lane) {
     }
     let path = transfer::read_path(job, &task, true);
     debug_assert!(!matches!(path, ReadPath::Mapped), "mapped reads are not run inline");
-    let ran = transfer::read_to_device(job, task, l, path);
+    let ran = transfer::read_to_device(job, task, l, path, &mut WorkerRing::none());
     match (ran.error, ran.last) {
         (None, Some((seq, slot))) => match l.wait_recorded(seq, slot) {
             Ok(()) => job.finish(task, ran.result, None),

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use super::job::{Counters, DirectChoice, Job, TaskResult};
 use super::lane::Lane;
 use super::plan::Task;
+use super::ring::{Shape, WorkerRing};
 use super::transfer::{self, ReadPath};
 use crate::config::Config;
-use crate::file::posix;
+use crate::file::{posix, uring};
 use crate::memory::MemoryKind;
 use crate::request::Op;
 
@@ -77,7 +78,8 @@ struct Piece {
     got: u64,
 }
 
-/// Runs the tasks of `jobs` (all [`GatherShape::candidate`]s for `lane`'s GPU) as one group.
+/// Runs the tasks of `jobs` (all [`GatherShape::candidate`]s for `lane`'s GPU) as one group,
+/// the pieces' reads through `ring` when it has one for them.
 /// Returns the tasks that could not join (a cold range that goes `O_DIRECT`, or no room left):
 /// the caller runs them one by one.
 pub(crate) fn run_group(
@@ -85,6 +87,7 @@ pub(crate) fn run_group(
     lane: &mut Lane,
     shape: &GatherShape,
     counters: &Counters,
+    ring: &mut WorkerRing,
 ) -> Vec<(Arc<Job>, Task)> {
     let mut rest = Vec::new();
     let slot = match lane.take_slot() {
@@ -100,7 +103,9 @@ pub(crate) fn run_group(
     };
     let cap = lane.buffer_size().min(shape.max_bytes);
     let base = lane.buffers[slot].as_mut_ptr();
-    let mut pieces: Vec<Piece> = Vec::with_capacity(jobs.len());
+    // Places first (each piece at the next aligned offset after the one before), then every
+    // read at once: one io_uring submission when the worker's ring serves them, else `pread`s.
+    let mut placed: Vec<(Arc<Job>, Task, usize)> = Vec::with_capacity(jobs.len());
     let mut at = 0usize;
     for job in jobs {
         let Some(task) = job.claim() else { continue };
@@ -109,23 +114,57 @@ pub(crate) fn run_group(
             rest.push((job.clone(), task));
             continue;
         }
-        let file = job.file();
-        // SAFETY: `at + len <= cap <= buffer size`; the slot's previous copy is done (taken
-        // above) and this range belongs to this piece alone until its copy is queued.
-        let r =
-            unsafe { posix::pread_full_raw(file.buffered_fd(), base.add(at), len, task.offset) };
+        placed.push((job.clone(), task, at));
+        at = (at + len).div_ceil(PIECE_ALIGN) * PIECE_ALIGN;
+    }
+    let results: Vec<Result<usize, i32>> = match ring.for_reads(placed.len(), Shape::Gathered) {
+        Some(r) => {
+            let reads: Vec<uring::Read<'_>> = placed
+                .iter()
+                .map(|(job, task, at)| uring::Read {
+                    fd: job.file().buffered_fd(),
+                    offset: task.offset,
+                    len: task.len as usize,
+                    // SAFETY: `at + len <= cap <= buffer size`.
+                    dst: unsafe { base.add(*at) },
+                })
+                .collect();
+            // SAFETY: the pieces' ranges are disjoint and inside the bounce buffer, whose
+            // previous copy is done (slot taken above); nothing else touches them until their
+            // copies are queued.
+            unsafe { r.read_all(&reads) }
+        }
+        None => placed
+            .iter()
+            .map(|(job, task, at)| {
+                // SAFETY: as above, one piece at a time.
+                unsafe {
+                    posix::pread_full_raw(
+                        job.file().buffered_fd(),
+                        base.add(*at),
+                        task.len as usize,
+                        task.offset,
+                    )
+                }
+            })
+            .collect(),
+    };
+    let mut pieces: Vec<Piece> = Vec::with_capacity(placed.len());
+    for ((job, task, at), r) in placed.into_iter().zip(results) {
         match r {
             Err(errno) => {
-                let e =
-                    transfer::io_error(file, "buffered read failed", errno, task.offset, task.len);
+                let e = transfer::io_error(
+                    job.file(),
+                    "buffered read failed",
+                    errno,
+                    task.offset,
+                    task.len,
+                );
                 job.finish(task, TaskResult::default(), Some(e));
             }
             // At (or past) the end of the file: nothing to copy.
             Ok(0) => job.finish(task, TaskResult::default(), None),
-            Ok(n) => {
-                pieces.push(Piece { job: job.clone(), task, at, got: n as u64 });
-                at = (at + n).div_ceil(PIECE_ALIGN) * PIECE_ALIGN;
-            }
+            Ok(n) => pieces.push(Piece { job, task, at, got: n as u64 }),
         }
     }
     if pieces.is_empty() {

@@ -8,6 +8,7 @@
 //! - `lane`: a worker's stream and bounce ring for one GPU.
 //! - `transfer`: what a worker does with a task.
 //! - `gather`: small reads of many requests to one GPU sent as one group.
+//! - `ring`: which reads a worker issues through its own io_uring (`io_engine`).
 
 mod caller_lane;
 mod gather;
@@ -17,6 +18,7 @@ mod mapped;
 mod numa;
 pub mod plan;
 mod pool;
+mod ring;
 mod transfer;
 
 use std::sync::atomic::Ordering;
@@ -63,6 +65,8 @@ pub struct EngineCounters {
     /// Small reads into GPU memory that went in a gathered group (one bounce buffer, one
     /// batched copy, one marker for many requests).
     pub gathered_reads: u64,
+    /// Reads (or pieces of reads) that workers issued through their io_uring (`io_engine`).
+    pub io_uring_reads: u64,
 }
 
 /// The engine: a worker pool over one GPU runtime.
@@ -71,6 +75,7 @@ pub struct Engine {
     pool: Pool,
     config: Config,
     counters: Arc<Counters>,
+    io: Arc<ring::IoChoice>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -99,6 +104,7 @@ impl Engine {
             callbacks: config.completion_callbacks,
         };
         let counters: Arc<Counters> = Arc::default();
+        let io = Arc::new(ring::IoChoice::new(config.io_engine));
         Engine {
             pool: Pool::new(
                 runtime.clone(),
@@ -107,10 +113,12 @@ impl Engine {
                 gather::GatherShape::from_config(&config),
                 counters.clone(),
                 config.numa_affinity,
+                io.clone(),
             ),
             runtime,
             config,
             counters,
+            io,
         }
     }
 
@@ -134,7 +142,16 @@ impl Engine {
             buffered_write_bytes: c.buffered_write.load(Ordering::Relaxed),
             direct_write_bytes: c.direct_write.load(Ordering::Relaxed),
             gathered_reads: c.gathered_reads.load(Ordering::Relaxed),
+            io_uring_reads: self.io.uring_reads.load(Ordering::Relaxed),
         }
+    }
+
+    /// Why the workers read with `pread` although `io_engine` (`auto` or `io_uring`) wanted
+    /// io_uring: the error of the first ring that could not be set up (seccomp,
+    /// `kernel.io_uring_disabled`, an old kernel) and the platform probe's finding. `None`
+    /// while no ring failed, or with `io_engine` `pread`.
+    pub fn io_uring_unavailable(&self) -> Option<String> {
+        self.io.unavailable().map(str::to_owned)
     }
 
     /// Allocates every worker's stream and pinned bounce buffers for GPU `ordinal` now, so the
@@ -258,7 +275,7 @@ impl Engine {
             }
             _ => {
                 if let Some(task) = job.claim() {
-                    pool::run_host_task(&job, task);
+                    pool::run_host_task(&job, task, &mut ring::WorkerRing::none());
                 }
                 true
             }

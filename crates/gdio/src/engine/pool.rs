@@ -15,6 +15,7 @@ use super::lane::Lane;
 use super::mapped;
 use super::numa::{self, GpuNodes};
 use super::plan::Task;
+use super::ring::{IoChoice, WorkerRing};
 use super::transfer::{self, ReadPath};
 use crate::error::{Error, Result};
 use crate::gpu::GpuRuntime;
@@ -80,6 +81,8 @@ struct Shared {
     /// Workers move to their GPU's NUMA node (`numa_affinity`).
     numa: bool,
     nodes: GpuNodes,
+    /// The engine's `io_engine`: each worker makes its ring from it.
+    io: Arc<IoChoice>,
 }
 
 /// A fixed set of worker threads, started on first use.
@@ -97,6 +100,7 @@ impl Pool {
         gather: GatherShape,
         counters: Arc<Counters>,
         numa: bool,
+        io: Arc<IoChoice>,
     ) -> Pool {
         Pool {
             shared: Arc::new(Shared {
@@ -115,6 +119,7 @@ impl Pool {
                 counters,
                 numa,
                 nodes: GpuNodes::default(),
+                io,
             }),
             threads,
             handles: Mutex::new(Vec::new()),
@@ -222,6 +227,7 @@ fn lane<'a>(
 
 fn worker_main(shared: Arc<Shared>) {
     let mut lanes: HashMap<usize, Lane> = HashMap::new();
+    let mut ring = WorkerRing::new(shared.io.clone());
     // Polled its copies since it last ran a task: a lane whose stream finishes tasks with
     // callbacks needs no more of this worker, which then sleeps until work arrives.
     let mut polled = false;
@@ -268,14 +274,14 @@ fn worker_main(shared: Arc<Shared>) {
             }
         };
         if !group.is_empty() {
-            run_gathered(job, group, &mut lanes, &shared);
+            run_gathered(job, group, &mut lanes, &shared, &mut ring);
             continue;
         }
         while let Some(task) = job.claim() {
             for l in lanes.values_mut().filter(|l| l.has_in_flight()) {
                 l.poll();
             }
-            run_task(&job, task, &mut lanes, &shared);
+            run_task(&job, task, &mut lanes, &shared, &mut ring);
         }
     }
 }
@@ -307,6 +313,7 @@ fn run_gathered(
     more: Vec<Arc<Job>>,
     lanes: &mut HashMap<usize, Lane>,
     shared: &Shared,
+    ring: &mut WorkerRing,
 ) {
     for l in lanes.values_mut().filter(|l| l.has_in_flight()) {
         l.poll();
@@ -317,13 +324,13 @@ fn run_gathered(
         // Not reached (every member is a candidate); run them one by one all the same.
         for job in &jobs {
             while let Some(task) = job.claim() {
-                run_task(job, task, lanes, shared);
+                run_task(job, task, lanes, shared, ring);
             }
         }
         return;
     };
     let rest = match lane(lanes, shared, ordinal) {
-        Ok(l) => gather::run_group(&jobs, l, &shared.gather, &shared.counters),
+        Ok(l) => gather::run_group(&jobs, l, &shared.gather, &shared.counters, ring),
         Err(e) => {
             for job in &jobs {
                 if let Some(task) = job.claim() {
@@ -334,7 +341,7 @@ fn run_gathered(
         }
     };
     for (job, task) in rest {
-        run_task(&job, task, lanes, shared);
+        run_task(&job, task, lanes, shared, ring);
     }
 }
 
@@ -354,9 +361,15 @@ fn wait_for_copies(lanes: &mut HashMap<usize, Lane>, shared: &Shared) {
 }
 
 /// Runs one task; a task whose copies are still in flight is finished later by its lane.
-fn run_task(job: &Arc<Job>, task: Task, lanes: &mut HashMap<usize, Lane>, shared: &Shared) {
+fn run_task(
+    job: &Arc<Job>,
+    task: Task,
+    lanes: &mut HashMap<usize, Lane>,
+    shared: &Shared,
+    ring: &mut WorkerRing,
+) {
     let MemoryKind::Device { ordinal } = job.buf.kind else {
-        return run_host_task(job, task);
+        return run_host_task(job, task, ring);
     };
     let l = match lane(lanes, shared, ordinal) {
         Ok(l) => l,
@@ -375,7 +388,7 @@ fn run_task(job: &Arc<Job>, task: Task, lanes: &mut HashMap<usize, Lane>, shared
             Err(e) => job.finish(task, TaskResult::default(), Some(e)),
         },
         path => {
-            let ran = transfer::read_to_device(job, task, l, path);
+            let ran = transfer::read_to_device(job, task, l, path, ring);
             match (ran.error, ran.last) {
                 (None, Some((seq, slot))) => l.defer(seq, slot, job.clone(), task, ran.result),
                 (None, None) => job.finish(task, ran.result, None),
@@ -388,14 +401,15 @@ fn run_task(job: &Arc<Job>, task: Task, lanes: &mut HashMap<usize, Lane>, shared
     }
 }
 
-/// Runs one task on host memory (on a worker, or inline on the submitting thread).
-pub(crate) fn run_host_task(job: &Job, task: Task) {
+/// Runs one task on host memory (on a worker with its ring, or inline on the submitting thread
+/// without one).
+pub(crate) fn run_host_task(job: &Job, task: Task, ring: &mut WorkerRing) {
     if job.op == Op::Write {
         let (res, err) = transfer::write_from_host(job, task);
         return job.finish(task, res, err);
     }
     let path = transfer::read_path(job, &task, false);
-    match transfer::read_to_host(job, task, path) {
+    match transfer::read_to_host(job, task, path, ring) {
         Ok(r) => job.finish(task, r, None),
         Err(e) => job.finish(task, TaskResult::default(), Some(e)),
     }

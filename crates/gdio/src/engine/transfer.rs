@@ -4,7 +4,9 @@
 use super::job::{DirectChoice, Job, TaskResult};
 use super::lane::Lane;
 use super::plan::{pieces, Task};
+use super::ring::{Shape, WorkerRing};
 use crate::error::{Error, Result};
+use crate::file::uring::{self, Ring};
 use crate::file::{posix, residency, FileHandle};
 
 /// The alignment a job's direct pieces use: the larger of the DIO offset and memory alignment.
@@ -102,6 +104,83 @@ unsafe fn read_range(
     }
 }
 
+/// [`read_range`] of every range of `ranges` (buffer address, file offset, length) at once
+/// through `ring`: each range's buffered head and tail and its `O_DIRECT` middle all in one
+/// submission. Returns per range what [`read_range`] returns for it.
+///
+/// # Safety
+/// Each range's buffer must be valid for writes of its length, and no two may overlap.
+unsafe fn read_ranges_uring(
+    file: &FileHandle,
+    ring: &mut Ring,
+    ranges: &[(usize, u64, u64)],
+    direct: bool,
+    align: u64,
+) -> Vec<Result<(u64, u64)>> {
+    let bfd = file.buffered_fd();
+    // Per range: one buffered read, or three (head, direct middle, tail; empty ones finish
+    // without a system call).
+    let mut ops: Vec<uring::Read<'_>> = Vec::with_capacity(ranges.len() * 3);
+    let mut first: Vec<(usize, bool)> = Vec::with_capacity(ranges.len());
+    for &(dst, off, len) in ranges {
+        let p = pieces(off, len, align);
+        let dst = dst as *mut u8;
+        let dfd = file
+            .direct_fd()
+            .filter(|_| direct && p.middle > 0 && (dst as u64 + p.head) % align == 0);
+        first.push((ops.len(), dfd.is_some()));
+        let Some(dfd) = dfd else {
+            ops.push(uring::Read { fd: bfd, offset: off, len: len as usize, dst });
+            continue;
+        };
+        // SAFETY: head, middle and tail are consecutive sub-ranges of the range.
+        let (mid, tail) =
+            unsafe { (dst.add(p.head as usize), dst.add((p.head + p.middle) as usize)) };
+        ops.push(uring::Read { fd: bfd, offset: off, len: p.head as usize, dst });
+        ops.push(uring::Read { fd: dfd, offset: off + p.head, len: p.middle as usize, dst: mid });
+        let tail_off = off + p.head + p.middle;
+        ops.push(uring::Read { fd: bfd, offset: tail_off, len: p.tail as usize, dst: tail });
+    }
+    // SAFETY: the ranges are valid and disjoint (caller), and so are their pieces.
+    let got = unsafe { ring.read_all(&ops) };
+    let buffered_err = |e, off, len| io_error(file, "buffered read failed", e, off, len);
+    ranges
+        .iter()
+        .zip(first)
+        .map(|(&(dst, off, len), (at, is_direct))| {
+            if !is_direct {
+                return got[at].map(|n| (n as u64, 0)).map_err(|e| buffered_err(e, off, len));
+            }
+            let p = pieces(off, len, align);
+            let head = got[at].map_err(|e| buffered_err(e, off, p.head))? as u64;
+            if head < p.head {
+                return Ok((head, 0));
+            }
+            let mid_off = off + p.head;
+            let mid = match got[at + 1] {
+                Ok(n) => n as u64,
+                // The filesystem refused this alignment after all: read the rest buffered.
+                Err(libc::EINVAL) => {
+                    tracing::debug!(path = %file.path().display(), mid_off, "O_DIRECT read refused (EINVAL); reading buffered");
+                    let rest = p.middle + p.tail;
+                    // SAFETY: the middle and tail of this range's buffer.
+                    let n = unsafe {
+                        posix::pread_full_raw(bfd, (dst as *mut u8).add(p.head as usize), rest as usize, mid_off)
+                    }
+                    .map_err(|e| buffered_err(e, mid_off, rest))?;
+                    return Ok((p.head + n as u64, 0));
+                }
+                Err(e) => return Err(io_error(file, "O_DIRECT read failed", e, mid_off, p.middle)),
+            };
+            if mid < p.middle {
+                return Ok((p.head + mid, mid));
+            }
+            let tail = got[at + 2].map_err(|e| buffered_err(e, mid_off + p.middle, p.tail))?;
+            Ok((p.head + p.middle + tail as u64, p.middle))
+        })
+        .collect()
+}
+
 /// Writes `[off, off+len)` from `src`, the aligned middle with `O_DIRECT` when `direct` and
 /// `src` lines up. Returns the direct bytes. On error nothing more is written, and the error
 /// comes with the bytes of this range that reached the file.
@@ -166,15 +245,28 @@ unsafe fn write_range(
     Ok(p.middle)
 }
 
-/// Reads a task straight into host memory.
-pub(crate) fn read_to_host(job: &Job, task: Task, path: ReadPath) -> Result<TaskResult> {
+/// Reads a task straight into host memory (through `ring` when it has one for a read).
+pub(crate) fn read_to_host(
+    job: &Job,
+    task: Task,
+    path: ReadPath,
+    ring: &mut WorkerRing,
+) -> Result<TaskResult> {
     let file = job.file();
     let dst = (job.buf.addr + task.rel) as *mut u8;
     let direct = path == ReadPath::Direct;
-    // SAFETY: the task lies inside the job's buffer, which the submitter keeps valid and
-    // exclusive until the job is done.
-    let (bytes, direct_bytes) =
-        unsafe { read_range(file, dst, task.offset, task.len, direct, direct_align(file))? };
+    let align = direct_align(file);
+    let (bytes, direct_bytes) = match ring.for_reads(1, Shape::Single) {
+        // SAFETY: the task lies inside the job's buffer, which the submitter keeps valid and
+        // exclusive until the job is done.
+        Some(r) => unsafe {
+            read_ranges_uring(file, r, &[(dst as usize, task.offset, task.len)], direct, align)
+        }
+        .pop()
+        .unwrap_or(Ok((0, 0)))?,
+        // SAFETY: as above.
+        None => unsafe { read_range(file, dst, task.offset, task.len, direct, align)? },
+    };
     Ok(TaskResult { bytes, direct_bytes, mapped_bytes: 0 })
 }
 
@@ -225,9 +317,16 @@ pub(crate) struct Ran {
 /// Reads a task into GPU memory through the lane's bounce ring: read chunk into a pinned buffer,
 /// queue its copy, move on to the next buffer while the copy runs. The task's bytes have landed
 /// when the marker in `Ran::last` is reached.
-pub(crate) fn read_to_device(job: &Job, task: Task, lane: &mut Lane, path: ReadPath) -> Ran {
+/// Several chunks read at once go through the worker's `ring` when it has one for them.
+pub(crate) fn read_to_device(
+    job: &Job,
+    task: Task,
+    lane: &mut Lane,
+    path: ReadPath,
+    ring: &mut WorkerRing,
+) -> Ran {
     let mut ran = Ran { result: TaskResult::default(), last: None, error: None };
-    if let Err(e) = read_chunks(job, task, lane, path, &mut ran) {
+    if let Err(e) = read_chunks(job, task, lane, path, &mut ran, ring) {
         ran.error = Some(e);
     }
     ran
@@ -242,6 +341,7 @@ fn read_chunks(
     lane: &mut Lane,
     path: ReadPath,
     ran: &mut Ran,
+    ring: &mut WorkerRing,
 ) -> Result<()> {
     let file = job.file();
     let align = direct_align(file);
@@ -271,10 +371,16 @@ fn read_chunks(
             // chunk alone until its copy is queued below.
             unsafe { read_range(file, buf as *mut u8, off, n, direct, align) }
         };
-        let results: Vec<Result<(u64, u64)>> = if chunks.len() == 1 {
-            vec![read(&chunks[0])]
-        } else {
-            read_concurrently(&chunks, &read)
+        let shape = if direct && chunks.len() > 1 { Shape::ColdInFlight } else { Shape::Single };
+        let results: Vec<Result<(u64, u64)>> = match ring.for_reads(chunks.len(), shape) {
+            Some(r) => {
+                let ranges: Vec<(usize, u64, u64)> =
+                    chunks.iter().map(|&(_, buf, off, n)| (buf, off, n)).collect();
+                // SAFETY: as for `read` above; the chunks' bounce ranges are disjoint.
+                unsafe { read_ranges_uring(file, r, &ranges, direct, align) }
+            }
+            None if chunks.len() == 1 => vec![read(&chunks[0])],
+            None => read_concurrently(&chunks, &read),
         };
         for (&(slot, buf, _, n), r) in chunks.iter().zip(results) {
             let (got, d) = r?;

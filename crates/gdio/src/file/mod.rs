@@ -10,6 +10,7 @@ pub(crate) mod open;
 pub mod posix;
 pub mod probe;
 pub mod residency;
+pub mod uring;
 
 pub use from_fd::FdRefusal;
 pub use handle::{FileHandle, OpenOptions, MAX_FILE_END};

@@ -20,7 +20,17 @@ fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
 }
 
 fn driver(threads: usize, direct: DirectIoPolicy, task_size: usize) -> Driver {
+    driver_with(threads, direct, task_size, crate::config::IoEngine::Auto)
+}
+
+fn driver_with(
+    threads: usize,
+    direct: DirectIoPolicy,
+    task_size: usize,
+    io_engine: crate::config::IoEngine,
+) -> Driver {
     let config = Config {
+        io_engine,
         threads,
         write_threads: threads,
         task_size,
@@ -197,6 +207,62 @@ fn einval_from_o_direct_falls_back_to_buffered_with_the_data_intact() {
     assert_eq!(drv.engine().counters().direct_write_bytes, 0);
     drop(inj);
     assert!(std::fs::read(&p).unwrap() == src);
+}
+
+#[test]
+fn faults_reach_io_uring_reads_as_they_reach_pread() {
+    use crate::config::IoEngine;
+    let uring = crate::platform::io_uring().available;
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(9, 300_000);
+    for engine in [IoEngine::IoUring, IoEngine::Pread] {
+        // EIO: the error names the file and a range holding the bad byte; bytes before it
+        // arrived (host memory, one worker: tasks in order).
+        let p = file(d.path(), &format!("eio-{engine:?}"), &data);
+        let f = rw(&p);
+        let bad = 123_457u64;
+        let inj = inject(&p, FaultPlan { eio_at: Some(bad), ..Default::default() }).unwrap();
+        let drv = driver_with(1, DirectIoPolicy::Off, 16384, engine);
+        for (i, (r, got)) in read_both(&drv, &f, 0, data.len()).into_iter().enumerate() {
+            let e = r.unwrap_err();
+            assert_eq!(e.errno(), Some(libc::EIO), "{engine:?}: {e}");
+            assert_eq!(e.path(), Some(p.as_path()));
+            let (off, len) = e.range().unwrap();
+            assert!(off <= bad && bad < off + len, "{engine:?}: {off}+{len} misses {bad}: {e}");
+            let good = if i == 0 { bad } else { bad / 16384 * 16384 } as usize;
+            assert!(got[..good] == data[..good], "{engine:?}: bytes before the fault differ");
+        }
+        drop(inj);
+        // EINTR storms and short reads lose nothing, buffered and O_DIRECT.
+        let plan = FaultPlan { eintr_burst: 2, short_max: Some(4097), ..Default::default() };
+        let inj = inject(&p, plan).unwrap();
+        for direct in [DirectIoPolicy::Off, DirectIoPolicy::On] {
+            let drv = driver_with(3, direct, 16384, engine);
+            for (r, got) in read_both(&drv, &f, 7, data.len() - 7) {
+                assert_eq!(r.unwrap(), data.len() - 7, "{engine:?} {direct:?}");
+                assert!(got == data[7..], "{engine:?} {direct:?}: bytes differ");
+            }
+            let used = drv.engine().counters().io_uring_reads;
+            match engine {
+                IoEngine::IoUring if uring => assert!(used > 0, "the ring was not used"),
+                _ => assert_eq!(used, 0),
+            }
+        }
+        assert!(inj.injected() > 0);
+        drop(inj);
+        // EINVAL from O_DIRECT: read buffered instead, data intact.
+        if f.direct_fd().is_some() {
+            let plan = FaultPlan { einval_direct: true, ..Default::default() };
+            let inj = inject(&p, plan).unwrap();
+            let drv = driver_with(2, DirectIoPolicy::On, 1 << 16, engine);
+            for (r, got) in read_both(&drv, &f, 4096, data.len() - 4096) {
+                assert_eq!(r.unwrap(), data.len() - 4096, "{engine:?}");
+                assert!(got == data[4096..], "{engine:?}: bytes differ");
+            }
+            assert!(inj.injected() > 0, "O_DIRECT was never tried");
+            assert_eq!(drv.engine().counters().direct_read_bytes, 0);
+        }
+    }
 }
 
 /// One worker, every read of file b sleeping 400 ms. The worker is busy in Z (a read of b) while
