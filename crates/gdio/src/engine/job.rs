@@ -3,7 +3,7 @@
 //! into GPU memory: when the copy of its last chunk is known complete), so a job is done
 //! exactly when no worker or copy touches its buffer any more.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
@@ -152,6 +152,9 @@ pub struct Job {
     counters: Option<Arc<Counters>>,
     notifier: Option<Arc<Notifier>>,
     state: Mutex<State>,
+    /// `state.done`, readable without the lock (a batch polls many jobs; set with Release after
+    /// the last byte landed, so an Acquire read that sees it sees the bytes).
+    done: AtomicBool,
     cv: Condvar,
 }
 
@@ -202,6 +205,7 @@ impl Job {
             counters,
             notifier: None,
             state: Mutex::new(State { done, ..State::default() }),
+            done: AtomicBool::new(done),
             cv: Condvar::new(),
         }
     }
@@ -280,6 +284,7 @@ impl Job {
             return;
         }
         s.done = true;
+        self.done.store(true, Ordering::Release);
         if s.error.is_none() {
             if let Some(c) = &self.counters {
                 let plain = s.bytes.saturating_sub(s.direct_bytes + s.mapped_bytes);
@@ -311,7 +316,7 @@ impl Job {
 
     /// True once no worker and no copy touches the job's buffer any more.
     pub(crate) fn is_done(&self) -> bool {
-        self.lock().done
+        self.done.load(Ordering::Acquire)
     }
 
     /// Blocks until the job is done, or until `deadline`; true when done.

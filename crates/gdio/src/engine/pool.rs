@@ -231,12 +231,17 @@ fn worker_main(shared: Arc<Shared>) {
     // Polled its copies since it last ran a task: a lane whose stream finishes tasks with
     // callbacks needs no more of this worker, which then sleeps until work arrives.
     let mut polled = false;
+    // Host jobs taken off the queue with the one being run (see `take_host_run`).
+    let mut host_run: Vec<Arc<Job>> = Vec::new();
     loop {
         let (work, group) = {
             let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
             loop {
                 if let Some(j) = q.jobs.pop_front() {
                     let group = take_group(&mut q, &j, &shared);
+                    if group.is_empty() {
+                        host_run = take_host_run(&mut q, &j, &shared);
+                    }
                     shared.queued.store(q.jobs.len(), Ordering::Release);
                     break (Some(j), group);
                 }
@@ -283,8 +288,40 @@ fn worker_main(shared: Arc<Shared>) {
             }
             run_task(&job, task, &mut lanes, &shared, &mut ring);
         }
+        for job in host_run.drain(..) {
+            while let Some(task) = job.claim() {
+                run_task(&job, task, &mut lanes, &shared, &mut ring);
+            }
+        }
     }
 }
+
+/// Host-memory jobs of one task queued right behind `first` (one too): taken with it, up to
+/// this worker's share of the queue, so that a run of small host reads costs one trip through
+/// the queue's lock instead of one per read. Only work already queued is taken.
+fn take_host_run(q: &mut Queue, first: &Work, shared: &Shared) -> Vec<Arc<Job>> {
+    let small_host =
+        |j: &Job| j.tasks.len() == 1 && !matches!(j.buf.kind, MemoryKind::Device { .. });
+    let mut run = Vec::new();
+    let Work::Job(job) = first else { return run };
+    if !small_host(job) {
+        return run;
+    }
+    let share = (q.jobs.len() + 1).div_ceil(shared.threads.max(1)).min(HOST_RUN_MAX);
+    while run.len() + 1 < share {
+        match q.jobs.front() {
+            Some(Work::Job(j)) if small_host(j) => {
+                run.push(j.clone());
+                q.jobs.pop_front();
+            }
+            _ => break,
+        }
+    }
+    run
+}
+
+/// Jobs a worker takes in one run of small host reads at most.
+const HOST_RUN_MAX: usize = 32;
 
 /// When `first` may be gathered and more like it are queued right behind it: takes them off
 /// the queue (at most this worker's share of it, so the other workers keep reading in
