@@ -1,13 +1,21 @@
 //! Turning a Python object into memory gdio can read into or write from: DLPack first (torch,
 //! CuPy, JAX, NumPy), then the CUDA Array Interface (honouring its `stream`), then the buffer
 //! protocol for host memory. The objects that keep the memory alive travel with the I/O.
+//!
+//! Two shortcuts come first, for the per-call cost of many small I/Os; each gives what the
+//! general route would give for that object: types whose memory is host memory behind the
+//! buffer protocol by definition (exact `bytearray`, `bytes`, `memoryview`, `numpy.ndarray`)
+//! go straight to the buffer protocol, and a plain torch tensor is read from its attributes
+//! (`torch.rs`) instead of a DLPack capsule.
 
-use std::mem::MaybeUninit;
+use std::ffi::CStr;
 
+use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView, PyType};
 
 use gdio::{Driver, MemoryKind};
 
@@ -25,13 +33,30 @@ pub enum Memory {
     Any,
 }
 
-/// Python objects that must outlive the I/O (a capsule, a memoryview, the producer).
-pub struct Keepalive(#[allow(dead_code)] Vec<Py<PyAny>>);
+/// What must outlive the I/O: Python objects (a capsule, the producer, a tensor's storage), or a
+/// buffer-protocol export (which holds its object, and keeps a `bytearray` from resizing).
+/// Dropped with the GIL it lets go at once; without it (a worker finishing a future nobody
+/// holds any more) the objects' release is queued by PyO3 and the export is released after
+/// taking the GIL (`PyUntypedBuffer`'s drop).
+#[allow(dead_code)] // held, never read
+pub enum Keepalive {
+    /// Python objects.
+    Objects(Vec<Py<PyAny>>),
+    /// A buffer-protocol export.
+    Export(PyUntypedBuffer),
+    /// Several (a vectored I/O).
+    Many(Vec<Keepalive>),
+}
 
 impl Keepalive {
+    /// A keepalive holding `objects`.
+    pub fn of(objects: Vec<Py<PyAny>>) -> Keepalive {
+        Keepalive::Objects(objects)
+    }
+
     /// One keepalive holding all of `parts`.
     pub fn join(parts: Vec<Keepalive>) -> Keepalive {
-        Keepalive(parts.into_iter().flat_map(|k| k.0).collect())
+        Keepalive::Many(parts)
     }
 }
 
@@ -58,8 +83,64 @@ pub enum Access {
     Drain,
 }
 
+/// `module.attr` when `module` is already imported (`sys.modules`); never imports it.
+pub fn loaded_attr<'py>(py: Python<'py>, module: &CStr, attr: &str) -> Option<Bound<'py, PyAny>> {
+    // SAFETY: `module` is a NUL-terminated string; PyUnicode_FromString returns a new
+    // reference or NULL with an exception set, which `from_owned_ptr_or_err` takes.
+    let name =
+        unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyUnicode_FromString(module.as_ptr())) }
+            .ok()?;
+    // SAFETY: `name` is a live str; PyImport_GetModule returns a new reference, or NULL (with
+    // an exception set only when the lookup itself failed, which `from_owned_ptr_or_opt`
+    // leaves to be cleared below).
+    let m = unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyImport_GetModule(name.as_ptr())) };
+    let Some(m) = m else {
+        drop(PyErr::take(py));
+        return None;
+    };
+    m.getattr(attr).ok()
+}
+
+static NDARRAY: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// Whether `obj` is exactly a `numpy.ndarray` (host memory; NumPy imported by someone else).
+fn is_ndarray(obj: &Bound<'_, PyAny>) -> bool {
+    let py = obj.py();
+    let t = match NDARRAY.get(py) {
+        Some(t) => t,
+        None => {
+            let Some(t) = loaded_attr(py, c"numpy", "ndarray").and_then(|t| t.cast_into().ok())
+            else {
+                return false;
+            };
+            let _ = NDARRAY.set(py, t.unbind());
+            match NDARRAY.get(py) {
+                Some(t) => t,
+                None => return false,
+            }
+        }
+    };
+    obj.get_type().is(t)
+}
+
 /// Takes the memory of `obj`. For [`Access::Fill`], read-only memory is refused.
 pub fn acquire(obj: &Bound<'_, PyAny>, access: Access, driver: &Driver) -> PyResult<IoBuffer> {
+    // Exact types only: a subclass may add `__dlpack__` or `__cuda_array_interface__`.
+    if obj.is_exact_instance_of::<PyByteArray>()
+        || obj.is_exact_instance_of::<PyMemoryView>()
+        || obj.is_exact_instance_of::<PyBytes>()
+        || is_ndarray(obj)
+    {
+        return from_buffer_protocol(obj, access);
+    }
+    if let Some(b) = crate::torch::acquire(obj) {
+        return Ok(b);
+    }
+    acquire_general(obj, access, driver)
+}
+
+/// The general route: DLPack, then the CUDA Array Interface, then the buffer protocol.
+fn acquire_general(obj: &Bound<'_, PyAny>, access: Access, driver: &Driver) -> PyResult<IoBuffer> {
     if obj.hasattr("__dlpack_device__")? && obj.hasattr("__dlpack__")? {
         let (dev_type, _) = dlpack::device_of(obj)?;
         // Host memory that also speaks the buffer protocol (NumPy): the buffer protocol says
@@ -120,7 +201,7 @@ fn from_dlpack(obj: &Bound<'_, PyAny>, access: Access, dev_type: i32) -> PyResul
         len: view.len,
         memory,
         sync,
-        keep: Keepalive(vec![view.capsule, obj.clone().unbind()]),
+        keep: Keepalive::of(vec![view.capsule, obj.clone().unbind()]),
     })
 }
 
@@ -194,35 +275,29 @@ fn from_cai(
             }
         }
     };
-    Ok(IoBuffer { addr, len, memory, sync, keep: Keepalive(vec![obj.clone().unbind()]) })
+    Ok(IoBuffer { addr, len, memory, sync, keep: Keepalive::of(vec![obj.clone().unbind()]) })
 }
 
 fn from_buffer_protocol(obj: &Bound<'_, PyAny>, access: Access) -> PyResult<IoBuffer> {
-    let py = obj.py();
-    // SAFETY: `obj` is live; PyMemoryView_FromObject returns a new reference or NULL with an
-    // exception set, which `from_owned_ptr_or_err` turns into a PyErr.
-    let mv =
-        unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyMemoryView_FromObject(obj.as_ptr())) }?;
-    let mut view = MaybeUninit::<ffi::Py_buffer>::zeroed();
-    // SAFETY: `view` is zeroed storage for one Py_buffer; the memoryview fills it on success.
-    let rc =
-        unsafe { ffi::PyObject_GetBuffer(mv.as_ptr(), view.as_mut_ptr(), ffi::PyBUF_C_CONTIGUOUS) };
-    if rc != 0 {
-        let e = PyErr::fetch(py);
-        return Err(PyBufferError::new_err(format!("gdio needs a contiguous buffer: {e}")));
-    }
-    // SAFETY: PyObject_GetBuffer succeeded, so `view` is initialised.
-    let mut view = unsafe { view.assume_init() };
-    let (addr, len, read_only) = (view.buf as u64, view.len as usize, view.readonly != 0);
-    // SAFETY: releases the view taken above exactly once. The memoryview `mv` keeps its own
-    // export of `obj`, so the memory stays valid (and a bytearray cannot resize) while we hold
-    // `mv`.
-    unsafe { ffi::PyBuffer_Release(&mut view) };
-    if access == Access::Fill && read_only {
-        return Err(read_only_error(&format!(
-            "{} is read-only",
-            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+    let type_name = || obj.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+    // One export of `obj` itself (no memoryview: two fewer objects for the garbage collector
+    // per I/O), held until the I/O ends.
+    let export = PyUntypedBuffer::get(obj)
+        .map_err(|e| PyBufferError::new_err(format!("gdio needs a contiguous buffer: {e}")))?;
+    if !export.is_c_contiguous() {
+        return Err(PyBufferError::new_err(format!(
+            "gdio needs a contiguous buffer: this {} is not C-contiguous",
+            type_name()
         )));
     }
-    Ok(IoBuffer { addr, len, memory: Memory::Host, sync: None, keep: Keepalive(vec![mv.unbind()]) })
+    if access == Access::Fill && export.readonly() {
+        return Err(read_only_error(&format!("{} is read-only", type_name())));
+    }
+    Ok(IoBuffer {
+        addr: export.buf_ptr() as u64,
+        len: export.len_bytes(),
+        memory: Memory::Host,
+        sync: None,
+        keep: Keepalive::Export(export),
+    })
 }

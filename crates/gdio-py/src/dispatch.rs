@@ -15,6 +15,10 @@ pub type Job = Box<dyn FnOnce() + Send + 'static>;
 struct Queue {
     jobs: VecDeque<Job>,
     closed: bool,
+    /// Workers inside `Condvar::wait`.
+    sleeping: usize,
+    /// Wake-ups sent and not yet taken by a worker leaving `wait`.
+    woken: usize,
 }
 
 #[derive(Default)]
@@ -47,12 +51,21 @@ impl Dispatch {
         self.workers
     }
 
-    /// Queues `job`; a free worker runs it.
+    /// Queues `job`; a free worker runs it. The caller wakes a sleeping worker only when no
+    /// wake-up is on its way already; a woken worker wakes the next one if jobs remain (see
+    /// `worker`). So a burst of submits costs the submitting thread about one system call per
+    /// worker wake-up time, not one per job.
     pub fn submit(&self, job: Job) {
         let mut q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
         q.jobs.push_back(job);
+        let wake = q.sleeping > 0 && q.woken == 0;
+        if wake {
+            q.woken += 1;
+        }
         drop(q);
-        self.shared.ready.notify_one();
+        if wake {
+            self.shared.ready.notify_one();
+        }
     }
 }
 
@@ -68,18 +81,35 @@ impl Drop for Dispatch {
 
 fn worker(shared: &Shared) {
     loop {
-        let job = {
+        let (job, wake) = {
             let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
-            loop {
+            let job = loop {
                 if let Some(job) = q.jobs.pop_front() {
                     break job;
                 }
                 if q.closed {
                     return;
                 }
+                // Counted under the lock that `wait` gives up only once asleep, so `submit`
+                // sees every sleeper. A worker leaving `wait` takes one wake-up, sent or
+                // spurious; either way it is awake and empties the queue before it sleeps
+                // again, waking the next sleeper while jobs remain, so no job waits while
+                // every worker sleeps with no wake-up on its way.
+                q.sleeping += 1;
                 q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+                q.sleeping -= 1;
+                q.woken = q.woken.saturating_sub(1);
+            };
+            // More jobs than this worker: pass the wake-up on (one at a time, as `submit`).
+            let wake = !q.jobs.is_empty() && q.sleeping > 0 && q.woken == 0;
+            if wake {
+                q.woken += 1;
             }
+            (job, wake)
         };
+        if wake {
+            shared.ready.notify_one();
+        }
         // A panic in one job must not take the worker (and every later future) with it. Jobs
         // catch their own panics to complete their future with an error (`io::run_part`).
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));

@@ -50,8 +50,10 @@ impl Future {
     /// `GdioError`, or `TimeoutError` when `timeout` seconds pass first.
     #[pyo3(signature = (timeout=None))]
     fn get(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<usize> {
-        if let Some(o) = self.completion.outcome() {
-            return self.collect(o);
+        if let Some((o, keep)) = self.completion.collect() {
+            // Dropped here, with the GIL: the buffer is let go before `get` returns.
+            drop(keep);
+            return outcome_to_py(o);
         }
         let timeout = match timeout {
             None => None,
