@@ -143,6 +143,83 @@ mod tests {
     }
 
     #[test]
+    fn a_late_job_wakes_a_sleeping_worker() {
+        let d = Dispatch::new(4).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        for round in 0..20u32 {
+            // Every worker asleep, then one job, then a burst.
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            let tx1 = tx.clone();
+            d.submit(Box::new(move || tx1.send(round).unwrap()));
+            let timeout = std::time::Duration::from_secs(10);
+            assert_eq!(rx.recv_timeout(timeout).unwrap(), round);
+            for _ in 0..50 {
+                let tx1 = tx.clone();
+                d.submit(Box::new(move || {
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                    tx1.send(round).unwrap()
+                }));
+            }
+            for _ in 0..50 {
+                assert_eq!(rx.recv_timeout(timeout).unwrap(), round);
+            }
+        }
+    }
+
+    #[test]
+    fn burst_wakes_more_than_one_worker() {
+        let d = Dispatch::new(4).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let names = Arc::new(Mutex::new(std::collections::HashSet::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        for _ in 0..64 {
+            let (n, tx) = (names.clone(), tx.clone());
+            d.submit(Box::new(move || {
+                n.lock().unwrap().insert(std::thread::current().name().unwrap().to_owned());
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                tx.send(()).unwrap();
+            }));
+        }
+        for _ in 0..64 {
+            rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+        }
+        // The woken worker passes the wake-up on while jobs remain.
+        assert!(names.lock().unwrap().len() > 1);
+    }
+
+    #[test]
+    fn many_submitters_lose_no_job() {
+        let d = Arc::new(Dispatch::new(3).unwrap());
+        let count = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let submitters: Vec<_> = (0..4)
+            .map(|t| {
+                let (d, count, tx) = (d.clone(), count.clone(), tx.clone());
+                std::thread::spawn(move || {
+                    for i in 0..5_000usize {
+                        if (i + t) % 700 == 0 {
+                            // Let the workers run dry and sleep now and then.
+                            std::thread::sleep(std::time::Duration::from_millis(1));
+                        }
+                        let (count, tx) = (count.clone(), tx.clone());
+                        d.submit(Box::new(move || {
+                            count.fetch_add(1, Ordering::Relaxed);
+                            tx.send(()).unwrap();
+                        }));
+                    }
+                })
+            })
+            .collect();
+        for s in submitters {
+            s.join().unwrap();
+        }
+        for _ in 0..20_000 {
+            rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+        }
+        assert_eq!(count.load(Ordering::Relaxed), 20_000);
+    }
+
+    #[test]
     fn queued_jobs_finish_after_drop() {
         let d = Dispatch::new(1).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
