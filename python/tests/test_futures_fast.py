@@ -147,6 +147,69 @@ def test_dropped_futures_never_write_into_freed_memory(data_file, rng):
         assert set(bytes(x)) == {0xAB}
 
 
+def test_buffer_let_go_before_callbacks_and_await(data_file, rng):
+    """A finishing worker lets go of the buffer before it runs the callbacks, so a callback (or
+    the coroutine awaiting the future) can resize a bytearray at once."""
+    import asyncio
+    import threading
+
+    path, data = data_file
+    with gdio.CuFile(path) as f:
+        results = []
+        done = threading.Event()
+        n = 50
+
+        def cb(ba):
+            def run(_fut):
+                try:
+                    ba.extend(b"x")
+                    results.append(True)
+                except BufferError:
+                    results.append(False)
+                if len(results) == n:
+                    done.set()
+
+            return run
+
+        bas = [bytearray(100_000) for _ in range(n)]
+        for ba in bas:
+            f.pread(ba, file_offset=rng.randrange(0, len(data) - 100_000)).add_done_callback(cb(ba))
+        assert done.wait(30)
+        assert results == [True] * n
+
+        async def main():
+            for _ in range(20):
+                ba = bytearray(70_000)
+                assert await f.pread(ba, file_offset=3) == 70_000
+                ba.extend(b"x")
+                assert bytes(ba[:70_000]) == data[3:70_003]
+
+        asyncio.run(main())
+
+
+def test_dropped_future_lets_go_of_its_buffer(data_file):
+    """A future dropped unfinished: the worker cannot release the export without the GIL and
+    does not wait for it; a later gdio call releases it (the bytearray resizes again)."""
+    path, _ = data_file
+    with gdio.CuFile(path) as f:
+        bas = [bytearray(1 << 20) for _ in range(32)]
+        for ba in bas:
+            f.pread(ba)  # the future is dropped at once
+        pending = list(bas)
+        for _ in range(5000):
+            f.pread(bytearray(1)).get()
+            still = []
+            for ba in pending:
+                try:
+                    ba.extend(b"x")
+                except BufferError:
+                    still.append(ba)
+            pending = still
+            if not pending:
+                break
+        assert not pending, f"{len(pending)} buffers still held"
+
+
 def test_buffer_kept_alive_by_the_future(data_file):
     path, data = data_file
     with gdio.CuFile(path) as f:

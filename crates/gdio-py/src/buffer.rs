@@ -8,7 +8,8 @@
 //! go straight to the buffer protocol, and a plain torch tensor is read from its attributes
 //! (`torch.rs`) instead of a DLPack capsule.
 
-use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyBufferError, PyTypeError};
@@ -36,16 +37,52 @@ pub enum Memory {
 /// What must outlive the I/O: Python objects (a capsule, the producer, a tensor's storage), or a
 /// buffer-protocol export (which holds its object, and keeps a `bytearray` from resizing).
 /// Dropped with the GIL it lets go at once; without it (a worker finishing a future nobody
-/// holds any more) the objects' release is queued by PyO3 and the export is released after
-/// taking the GIL (`PyUntypedBuffer`'s drop).
+/// holds any more) PyO3 queues the objects' release and an export waits for the next gdio call
+/// (see [`Export`]): a worker never waits for the GIL.
 #[allow(dead_code)] // held, never read
 pub enum Keepalive {
     /// Python objects.
     Objects(Vec<Py<PyAny>>),
     /// A buffer-protocol export.
-    Export(PyUntypedBuffer),
+    Export(Export),
     /// Several (a vectored I/O).
     Many(Vec<Keepalive>),
+}
+
+/// A buffer-protocol export, released where it is dropped, except on a future worker (which
+/// runs without the GIL): there it is queued and released by the next [`acquire`] (which runs
+/// with the GIL), so a worker never waits for the GIL.
+pub struct Export(Option<PyUntypedBuffer>);
+
+/// Exports dropped on a worker, to release with the GIL.
+static DEFERRED: Mutex<Vec<PyUntypedBuffer>> = Mutex::new(Vec::new());
+/// Whether `DEFERRED` may hold something (checked without the lock on every call).
+static ANY_DEFERRED: AtomicBool = AtomicBool::new(false);
+
+impl Drop for Export {
+    fn drop(&mut self) {
+        let Some(export) = self.0.take() else { return };
+        if !crate::dispatch::on_worker() {
+            // A Python thread: PyUntypedBuffer's drop releases it with the GIL (held here).
+            drop(export);
+            return;
+        }
+        DEFERRED.lock().unwrap_or_else(|e| e.into_inner()).push(export);
+        ANY_DEFERRED.store(true, Ordering::Release);
+    }
+}
+
+/// Releases the exports dropped without the GIL (`py` proves this thread holds it).
+fn release_deferred(_py: Python<'_>) {
+    if !ANY_DEFERRED.load(Ordering::Acquire) {
+        return;
+    }
+    let exports = {
+        let mut d = DEFERRED.lock().unwrap_or_else(|e| e.into_inner());
+        ANY_DEFERRED.store(false, Ordering::Release);
+        std::mem::take(&mut *d)
+    };
+    drop(exports);
 }
 
 impl Keepalive {
@@ -57,6 +94,15 @@ impl Keepalive {
     /// One keepalive holding all of `parts`.
     pub fn join(parts: Vec<Keepalive>) -> Keepalive {
         Keepalive::Many(parts)
+    }
+
+    /// Lets go of everything now, on any thread (`_py`: this thread holds the GIL).
+    pub fn release(self, _py: Python<'_>) {
+        match self {
+            Keepalive::Objects(o) => drop(o),
+            Keepalive::Export(mut e) => drop(e.0.take()),
+            Keepalive::Many(parts) => parts.into_iter().for_each(|k| k.release(_py)),
+        }
     }
 }
 
@@ -84,12 +130,8 @@ pub enum Access {
 }
 
 /// `module.attr` when `module` is already imported (`sys.modules`); never imports it.
-pub fn loaded_attr<'py>(py: Python<'py>, module: &CStr, attr: &str) -> Option<Bound<'py, PyAny>> {
-    // SAFETY: `module` is a NUL-terminated string; PyUnicode_FromString returns a new
-    // reference or NULL with an exception set, which `from_owned_ptr_or_err` takes.
-    let name =
-        unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyUnicode_FromString(module.as_ptr())) }
-            .ok()?;
+pub fn loaded_attr<'py>(py: Python<'py>, module: &str, attr: &str) -> Option<Bound<'py, PyAny>> {
+    let name = pyo3::types::PyString::new(py, module);
     // SAFETY: `name` is a live str; PyImport_GetModule returns a new reference, or NULL (with
     // an exception set only when the lookup itself failed, which `from_owned_ptr_or_opt`
     // leaves to be cleared below).
@@ -109,7 +151,7 @@ fn is_ndarray(obj: &Bound<'_, PyAny>) -> bool {
     let t = match NDARRAY.get(py) {
         Some(t) => t,
         None => {
-            let Some(t) = loaded_attr(py, c"numpy", "ndarray").and_then(|t| t.cast_into().ok())
+            let Some(t) = loaded_attr(py, "numpy", "ndarray").and_then(|t| t.cast_into().ok())
             else {
                 return false;
             };
@@ -125,6 +167,7 @@ fn is_ndarray(obj: &Bound<'_, PyAny>) -> bool {
 
 /// Takes the memory of `obj`. For [`Access::Fill`], read-only memory is refused.
 pub fn acquire(obj: &Bound<'_, PyAny>, access: Access, driver: &Driver) -> PyResult<IoBuffer> {
+    release_deferred(obj.py());
     // Exact types only: a subclass may add `__dlpack__` or `__cuda_array_interface__`.
     if obj.is_exact_instance_of::<PyByteArray>()
         || obj.is_exact_instance_of::<PyMemoryView>()
@@ -298,6 +341,6 @@ fn from_buffer_protocol(obj: &Bound<'_, PyAny>, access: Access) -> PyResult<IoBu
         len: export.len_bytes(),
         memory: Memory::Host,
         sync: None,
-        keep: Keepalive::Export(export),
+        keep: Keepalive::Export(Export(Some(export))),
     })
 }

@@ -112,7 +112,9 @@ impl Completion {
         }
         if !callbacks.is_empty() {
             Python::attach(|py| {
-                drop(keep);
+                if let Some(keep) = keep {
+                    keep.release(py);
+                }
                 run_callbacks(py, callbacks)
             });
         }
@@ -120,7 +122,7 @@ impl Completion {
 
     /// Lets go of the buffer once done (called with the GIL held, so the release is
     /// immediate).
-    pub fn release(&self) {
+    pub fn release(&self, py: Python<'_>) {
         let keep = {
             let mut s = self.lock();
             if s.outcome.is_none() {
@@ -128,7 +130,9 @@ impl Completion {
             }
             s.keep.take()
         };
-        drop(keep);
+        if let Some(keep) = keep {
+            keep.release(py);
+        }
     }
 
     /// The outcome, if done.

@@ -5,8 +5,18 @@
 //! asynchronous submit handle, [`Dispatch::submit`] is what gets replaced (to be done: issue
 //! 11 second pass), and the futures stay as they are.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
+
+thread_local! {
+    static ON_WORKER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this thread is a pool worker (which runs jobs without the GIL).
+pub fn on_worker() -> bool {
+    ON_WORKER.with(Cell::get)
+}
 
 /// One unit of work.
 pub type Job = Box<dyn FnOnce() + Send + 'static>;
@@ -80,6 +90,7 @@ impl Drop for Dispatch {
 }
 
 fn worker(shared: &Shared) {
+    ON_WORKER.with(|w| w.set(true));
     loop {
         let (job, wake) = {
             let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());

@@ -25,7 +25,7 @@ fn tensor_type(py: Python<'_>) -> Option<&Bound<'_, PyType>> {
     if let Some(t) = TENSOR.get(py) {
         return Some(t.bind(py));
     }
-    let t = loaded_attr(py, c"torch", "Tensor")?.cast_into::<PyType>().ok()?;
+    let t = loaded_attr(py, "torch", "Tensor")?.cast_into::<PyType>().ok()?;
     let _ = TENSOR.set(py, t.unbind());
     TENSOR.get(py).map(|t| t.bind(py))
 }
@@ -34,7 +34,7 @@ fn tensor_type(py: Python<'_>) -> Option<&Bound<'_, PyType>> {
 fn raw_stream_fn(py: Python<'_>) -> Option<&Bound<'_, PyAny>> {
     RAW_STREAM
         .get_or_init(py, || {
-            loaded_attr(py, c"torch._C", "_cuda_getCurrentRawStream").map(Bound::unbind)
+            loaded_attr(py, "torch._C", "_cuda_getCurrentRawStream").map(Bound::unbind)
         })
         .as_ref()
         .map(|f| f.bind(py))
