@@ -225,12 +225,18 @@ FAKE_TORCH = textwrap.dedent(
     import numpy as np
 
     torch = types.ModuleType("torch")
+    torch.strided = object()
+    torch.sparse_coo = object()
 
     class Tensor:
         # What gdio reads of a plain torch tensor, over NumPy memory.
         def __init__(self, arr, *, requires_grad=False, cuda=False, cpu=True, conj=False,
-                     neg=False, contiguous=None, null=False):
+                     neg=False, contiguous=None, null=False, layout=None, nested=False,
+                     quantized=False):
             self.arr = arr
+            self.layout = torch.strided if layout is None else layout
+            self.is_nested = nested
+            self.is_quantized = quantized
             self.requires_grad = requires_grad
             self.is_cuda = cuda
             self.is_cpu = cpu
@@ -301,7 +307,8 @@ def test_torch_shortcut_with_a_stand_in_torch(data_file, tmp_path):
             # The general route for anything unusual.
             for kw in (dict(requires_grad=True), dict(conj=True), dict(neg=True),
                        dict(contiguous=False), dict(cuda=True, cpu=False),
-                       dict(cpu=False), dict(null=True)):
+                       dict(cpu=False), dict(null=True), dict(layout=torch.sparse_coo),
+                       dict(nested=True), dict(quantized=True)):
                 z = np.zeros(64, np.uint8)
                 try:
                     f.pread(Tensor(z, **kw))

@@ -3,9 +3,12 @@
 //! Python code that builds devices, streams and a capsule on every call).
 //!
 //! Only a plain `torch.Tensor` (exact type) in the common case takes this path: CPU or CUDA,
-//! contiguous, not requiring grad, no conjugate or negative bit, and, on CUDA, torch's current
-//! stream of that GPU is the legacy default stream (what the DLPack path synchronizes on). For
-//! anything else it answers `None` and the caller takes the DLPack path, with its errors.
+//! strided layout, contiguous, not nested or quantized, not requiring grad, no conjugate or
+//! negative bit, and, on CUDA, torch's current stream of that GPU is the legacy default stream
+//! (what the DLPack path synchronizes on). For anything else it answers `None` and the caller
+//! takes the DLPack path, with its errors. Two differences from DLPack, both permissive: a
+//! tensor on a GPU other than torch's current one is taken (torch's `__dlpack__` refuses it;
+//! the I/O runs in that GPU's context anyway), and dtypes DLPack cannot name are moved as bytes.
 //! Everything is read again on every call (no address is cached), and the I/O holds the tensor
 //! and its storage, as a DLPack capsule would.
 
@@ -19,6 +22,7 @@ use crate::stream;
 
 static TENSOR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static RAW_STREAM: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
+static STRIDED: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
 
 /// `torch.Tensor`, once torch has been imported (by someone else: gdio never imports it).
 fn tensor_type(py: Python<'_>) -> Option<&Bound<'_, PyType>> {
@@ -28,6 +32,14 @@ fn tensor_type(py: Python<'_>) -> Option<&Bound<'_, PyType>> {
     let t = loaded_attr(py, "torch", "Tensor")?.cast_into::<PyType>().ok()?;
     let _ = TENSOR.set(py, t.unbind());
     TENSOR.get(py).map(|t| t.bind(py))
+}
+
+/// `torch.strided`.
+fn strided(py: Python<'_>) -> Option<&Bound<'_, PyAny>> {
+    STRIDED
+        .get_or_init(py, || loaded_attr(py, "torch", "strided").map(Bound::unbind))
+        .as_ref()
+        .map(|s| s.bind(py))
 }
 
 /// `torch._C._cuda_getCurrentRawStream(device)`, when this torch has it.
@@ -60,8 +72,13 @@ pub fn acquire(obj: &Bound<'_, PyAny>) -> Option<IoBuffer> {
 
 fn probe(obj: &Bound<'_, PyAny>) -> PyResult<Option<IoBuffer>> {
     let py = obj.py();
-    // torch's __dlpack__ refuses these; the DLPack path raises its error.
+    // torch's __dlpack__ refuses these (the DLPack path raises its error), or their memory is
+    // not `nbytes` from `data_ptr` (sparse, MKL-DNN, nested, quantized).
+    let Some(strided) = strided(py) else { return Ok(None) };
     if flag(obj, intern!(py, "requires_grad"))?
+        || !obj.getattr(intern!(py, "layout"))?.is(strided)
+        || flag(obj, intern!(py, "is_nested"))?
+        || flag(obj, intern!(py, "is_quantized"))?
         || call_flag(obj, intern!(py, "is_conj"))?
         || call_flag(obj, intern!(py, "is_neg"))?
     {
