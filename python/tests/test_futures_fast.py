@@ -107,6 +107,19 @@ def test_future_errors_carry_file_offset_length(data_file):
             assert not np.frombuffer(buf, dtype=np.uint8).any()
 
 
+def test_empty_and_zero_dim_buffers(tmp_path):
+    path = tmp_path / "s.bin"
+    path.write_bytes(b"abcdefghijklmnop")
+    with gdio.CuFile(path) as f:
+        a = np.zeros((), np.uint64)  # 0-d: no shape in its buffer export
+        assert f.read(a) == 8 and a.tobytes() == b"abcdefgh"
+        assert f.pread(a, file_offset=8).get() == 8 and a.tobytes() == b"ijklmnop"
+        for b in (np.zeros((0,), np.uint8), np.zeros((2, 0), np.uint8), bytearray(0),
+                  memoryview(bytearray(0))):
+            assert f.read(b) == 0
+            assert f.pread(b).get() == 0
+
+
 def test_readonly_and_noncontiguous_still_refused(data_file):
     path, _ = data_file
     ro = np.zeros(4096, np.uint8)

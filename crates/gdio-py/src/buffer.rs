@@ -11,7 +11,6 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -52,10 +51,45 @@ pub enum Keepalive {
 /// A buffer-protocol export, released where it is dropped, except on a future worker (which
 /// runs without the GIL): there it is queued and released by the next [`acquire`] (which runs
 /// with the GIL), so a worker never waits for the GIL.
-pub struct Export(Option<PyUntypedBuffer>);
+pub struct Export(Option<RawExport>);
+
+/// One export of an object's buffer (`PyObject_GetBuffer`), released once, with the GIL.
+pub struct RawExport(Box<ffi::Py_buffer>);
+
+// SAFETY: the `Py_buffer` is only read on the thread that took it, with the GIL (`get`), and
+// released once with the GIL (`drop`); the memory it points to is the exporter's, kept alive by
+// the export itself, whichever thread holds this value in between.
+unsafe impl Send for RawExport {}
+
+impl RawExport {
+    /// Exports `obj`'s buffer with `flags` (the exporter's error when it cannot).
+    fn get(obj: &Bound<'_, PyAny>, flags: std::ffi::c_int) -> PyResult<RawExport> {
+        let mut view = Box::<ffi::Py_buffer>::new_uninit();
+        // SAFETY: `obj` is live and `view` is storage for one Py_buffer, filled on success; the
+        // box keeps its address (exporters may point `shape` into it) until it is released.
+        let rc = unsafe { ffi::PyObject_GetBuffer(obj.as_ptr(), view.as_mut_ptr(), flags) };
+        if rc != 0 {
+            return Err(PyErr::fetch(obj.py()));
+        }
+        // SAFETY: PyObject_GetBuffer succeeded, so `view` is initialised.
+        Ok(RawExport(unsafe { view.assume_init() }))
+    }
+}
+
+impl Drop for RawExport {
+    fn drop(&mut self) {
+        // Attaching is a counter increment where the GIL is held already (every caller but a
+        // worker, which queues the export instead: `Export`).
+        let _ = Python::try_attach(|_| {
+            // SAFETY: the view was filled by PyObject_GetBuffer in `get` and is released once,
+            // here, with the GIL.
+            unsafe { ffi::PyBuffer_Release(&mut *self.0) }
+        });
+    }
+}
 
 /// Exports dropped on a worker, to release with the GIL.
-static DEFERRED: Mutex<Vec<PyUntypedBuffer>> = Mutex::new(Vec::new());
+static DEFERRED: Mutex<Vec<RawExport>> = Mutex::new(Vec::new());
 /// Whether `DEFERRED` may hold something (checked without the lock on every call).
 static ANY_DEFERRED: AtomicBool = AtomicBool::new(false);
 
@@ -63,7 +97,7 @@ impl Drop for Export {
     fn drop(&mut self) {
         let Some(export) = self.0.take() else { return };
         if !crate::dispatch::on_worker() {
-            // A Python thread: PyUntypedBuffer's drop releases it with the GIL (held here).
+            // A Python thread, holding the GIL: released now.
             drop(export);
             return;
         }
@@ -322,23 +356,22 @@ fn from_cai(
 }
 
 fn from_buffer_protocol(obj: &Bound<'_, PyAny>, access: Access) -> PyResult<IoBuffer> {
-    let type_name = || obj.get_type().name().map(|n| n.to_string()).unwrap_or_default();
     // One export of `obj` itself (no memoryview: two fewer objects for the garbage collector
-    // per I/O), held until the I/O ends.
-    let export = PyUntypedBuffer::get(obj)
+    // per I/O), held until the I/O ends. The exporter refuses a non-contiguous buffer.
+    let export = RawExport::get(obj, ffi::PyBUF_C_CONTIGUOUS)
         .map_err(|e| PyBufferError::new_err(format!("gdio needs a contiguous buffer: {e}")))?;
-    if !export.is_c_contiguous() {
-        return Err(PyBufferError::new_err(format!(
-            "gdio needs a contiguous buffer: this {} is not C-contiguous",
-            type_name()
+    let len = usize::try_from(export.0.len)
+        .map_err(|_| PyBufferError::new_err("the buffer reports a negative length"))?;
+    let (addr, read_only) = (export.0.buf as u64, export.0.readonly != 0);
+    if access == Access::Fill && read_only {
+        return Err(read_only_error(&format!(
+            "{} is read-only",
+            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
         )));
     }
-    if access == Access::Fill && export.readonly() {
-        return Err(read_only_error(&format!("{} is read-only", type_name())));
-    }
     Ok(IoBuffer {
-        addr: export.buf_ptr() as u64,
-        len: export.len_bytes(),
+        addr,
+        len,
         memory: Memory::Host,
         sync: None,
         keep: Keepalive::Export(Export(Some(export))),
