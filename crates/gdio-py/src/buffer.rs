@@ -1,13 +1,21 @@
 //! Turning a Python object into memory gdio can read into or write from: DLPack first (torch,
 //! CuPy, JAX, NumPy), then the CUDA Array Interface (honouring its `stream`), then the buffer
 //! protocol for host memory. The objects that keep the memory alive travel with the I/O.
+//!
+//! Two shortcuts come first, for the per-call cost of many small I/Os; each gives what the
+//! general route would give for that object: types whose memory is host memory behind the
+//! buffer protocol by definition (exact `bytearray`, `bytes`, `memoryview`, `numpy.ndarray`)
+//! go straight to the buffer protocol, and a plain torch tensor is read from its attributes
+//! (`torch.rs`) instead of a DLPack capsule.
 
-use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView, PyType};
 
 use gdio::{Driver, MemoryKind};
 
@@ -25,13 +33,110 @@ pub enum Memory {
     Any,
 }
 
-/// Python objects that must outlive the I/O (a capsule, a memoryview, the producer).
-pub struct Keepalive(#[allow(dead_code)] Vec<Py<PyAny>>);
+/// What must outlive the I/O: Python objects (a capsule, the producer, a tensor's storage), or a
+/// buffer-protocol export (which holds its object, and keeps a `bytearray` from resizing).
+/// Dropped with the GIL it lets go at once; without it (a worker finishing a future nobody
+/// holds any more) PyO3 queues the objects' release and an export waits for the next gdio call
+/// (see [`Export`]): a worker never waits for the GIL.
+#[allow(dead_code)] // held, never read
+pub enum Keepalive {
+    /// Python objects.
+    Objects(Vec<Py<PyAny>>),
+    /// A buffer-protocol export.
+    Export(Export),
+    /// Several (a vectored I/O).
+    Many(Vec<Keepalive>),
+}
+
+/// A buffer-protocol export, released where it is dropped, except on a future worker (which
+/// runs without the GIL): there it is queued and released by the next [`acquire`] (which runs
+/// with the GIL), so a worker never waits for the GIL.
+pub struct Export(Option<RawExport>);
+
+/// One export of an object's buffer (`PyObject_GetBuffer`), released once, with the GIL.
+pub struct RawExport(Box<ffi::Py_buffer>);
+
+// SAFETY: the `Py_buffer` is only read on the thread that took it, with the GIL (`get`), and
+// released once with the GIL (`drop`); the memory it points to is the exporter's, kept alive by
+// the export itself, whichever thread holds this value in between.
+unsafe impl Send for RawExport {}
+
+impl RawExport {
+    /// Exports `obj`'s buffer with `flags` (the exporter's error when it cannot).
+    fn get(obj: &Bound<'_, PyAny>, flags: std::ffi::c_int) -> PyResult<RawExport> {
+        let mut view = Box::<ffi::Py_buffer>::new_uninit();
+        // SAFETY: `obj` is live and `view` is storage for one Py_buffer, filled on success; the
+        // box keeps its address (exporters may point `shape` into it) until it is released.
+        let rc = unsafe { ffi::PyObject_GetBuffer(obj.as_ptr(), view.as_mut_ptr(), flags) };
+        if rc != 0 {
+            return Err(PyErr::fetch(obj.py()));
+        }
+        // SAFETY: PyObject_GetBuffer succeeded, so `view` is initialised.
+        Ok(RawExport(unsafe { view.assume_init() }))
+    }
+}
+
+impl Drop for RawExport {
+    fn drop(&mut self) {
+        // Attaching is a counter increment where the GIL is held already (every caller but a
+        // worker, which queues the export instead: `Export`).
+        let _ = Python::try_attach(|_| {
+            // SAFETY: the view was filled by PyObject_GetBuffer in `get` and is released once,
+            // here, with the GIL.
+            unsafe { ffi::PyBuffer_Release(&mut *self.0) }
+        });
+    }
+}
+
+/// Exports dropped on a worker, to release with the GIL.
+static DEFERRED: Mutex<Vec<RawExport>> = Mutex::new(Vec::new());
+/// Whether `DEFERRED` may hold something (checked without the lock on every call).
+static ANY_DEFERRED: AtomicBool = AtomicBool::new(false);
+
+impl Drop for Export {
+    fn drop(&mut self) {
+        let Some(export) = self.0.take() else { return };
+        if !crate::dispatch::on_worker() {
+            // A Python thread, holding the GIL: released now.
+            drop(export);
+            return;
+        }
+        DEFERRED.lock().unwrap_or_else(|e| e.into_inner()).push(export);
+        ANY_DEFERRED.store(true, Ordering::Release);
+    }
+}
+
+/// Releases the exports dropped without the GIL (`py` proves this thread holds it).
+fn release_deferred(_py: Python<'_>) {
+    if !ANY_DEFERRED.load(Ordering::Acquire) {
+        return;
+    }
+    let exports = {
+        let mut d = DEFERRED.lock().unwrap_or_else(|e| e.into_inner());
+        ANY_DEFERRED.store(false, Ordering::Release);
+        std::mem::take(&mut *d)
+    };
+    drop(exports);
+}
 
 impl Keepalive {
+    /// A keepalive holding `objects`.
+    pub fn of(objects: Vec<Py<PyAny>>) -> Keepalive {
+        Keepalive::Objects(objects)
+    }
+
     /// One keepalive holding all of `parts`.
     pub fn join(parts: Vec<Keepalive>) -> Keepalive {
-        Keepalive(parts.into_iter().flat_map(|k| k.0).collect())
+        Keepalive::Many(parts)
+    }
+
+    /// Lets go of everything now, on any thread (`_py`: this thread holds the GIL).
+    pub fn release(self, _py: Python<'_>) {
+        match self {
+            Keepalive::Objects(o) => drop(o),
+            Keepalive::Export(mut e) => drop(e.0.take()),
+            Keepalive::Many(parts) => parts.into_iter().for_each(|k| k.release(_py)),
+        }
     }
 }
 
@@ -58,8 +163,61 @@ pub enum Access {
     Drain,
 }
 
+/// `module.attr` when `module` is already imported (`sys.modules`); never imports it.
+pub fn loaded_attr<'py>(py: Python<'py>, module: &str, attr: &str) -> Option<Bound<'py, PyAny>> {
+    let name = pyo3::types::PyString::new(py, module);
+    // SAFETY: `name` is a live str; PyImport_GetModule returns a new reference, or NULL (with
+    // an exception set only when the lookup itself failed, which `from_owned_ptr_or_opt`
+    // leaves to be cleared below).
+    let m = unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyImport_GetModule(name.as_ptr())) };
+    let Some(m) = m else {
+        drop(PyErr::take(py));
+        return None;
+    };
+    m.getattr(attr).ok()
+}
+
+static NDARRAY: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// Whether `obj` is exactly a `numpy.ndarray` (host memory; NumPy imported by someone else).
+fn is_ndarray(obj: &Bound<'_, PyAny>) -> bool {
+    let py = obj.py();
+    let t = match NDARRAY.get(py) {
+        Some(t) => t,
+        None => {
+            let Some(t) = loaded_attr(py, "numpy", "ndarray").and_then(|t| t.cast_into().ok())
+            else {
+                return false;
+            };
+            let _ = NDARRAY.set(py, t.unbind());
+            match NDARRAY.get(py) {
+                Some(t) => t,
+                None => return false,
+            }
+        }
+    };
+    obj.get_type().is(t)
+}
+
 /// Takes the memory of `obj`. For [`Access::Fill`], read-only memory is refused.
 pub fn acquire(obj: &Bound<'_, PyAny>, access: Access, driver: &Driver) -> PyResult<IoBuffer> {
+    release_deferred(obj.py());
+    // Exact types only: a subclass may add `__dlpack__` or `__cuda_array_interface__`.
+    if obj.is_exact_instance_of::<PyByteArray>()
+        || obj.is_exact_instance_of::<PyMemoryView>()
+        || obj.is_exact_instance_of::<PyBytes>()
+        || is_ndarray(obj)
+    {
+        return from_buffer_protocol(obj, access);
+    }
+    if let Some(b) = crate::torch::acquire(obj) {
+        return Ok(b);
+    }
+    acquire_general(obj, access, driver)
+}
+
+/// The general route: DLPack, then the CUDA Array Interface, then the buffer protocol.
+fn acquire_general(obj: &Bound<'_, PyAny>, access: Access, driver: &Driver) -> PyResult<IoBuffer> {
     if obj.hasattr("__dlpack_device__")? && obj.hasattr("__dlpack__")? {
         let (dev_type, _) = dlpack::device_of(obj)?;
         // Host memory that also speaks the buffer protocol (NumPy): the buffer protocol says
@@ -120,7 +278,7 @@ fn from_dlpack(obj: &Bound<'_, PyAny>, access: Access, dev_type: i32) -> PyResul
         len: view.len,
         memory,
         sync,
-        keep: Keepalive(vec![view.capsule, obj.clone().unbind()]),
+        keep: Keepalive::of(vec![view.capsule, obj.clone().unbind()]),
     })
 }
 
@@ -194,35 +352,28 @@ fn from_cai(
             }
         }
     };
-    Ok(IoBuffer { addr, len, memory, sync, keep: Keepalive(vec![obj.clone().unbind()]) })
+    Ok(IoBuffer { addr, len, memory, sync, keep: Keepalive::of(vec![obj.clone().unbind()]) })
 }
 
 fn from_buffer_protocol(obj: &Bound<'_, PyAny>, access: Access) -> PyResult<IoBuffer> {
-    let py = obj.py();
-    // SAFETY: `obj` is live; PyMemoryView_FromObject returns a new reference or NULL with an
-    // exception set, which `from_owned_ptr_or_err` turns into a PyErr.
-    let mv =
-        unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyMemoryView_FromObject(obj.as_ptr())) }?;
-    let mut view = MaybeUninit::<ffi::Py_buffer>::zeroed();
-    // SAFETY: `view` is zeroed storage for one Py_buffer; the memoryview fills it on success.
-    let rc =
-        unsafe { ffi::PyObject_GetBuffer(mv.as_ptr(), view.as_mut_ptr(), ffi::PyBUF_C_CONTIGUOUS) };
-    if rc != 0 {
-        let e = PyErr::fetch(py);
-        return Err(PyBufferError::new_err(format!("gdio needs a contiguous buffer: {e}")));
-    }
-    // SAFETY: PyObject_GetBuffer succeeded, so `view` is initialised.
-    let mut view = unsafe { view.assume_init() };
-    let (addr, len, read_only) = (view.buf as u64, view.len as usize, view.readonly != 0);
-    // SAFETY: releases the view taken above exactly once. The memoryview `mv` keeps its own
-    // export of `obj`, so the memory stays valid (and a bytearray cannot resize) while we hold
-    // `mv`.
-    unsafe { ffi::PyBuffer_Release(&mut view) };
+    // One export of `obj` itself (no memoryview: two fewer objects for the garbage collector
+    // per I/O), held until the I/O ends. The exporter refuses a non-contiguous buffer.
+    let export = RawExport::get(obj, ffi::PyBUF_C_CONTIGUOUS)
+        .map_err(|e| PyBufferError::new_err(format!("gdio needs a contiguous buffer: {e}")))?;
+    let len = usize::try_from(export.0.len)
+        .map_err(|_| PyBufferError::new_err("the buffer reports a negative length"))?;
+    let (addr, read_only) = (export.0.buf as u64, export.0.readonly != 0);
     if access == Access::Fill && read_only {
         return Err(read_only_error(&format!(
             "{} is read-only",
             obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
         )));
     }
-    Ok(IoBuffer { addr, len, memory: Memory::Host, sync: None, keep: Keepalive(vec![mv.unbind()]) })
+    Ok(IoBuffer {
+        addr,
+        len,
+        memory: Memory::Host,
+        sync: None,
+        keep: Keepalive::Export(Export(Some(export))),
+    })
 }

@@ -20,6 +20,8 @@ struct State {
     /// `(callback, future)` pairs to call when done.
     callbacks: Vec<(Py<PyAny>, Py<PyAny>)>,
     keep: Option<Keepalive>,
+    /// Threads blocked in `wait` (the last part wakes them only when there are some).
+    waiters: usize,
 }
 
 /// Completion of a request split into parts (one per task or per vectored buffer).
@@ -40,6 +42,7 @@ impl Completion {
                 outcome: None,
                 callbacks: Vec::new(),
                 keep: Some(keep),
+                waiters: 0,
             }),
             done: Condvar::new(),
         };
@@ -59,6 +62,7 @@ impl Completion {
                 outcome: Some(outcome),
                 callbacks: Vec::new(),
                 keep: None,
+                waiters: 0,
             }),
             done: Condvar::new(),
         }
@@ -78,7 +82,7 @@ impl Completion {
     /// Reports the part at buffer offset `at`. When it is the last, the future completes: the
     /// buffer is let go and the callbacks run (on this thread, with the GIL taken).
     pub fn part_done(&self, at: usize, result: Outcome) {
-        let (callbacks, keep) = {
+        let (callbacks, keep, wake) = {
             let mut s = self.lock();
             match result {
                 Ok(n) => s.bytes += n,
@@ -99,12 +103,18 @@ impl Completion {
             // the GIL, PyO3 would only queue the release, and a bytearray could still refuse
             // to resize after `get()` returned.
             let keep = if callbacks.is_empty() { None } else { s.keep.take() };
-            (callbacks, keep)
+            (callbacks, keep, s.waiters > 0)
         };
-        self.done.notify_all();
+        // `waiters` is counted under the lock that `wait` holds until it sleeps, so a waiter
+        // either saw the outcome or is counted here.
+        if wake {
+            self.done.notify_all();
+        }
         if !callbacks.is_empty() {
             Python::attach(|py| {
-                drop(keep);
+                if let Some(keep) = keep {
+                    keep.release(py);
+                }
                 run_callbacks(py, callbacks)
             });
         }
@@ -112,7 +122,7 @@ impl Completion {
 
     /// Lets go of the buffer once done (called with the GIL held, so the release is
     /// immediate).
-    pub fn release(&self) {
+    pub fn release(&self, py: Python<'_>) {
         let keep = {
             let mut s = self.lock();
             if s.outcome.is_none() {
@@ -120,12 +130,22 @@ impl Completion {
             }
             s.keep.take()
         };
-        drop(keep);
+        if let Some(keep) = keep {
+            keep.release(py);
+        }
     }
 
     /// The outcome, if done.
     pub fn outcome(&self) -> Option<Outcome> {
         self.lock().outcome.clone()
+    }
+
+    /// The outcome, if done, with the buffer let go as in `release` (one lock for both); the
+    /// keepalive comes back to be dropped by the caller, who holds the GIL.
+    pub fn collect(&self) -> Option<(Outcome, Option<Keepalive>)> {
+        let mut s = self.lock();
+        let o = s.outcome.clone()?;
+        Some((o, s.keep.take()))
     }
 
     /// Waits for the outcome, at most `timeout`; `None` when it ran out.
@@ -136,13 +156,16 @@ impl Completion {
             if let Some(o) = &s.outcome {
                 return Some(o.clone());
             }
-            s = match deadline {
-                None => self.done.wait(s).unwrap_or_else(|e| e.into_inner()),
-                Some(d) => {
-                    let left = d.checked_duration_since(Instant::now())?;
-                    self.done.wait_timeout(s, left).unwrap_or_else(|e| e.into_inner()).0
-                }
+            let left = match deadline {
+                None => None,
+                Some(d) => Some(d.checked_duration_since(Instant::now())?),
             };
+            s.waiters += 1;
+            s = match left {
+                None => self.done.wait(s).unwrap_or_else(|e| e.into_inner()),
+                Some(left) => self.done.wait_timeout(s, left).unwrap_or_else(|e| e.into_inner()).0,
+            };
+            s.waiters -= 1;
         }
     }
 

@@ -5,8 +5,18 @@
 //! asynchronous submit handle, [`Dispatch::submit`] is what gets replaced (to be done: issue
 //! 11 second pass), and the futures stay as they are.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
+
+thread_local! {
+    static ON_WORKER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this thread is a pool worker (which runs jobs without the GIL).
+pub fn on_worker() -> bool {
+    ON_WORKER.with(Cell::get)
+}
 
 /// One unit of work.
 pub type Job = Box<dyn FnOnce() + Send + 'static>;
@@ -15,6 +25,10 @@ pub type Job = Box<dyn FnOnce() + Send + 'static>;
 struct Queue {
     jobs: VecDeque<Job>,
     closed: bool,
+    /// Workers inside `Condvar::wait`.
+    sleeping: usize,
+    /// Wake-ups sent and not yet taken by a worker leaving `wait`.
+    woken: usize,
 }
 
 #[derive(Default)]
@@ -47,12 +61,21 @@ impl Dispatch {
         self.workers
     }
 
-    /// Queues `job`; a free worker runs it.
+    /// Queues `job`; a free worker runs it. The caller wakes a sleeping worker only when no
+    /// wake-up is on its way already; a woken worker wakes the next one if jobs remain (see
+    /// `worker`). So a burst of submits costs the submitting thread about one system call per
+    /// worker wake-up time, not one per job.
     pub fn submit(&self, job: Job) {
         let mut q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
         q.jobs.push_back(job);
+        let wake = q.sleeping > 0 && q.woken == 0;
+        if wake {
+            q.woken += 1;
+        }
         drop(q);
-        self.shared.ready.notify_one();
+        if wake {
+            self.shared.ready.notify_one();
+        }
     }
 }
 
@@ -67,19 +90,37 @@ impl Drop for Dispatch {
 }
 
 fn worker(shared: &Shared) {
+    ON_WORKER.with(|w| w.set(true));
     loop {
-        let job = {
+        let (job, wake) = {
             let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
-            loop {
+            let job = loop {
                 if let Some(job) = q.jobs.pop_front() {
                     break job;
                 }
                 if q.closed {
                     return;
                 }
+                // Counted under the lock that `wait` gives up only once asleep, so `submit`
+                // sees every sleeper. A worker leaving `wait` takes one wake-up, sent or
+                // spurious; either way it is awake and empties the queue before it sleeps
+                // again, waking the next sleeper while jobs remain, so no job waits while
+                // every worker sleeps with no wake-up on its way.
+                q.sleeping += 1;
                 q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+                q.sleeping -= 1;
+                q.woken = q.woken.saturating_sub(1);
+            };
+            // More jobs than this worker: pass the wake-up on (one at a time, as `submit`).
+            let wake = !q.jobs.is_empty() && q.sleeping > 0 && q.woken == 0;
+            if wake {
+                q.woken += 1;
             }
+            (job, wake)
         };
+        if wake {
+            shared.ready.notify_one();
+        }
         // A panic in one job must not take the worker (and every later future) with it. Jobs
         // catch their own panics to complete their future with an error (`io::run_part`).
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
@@ -110,6 +151,83 @@ mod tests {
         }
         assert_eq!(count.load(Ordering::Relaxed), (0..10_000).sum::<usize>());
         assert!(names.lock().unwrap().len() <= 3);
+    }
+
+    #[test]
+    fn a_late_job_wakes_a_sleeping_worker() {
+        let d = Dispatch::new(4).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        for round in 0..20u32 {
+            // Every worker asleep, then one job, then a burst.
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            let tx1 = tx.clone();
+            d.submit(Box::new(move || tx1.send(round).unwrap()));
+            let timeout = std::time::Duration::from_secs(10);
+            assert_eq!(rx.recv_timeout(timeout).unwrap(), round);
+            for _ in 0..50 {
+                let tx1 = tx.clone();
+                d.submit(Box::new(move || {
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                    tx1.send(round).unwrap()
+                }));
+            }
+            for _ in 0..50 {
+                assert_eq!(rx.recv_timeout(timeout).unwrap(), round);
+            }
+        }
+    }
+
+    #[test]
+    fn burst_wakes_more_than_one_worker() {
+        let d = Dispatch::new(4).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let names = Arc::new(Mutex::new(std::collections::HashSet::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        for _ in 0..64 {
+            let (n, tx) = (names.clone(), tx.clone());
+            d.submit(Box::new(move || {
+                n.lock().unwrap().insert(std::thread::current().name().unwrap().to_owned());
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                tx.send(()).unwrap();
+            }));
+        }
+        for _ in 0..64 {
+            rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+        }
+        // The woken worker passes the wake-up on while jobs remain.
+        assert!(names.lock().unwrap().len() > 1);
+    }
+
+    #[test]
+    fn many_submitters_lose_no_job() {
+        let d = Arc::new(Dispatch::new(3).unwrap());
+        let count = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let submitters: Vec<_> = (0..4)
+            .map(|t| {
+                let (d, count, tx) = (d.clone(), count.clone(), tx.clone());
+                std::thread::spawn(move || {
+                    for i in 0..5_000usize {
+                        if (i + t) % 700 == 0 {
+                            // Let the workers run dry and sleep now and then.
+                            std::thread::sleep(std::time::Duration::from_millis(1));
+                        }
+                        let (count, tx) = (count.clone(), tx.clone());
+                        d.submit(Box::new(move || {
+                            count.fetch_add(1, Ordering::Relaxed);
+                            tx.send(()).unwrap();
+                        }));
+                    }
+                })
+            })
+            .collect();
+        for s in submitters {
+            s.join().unwrap();
+        }
+        for _ in 0..20_000 {
+            rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+        }
+        assert_eq!(count.load(Ordering::Relaxed), 20_000);
     }
 
     #[test]

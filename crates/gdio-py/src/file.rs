@@ -13,7 +13,7 @@ use crate::buffer::{acquire, Access, IoBuffer, Memory};
 use crate::completion::Completion;
 use crate::error::to_py;
 use crate::future::Future;
-use crate::io::{check_size, split, submit, Dir, Part};
+use crate::io::{check_size, split, submit, submit_one, Dir, Part};
 use crate::state::{self, Runtime};
 
 /// A file opened for I/O between it and GPU or host memory.
@@ -50,8 +50,12 @@ fn parse_flags(flags: &str) -> PyResult<OpenOptions> {
     Ok(OpenOptions::new().read(read).write(write).create(create).truncate(truncate))
 }
 
-/// The runtime, built without the GIL on first use.
+/// The runtime, built without the GIL on first use (once built, taken without letting go of
+/// the GIL unless another thread holds the state).
 pub fn runtime(py: Python<'_>) -> PyResult<Arc<Runtime>> {
+    if let Some(rt) = state::current() {
+        return Ok(rt);
+    }
     py.detach(state::runtime).map_err(to_py)
 }
 
@@ -106,6 +110,12 @@ impl CuFile {
         task_size: Option<usize>,
     ) -> PyResult<Future> {
         let (rt, file, b, whole) = self.prepare(py, dir, buf, size, file_offset, buf_offset)?;
+        if task_size.is_none_or(|t| t == 0 || t >= whole.len) {
+            // One part (the common case): no lists on the way.
+            let completion = Arc::new(Completion::new(1, b.keep));
+            submit_one(&rt, &file, 0, whole, &completion);
+            return Ok(Future::new(completion));
+        }
         let parts: Vec<(usize, Part)> = split(whole, task_size)
             .into_iter()
             .map(|p| ((p.addr - whole.addr) as usize, p))

@@ -38,8 +38,8 @@ fn outcome_to_py(o: Outcome) -> PyResult<usize> {
 }
 
 impl Future {
-    fn collect(&self, o: Outcome) -> PyResult<usize> {
-        self.completion.release();
+    fn collect(&self, py: Python<'_>, o: Outcome) -> PyResult<usize> {
+        self.completion.release(py);
         outcome_to_py(o)
     }
 }
@@ -50,8 +50,12 @@ impl Future {
     /// `GdioError`, or `TimeoutError` when `timeout` seconds pass first.
     #[pyo3(signature = (timeout=None))]
     fn get(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<usize> {
-        if let Some(o) = self.completion.outcome() {
-            return self.collect(o);
+        if let Some((o, keep)) = self.completion.collect() {
+            // Let go here, with the GIL, before `get` returns.
+            if let Some(keep) = keep {
+                keep.release(py);
+            }
+            return outcome_to_py(o);
         }
         let timeout = match timeout {
             None => None,
@@ -60,7 +64,7 @@ impl Future {
         };
         let c = self.completion.clone();
         match py.detach(move || c.wait(timeout)) {
-            Some(o) => self.collect(o),
+            Some(o) => self.collect(py, o),
             None => Err(PyTimeoutError::new_err("the gdio I/O did not finish in time")),
         }
     }
@@ -77,10 +81,10 @@ impl Future {
     }
 
     /// Whether the I/O has finished (successfully or not).
-    fn done(&self) -> bool {
+    fn done(&self, py: Python<'_>) -> bool {
         let done = self.completion.outcome().is_some();
         if done {
-            self.completion.release();
+            self.completion.release(py);
         }
         done
     }
@@ -90,7 +94,7 @@ impl Future {
     fn exception(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<PyErr>> {
         match self.get(py, timeout) {
             Ok(_) => Ok(None),
-            Err(e) if e.is_instance_of::<PyTimeoutError>(py) && !self.done() => Err(e),
+            Err(e) if e.is_instance_of::<PyTimeoutError>(py) && !self.done(py) => Err(e),
             Err(e) => Ok(Some(e)),
         }
     }
@@ -101,6 +105,8 @@ impl Future {
     fn add_done_callback(slf: &Bound<'_, Self>, r#fn: Py<PyAny>) {
         let me = slf.clone().into_any().unbind();
         if let Some(now) = slf.get().completion.add_callback(r#fn, me) {
+            // Done: the buffer is let go first, as for callbacks run by the finishing worker.
+            slf.get().completion.release(slf.py());
             run_callbacks(slf.py(), vec![now]);
         }
     }

@@ -130,12 +130,24 @@ pub fn submit(
     completion: &Arc<Completion>,
 ) {
     for (at, part) in parts {
-        let (driver, file, completion) = (rt.driver.clone(), file.clone(), completion.clone());
-        rt.dispatch.submit(Box::new(move || {
-            let r = part.run_caught(&driver, &file);
-            completion.part_done(at, r);
-        }));
+        submit_one(rt, file, at, part, completion);
     }
+}
+
+/// Submits one `part` at offset `at` of the request to the runtime's pool, reporting to
+/// `completion`.
+pub fn submit_one(
+    rt: &Arc<Runtime>,
+    file: &Arc<FileHandle>,
+    at: usize,
+    part: Part,
+    completion: &Arc<Completion>,
+) {
+    let (driver, file, completion) = (rt.driver.clone(), file.clone(), completion.clone());
+    rt.dispatch.submit(Box::new(move || {
+        let r = part.run_caught(&driver, &file);
+        completion.part_done(at, r);
+    }));
 }
 
 #[cfg(test)]

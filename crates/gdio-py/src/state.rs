@@ -36,6 +36,17 @@ fn config_of(s: &mut State) -> gdio::Result<&mut LoadedConfig> {
     Ok(s.config.as_mut().expect("set above"))
 }
 
+/// The runtime for the configuration now when it is built and the state is free this instant;
+/// `None` means: call [`runtime`] (which may block) without the GIL.
+pub fn current() -> Option<Arc<Runtime>> {
+    let s = match STATE.try_lock() {
+        Ok(s) => s,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return None,
+    };
+    s.current.clone()
+}
+
 /// The runtime for the configuration now (built on first use: loads CUDA when present).
 pub fn runtime() -> gdio::Result<Arc<Runtime>> {
     let mut s = lock();
