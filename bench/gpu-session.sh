@@ -140,8 +140,8 @@ for r in d['results']: print(f\"{r['io_size']:>11} x {r['queue_depth']:<3} {r['p
 
 cold() { # cold reads from the virtio disk against a plain O_DIRECT read of the same parallelism
   local v
-  for v in GDIO_DIRECT_READS_IN_FLIGHT=2 GDIO_DIRECT_READS_IN_FLIGHT=4; do
-    echo "$v: $(env $v "$GDIO" bench --file /tmp/gdio-bench-8g.bin --mode read --cold --iterations 1 --warmup 0 --io-size 1G --queue-depth 2 --json | python3 -c "
+  for v in ${COLD_KNOBS:-GDIO_DIRECT_READS_IN_FLIGHT=2 GDIO_DIRECT_READS_IN_FLIGHT=4}; do
+    echo "$v: $(env ${v//,/ } "$GDIO" bench --file /tmp/gdio-bench-8g.bin --mode read --cold --iterations 1 --warmup 0 --io-size 1G --queue-depth 2 --json | python3 -c "
 import json,sys; d=json.load(sys.stdin); r=d['results'][0]
 print(f\"{r['gbps']:.2f} GB/s cold, {r.get('ratio_to_limit') or 0:.2f} x limit {r.get('limit_gbps')}, direct {r['direct_bytes']>>20} MiB, verified {r['verified']}\")")"
   done
