@@ -117,7 +117,7 @@ fn io_engine_report(engine: gdio::IoEngine, uring: &Value) -> Value {
             uring["detail"].as_str().unwrap_or("no detail")
         ),
         (gdio::IoEngine::Auto, true) => {
-            "io_uring for cold O_DIRECT reads in flight, pread for the rest".to_owned()
+            "pread for every shape (what measured faster so far)".to_owned()
         }
         (gdio::IoEngine::IoUring, true) => "io_uring for every worker read".to_owned(),
     };

@@ -103,7 +103,7 @@ fn cold_o_direct_reads_go_through_the_ring_several_at_once() {
         eprintln!("skipped: {} has no O_DIRECT", d.path().display());
         return;
     }
-    for engine in [IoEngine::Auto, IoEngine::Pread] {
+    for engine in [IoEngine::IoUring, IoEngine::Auto, IoEngine::Pread] {
         let config = Config {
             io_engine: engine,
             threads: 2,
@@ -128,8 +128,9 @@ fn cold_o_direct_reads_go_through_the_ring_several_at_once() {
         let c = drv.engine().counters();
         assert!(c.direct_read_bytes > 0, "{engine:?}: the cold reads were not O_DIRECT");
         match engine {
-            IoEngine::Auto if have => assert!(c.io_uring_reads > 0, "the ring was not used"),
-            IoEngine::Pread => assert_eq!(c.io_uring_reads, 0),
+            IoEngine::IoUring if have => assert!(c.io_uring_reads > 0, "the ring was not used"),
+            // `auto` keeps `pread` for cold chunks too (measured faster on the H200).
+            IoEngine::Auto | IoEngine::Pread => assert_eq!(c.io_uring_reads, 0, "{engine:?}"),
             _ => {}
         }
     }

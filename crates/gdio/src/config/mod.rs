@@ -54,10 +54,10 @@ impl std::str::FromStr for DirectIoPolicy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IoEngine {
-    /// Whichever measured faster for the shape (BENCHMARKS.md, "io_uring (CPU-only)"): a
-    /// worker's several cold `O_DIRECT` chunks in flight go out as one io_uring submission
-    /// (instead of on helper threads); single reads and gathered page-cache pieces use
-    /// `pread` (the ring lost on single reads, and showed no win on gathered pieces).
+    /// Whichever measured faster for the shape: so far `pread` for every shape (single reads:
+    /// the ring lost on the build machine; gathered page-cache pieces: no win; a worker's cold
+    /// `O_DIRECT` chunks in flight: 1.66 GB/s through the ring against 1.74 with `pread` on the
+    /// H200, BENCHMARKS.md session 4).
     Auto,
     /// Always `pread`, one system call per read.
     Pread,
@@ -175,9 +175,8 @@ pub struct Config {
     pub inline_max_bytes: usize,
     /// When to use `O_DIRECT`.
     pub direct_io: DirectIoPolicy,
-    /// How workers issue reads: `auto` (io_uring for a worker's cold `O_DIRECT` chunks in
-    /// flight, `pread` otherwise), `pread`, or `io_uring` (every worker read through its
-    /// ring). Where io_uring cannot be set up (an old kernel, `kernel.io_uring_disabled`,
+    /// How workers issue reads: `auto` (what measured faster per shape: `pread` so far),
+    /// `pread`, or `io_uring` (every worker read through its ring). Where io_uring cannot be set up (an old kernel, `kernel.io_uring_disabled`,
     /// seccomp) every engine reads with `pread` and says why
     /// ([`crate::engine::Engine::io_uring_unavailable`]).
     pub io_engine: IoEngine,

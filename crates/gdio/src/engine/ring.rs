@@ -39,9 +39,18 @@ pub(crate) enum Shape {
     Single,
     /// A gathered group's page-cache pieces. `auto`: `pread` (no win measured).
     Gathered,
-    /// A worker's `direct_reads_in_flight` cold `O_DIRECT` chunks. `auto`: the ring (in
-    /// place of a helper thread per extra chunk).
+    /// A worker's `direct_reads_in_flight` cold `O_DIRECT` chunks. `auto`: `pread` on helper
+    /// threads (on the H200 the ring read 1.66 GB/s cold against 1.74 with `pread`, one run
+    /// each, BENCHMARKS.md session 4).
     ColdInFlight,
+}
+
+/// The shapes `auto` sends through a worker's ring: those measured faster there than with
+/// `pread`. None so far (see [`Shape`]); a shape moves here with its measurement.
+fn auto_uses_ring(shape: Shape) -> bool {
+    match shape {
+        Shape::Single | Shape::Gathered | Shape::ColdInFlight => false,
+    }
 }
 
 /// One worker's ring, made on first use.
@@ -65,15 +74,14 @@ impl WorkerRing {
     }
 
     /// The ring for `reads` reads of `shape` to be issued at once, or `None` when they go with
-    /// `pread`. Under `auto` the ring serves only the shape it measured faster for (several
-    /// cold `O_DIRECT` chunks in flight, instead of helper threads); under `io_uring` every
-    /// shape.
+    /// `pread`. Under `auto` the ring serves the shapes it measured faster for (none so far,
+    /// see [`Shape`]); under `io_uring` every shape.
     pub(crate) fn for_reads(&mut self, reads: usize, shape: Shape) -> Option<&mut Ring> {
         let choice = self.choice.as_ref()?;
         let wanted = reads > 0
             && match choice.engine {
                 IoEngine::Pread => false,
-                IoEngine::Auto => shape == Shape::ColdInFlight && reads >= 2,
+                IoEngine::Auto => auto_uses_ring(shape),
                 IoEngine::IoUring => true,
             };
         if !wanted || (choice.unavailable.get().is_some() && self.ring.is_none()) {
