@@ -50,6 +50,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("completion_callbacks", KeyKind::Bool),
     ("numa_affinity", KeyKind::Bool),
     ("inline_max_bytes", KeyKind::Count),
+    ("split_min_bytes", KeyKind::Count),
     ("direct_io", KeyKind::DirectIo),
     ("io_engine", KeyKind::IoEngine),
     ("hot_cache_fraction", KeyKind::Fraction),
@@ -111,6 +112,7 @@ pub const BOUNDS: &[(&str, Bound)] = &[
     // At most a second: a longer spin is a busy core, not a faster wake-up.
     ("completion_spin_us", Bound::new(0, 1_000_000)),
     ("inline_max_bytes", Bound::new(0, MAX_SIZE)),
+    ("split_min_bytes", Bound::new(0, MAX_SIZE)),
     // KiB: up to 1 TiB, so `* 1024` never overflows.
     ("posix_gds_min_kb", Bound::new(0, 1 << 30)),
 ];
@@ -234,6 +236,7 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "completion_callbacks" => config.completion_callbacks = as_bool(origin, key, value)?,
         "numa_affinity" => config.numa_affinity = as_bool(origin, key, value)?,
         "inline_max_bytes" => config.inline_max_bytes = as_usize(origin, key, value)?,
+        "split_min_bytes" => config.split_min_bytes = as_usize(origin, key, value)?,
         "direct_io" => {
             let s = value
                 .as_str()
@@ -315,6 +318,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "completion_callbacks" => config.completion_callbacks.into(),
         "numa_affinity" => config.numa_affinity.into(),
         "inline_max_bytes" => config.inline_max_bytes.into(),
+        "split_min_bytes" => config.split_min_bytes.into(),
         "direct_io" => serde_json::to_value(config.direct_io).unwrap_or(Value::Null),
         "io_engine" => config.io_engine.as_str().into(),
         "hot_cache_fraction" => config.hot_cache_fraction.into(),

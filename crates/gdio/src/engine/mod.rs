@@ -224,7 +224,12 @@ impl Engine {
             JobFile::Shared(f) => &**f,
         };
         let align = transfer::direct_align(fh);
-        let tasks = plan::split(offset, len, self.config.task_size as u64, align);
+        let mut tasks = plan::split(offset, len, self.config.task_size as u64, align);
+        if tasks.len() == 1 && op == Op::Read && matches!(buf.kind, MemoryKind::Device { .. }) {
+            if let Some(size) = self.split_size(len) {
+                tasks = plan::split(offset, len, size, align);
+            }
+        }
         let mut job = Job::new(
             op,
             file,
@@ -239,6 +244,18 @@ impl Engine {
         job.direct_in_flight = self.config.direct_reads_in_flight.clamp(1, 64);
         job.page_cache_dma = self.config.page_cache_dma && op == Op::Read;
         job
+    }
+
+    /// The task size that spreads a one-task read of `len` bytes over the idle workers
+    /// (`split_min_bytes`), or `None` to keep it whole: too small, or no worker idle.
+    fn split_size(&self, len: u64) -> Option<u64> {
+        let min = self.config.split_min_bytes as u64;
+        if min == 0 || len < 2 * min {
+            return None;
+        }
+        let idle = self.pool.idle_workers() as u64;
+        let pieces = (idle + 1).min(len / min).min(self.pool.threads() as u64);
+        (pieces >= 2).then(|| len.div_ceil(pieces).next_multiple_of(4096))
     }
 
     /// Queues a job for the workers (`threads`, for writes `write_threads`).
@@ -452,5 +469,48 @@ impl EngineIo {
 impl Drop for EngineIo {
     fn drop(&mut self) {
         self.job.wait_until(None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::sim::SimRuntime;
+    use std::time::{Duration, Instant};
+
+    fn engine(split_min: usize) -> Engine {
+        let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(1, Duration::ZERO));
+        let config = Config { threads: 4, split_min_bytes: split_min, ..Config::default() };
+        Engine::new(rt, &config)
+    }
+
+    /// Waits until the warmed workers have gone to sleep (they were started by the warm-up).
+    fn wait_idle(e: &Engine, n: usize) {
+        let start = Instant::now();
+        while e.pool.idle_workers() < n && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(e.pool.idle_workers(), n, "workers did not go idle");
+    }
+
+    #[test]
+    fn a_large_one_task_read_is_spread_over_idle_workers_only_when_some_are_idle() {
+        let e = engine(2 << 20);
+        // No worker started yet: nothing idle, nothing split.
+        assert_eq!(e.split_size(8 << 20), None);
+        e.prepare_gpu(0).unwrap();
+        wait_idle(&e, 4);
+        // 4 idle workers + the request's own: 5 pieces of 8 MiB would be under 2 MiB each, so
+        // as many pieces of at least 2 MiB as fit: 4 of 2 MiB.
+        assert_eq!(e.split_size(8 << 20), Some(2 << 20));
+        // 6 MiB: 3 pieces of 2 MiB.
+        assert_eq!(e.split_size(6 << 20), Some(2 << 20));
+        // Under twice the minimum: kept whole.
+        assert_eq!(e.split_size((4 << 20) - 1), None);
+        // Off.
+        let off = engine(0);
+        off.prepare_gpu(0).unwrap();
+        wait_idle(&off, 4);
+        assert_eq!(off.split_size(64 << 20), None);
     }
 }

@@ -148,6 +148,12 @@ impl Pool {
         Ok(())
     }
 
+    /// Workers asleep for want of work, not counting those already being woken.
+    pub(crate) fn idle_workers(&self) -> usize {
+        let q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        q.idle.saturating_sub(q.waking)
+    }
+
     /// Queues `job` for up to `workers` workers.
     pub(crate) fn submit(&self, job: &Arc<Job>, workers: usize) -> Result<()> {
         self.start()?;
