@@ -54,6 +54,8 @@ pub(crate) struct Counters {
     pub direct_write: AtomicU64,
     /// Reads that went in a gathered group.
     pub gathered_reads: AtomicU64,
+    /// One-task reads spread over idle workers (`split_min_bytes`).
+    pub split_reads: AtomicU64,
 }
 
 /// Told when a job completes (a batch waits on one of these for all its entries). A

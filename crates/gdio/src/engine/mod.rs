@@ -67,6 +67,8 @@ pub struct EngineCounters {
     pub gathered_reads: u64,
     /// Reads (or pieces of reads) that workers issued through their io_uring (`io_engine`).
     pub io_uring_reads: u64,
+    /// One-task reads into GPU memory split over idle workers (`split_min_bytes`).
+    pub split_reads: u64,
 }
 
 /// The engine: a worker pool over one GPU runtime.
@@ -142,6 +144,7 @@ impl Engine {
             buffered_write_bytes: c.buffered_write.load(Ordering::Relaxed),
             direct_write_bytes: c.direct_write.load(Ordering::Relaxed),
             gathered_reads: c.gathered_reads.load(Ordering::Relaxed),
+            split_reads: c.split_reads.load(Ordering::Relaxed),
             io_uring_reads: self.io.uring_reads.load(Ordering::Relaxed),
         }
     }
@@ -228,6 +231,7 @@ impl Engine {
         if tasks.len() == 1 && op == Op::Read && matches!(buf.kind, MemoryKind::Device { .. }) {
             if let Some(size) = self.split_size(len) {
                 tasks = plan::split(offset, len, size, align);
+                self.counters.split_reads.fetch_add(1, Ordering::Relaxed);
             }
         }
         let mut job = Job::new(
