@@ -103,6 +103,9 @@ impl std::fmt::Debug for Batch {
     }
 }
 
+/// Distinct buffer bases whose kind one [`Batch::submit`] call remembers.
+const KIND_CACHE: usize = 8;
+
 fn invalid(msg: String) -> Error {
     Error::new(ErrorKind::InvalidInput, msg).with_errno(libc::EINVAL)
 }
@@ -162,6 +165,9 @@ impl Batch {
             )));
         }
         let mut bufs = Vec::with_capacity(entries.len());
+        // The kinds of the buffer bases seen in this call: entries usually share one buffer,
+        // and asking the driver is a pointer query per entry (a CUDA call on a GPU machine).
+        let mut kinds: Vec<(u64, MemoryKind)> = Vec::new();
         for (i, e) in entries.iter().enumerate() {
             let at = |err: Error| {
                 Error::new(err.kind(), format!("batch entry {i}: {}", err.message()))
@@ -177,7 +183,16 @@ impl Batch {
             let buf = match e.memory {
                 Some(kind) => BufferRef { addr, len: e.len, kind },
                 None => {
-                    let kind = self.router.runtime.classify(e.buf_base);
+                    let kind = match kinds.iter().find(|(b, _)| *b == e.buf_base) {
+                        Some(&(_, k)) => k,
+                        None => {
+                            let k = self.router.runtime.classify(e.buf_base);
+                            if kinds.len() < KIND_CACHE {
+                                kinds.push((e.buf_base, k));
+                            }
+                            k
+                        }
+                    };
                     let buf = BufferRef { addr, len: e.len, kind };
                     self.router.check_buffer(buf, &e.file, e.file_offset).map_err(at)?;
                     buf

@@ -367,6 +367,13 @@ fn batch_bad_input_is_refused_and_nothing_is_written() {
     // SAFETY: refused before anything runs.
     let e = unsafe { batch.submit(&[over]) }.unwrap_err();
     assert!(e.to_string().contains("not memory allocated on GPU 0"), "{e}");
+    // The same buffer base twice in one call (its kind asked once): the entry whose range runs
+    // past the allocation is still refused, and so is the whole call.
+    let inside = batch_entry(&wf, Op::Write, 0, dev2.addr(), 0, 2048);
+    let past = batch_entry(&wf, Op::Write, 4096, dev2.addr(), 2048, 4096);
+    // SAFETY: refused before anything runs.
+    let e = unsafe { batch.submit(&[inside, past]) }.unwrap_err();
+    assert!(e.to_string().contains("batch entry 1") && e.to_string().contains("GPU 0"), "{e}");
     assert_eq!(std::fs::metadata(&wp).unwrap().len(), 0, "nothing was written");
     // nr = 0, and status on a destroyed batch.
     assert!(batch.get_status(0, 0, None).is_err());
