@@ -182,8 +182,9 @@ pub struct Config {
     /// When to use `O_DIRECT`.
     pub direct_io: DirectIoPolicy,
     /// How workers issue reads: `auto` (what measured faster per shape: `pread` so far),
-    /// `pread`, or `io_uring` (every worker read through its ring). Where io_uring cannot be set up (an old kernel, `kernel.io_uring_disabled`,
-    /// seccomp) every engine reads with `pread` and says why
+    /// `pread`, or `io_uring` (every worker read through its ring). Where io_uring cannot be
+    /// set up (an old kernel, `kernel.io_uring_disabled`, seccomp) every engine reads with
+    /// `pread` and says why
     /// ([`crate::engine::Engine::io_uring_unavailable`]).
     pub io_engine: IoEngine,
     /// A range at least this cached (0.0–1.0) counts as hot under `DirectIoPolicy::Auto`.

@@ -91,7 +91,11 @@ unsafe fn read_range(
             Ok(n) => n as u64,
             // The filesystem refused this alignment after all: read the piece buffered.
             Err(libc::EINVAL) => {
-                tracing::debug!(path = %file.path().display(), mid_off, "O_DIRECT read refused (EINVAL); reading buffered");
+                tracing::debug!(
+                    path = %file.path().display(),
+                    mid_off,
+                    "O_DIRECT read refused (EINVAL); reading buffered"
+                );
                 return Ok((p.head + buffered(mid_dst, mid_off, p.middle + p.tail)?, 0));
             }
             Err(e) => return Err(io_error(file, "O_DIRECT read failed", e, mid_off, p.middle)),
@@ -143,42 +147,67 @@ unsafe fn read_ranges_uring(
     }
     // SAFETY: the ranges are valid and disjoint (caller), and so are their pieces.
     let got = unsafe { ring.read_all(&ops) };
-    let buffered_err = |e, off, len| io_error(file, "buffered read failed", e, off, len);
     ranges
         .iter()
         .zip(first)
-        .map(|(&(dst, off, len), (at, is_direct))| {
+        .map(|(&range, (at, is_direct))| {
             if !is_direct {
-                return got[at].map(|n| (n as u64, 0)).map_err(|e| buffered_err(e, off, len));
+                let (_, off, len) = range;
+                return got[at]
+                    .map(|n| (n as u64, 0))
+                    .map_err(|e| io_error(file, "buffered read failed", e, off, len));
             }
-            let p = pieces(off, len, align);
-            let head = got[at].map_err(|e| buffered_err(e, off, p.head))? as u64;
-            if head < p.head {
-                return Ok((head, 0));
-            }
-            let mid_off = off + p.head;
-            let mid = match got[at + 1] {
-                Ok(n) => n as u64,
-                // The filesystem refused this alignment after all: read the rest buffered.
-                Err(libc::EINVAL) => {
-                    tracing::debug!(path = %file.path().display(), mid_off, "O_DIRECT read refused (EINVAL); reading buffered");
-                    let rest = p.middle + p.tail;
-                    // SAFETY: the middle and tail of this range's buffer.
-                    let n = unsafe {
-                        posix::pread_full_raw(bfd, (dst as *mut u8).add(p.head as usize), rest as usize, mid_off)
-                    }
-                    .map_err(|e| buffered_err(e, mid_off, rest))?;
-                    return Ok((p.head + n as u64, 0));
-                }
-                Err(e) => return Err(io_error(file, "O_DIRECT read failed", e, mid_off, p.middle)),
-            };
-            if mid < p.middle {
-                return Ok((p.head + mid, mid));
-            }
-            let tail = got[at + 2].map_err(|e| buffered_err(e, mid_off + p.middle, p.tail))?;
-            Ok((p.head + p.middle + tail as u64, p.middle))
+            // SAFETY: the range's buffer is valid for writes (caller) and no longer in flight.
+            unsafe { direct_range_result(file, range, &got[at..at + 3], align) }
         })
         .collect()
+}
+
+/// What [`read_range`] returns for a range whose buffered head, `O_DIRECT` middle and buffered
+/// tail were read at once (`got`: their results in that order), with the same rules: a short
+/// head or middle ends the range there, and a middle the filesystem refused (`EINVAL`) is
+/// read again buffered together with the tail.
+///
+/// # Safety
+/// The range's buffer `(dst, off, len)` must be valid for writes of `len` bytes.
+unsafe fn direct_range_result(
+    file: &FileHandle,
+    (dst, off, len): (usize, u64, u64),
+    got: &[Result<usize, i32>],
+    align: u64,
+) -> Result<(u64, u64)> {
+    let buffered_err = |e, off, len| io_error(file, "buffered read failed", e, off, len);
+    let p = pieces(off, len, align);
+    let head = got[0].map_err(|e| buffered_err(e, off, p.head))? as u64;
+    if head < p.head {
+        return Ok((head, 0));
+    }
+    let mid_off = off + p.head;
+    let mid = match got[1] {
+        Ok(n) => n as u64,
+        // The filesystem refused this alignment after all: read the rest buffered.
+        Err(libc::EINVAL) => {
+            tracing::debug!(
+                path = %file.path().display(),
+                mid_off,
+                "O_DIRECT read refused (EINVAL); reading buffered"
+            );
+            let rest = p.middle + p.tail;
+            let mid_dst = (dst as *mut u8).wrapping_add(p.head as usize);
+            // SAFETY: the middle and tail of this range's buffer (contract).
+            let n = unsafe {
+                posix::pread_full_raw(file.buffered_fd(), mid_dst, rest as usize, mid_off)
+            }
+            .map_err(|e| buffered_err(e, mid_off, rest))?;
+            return Ok((p.head + n as u64, 0));
+        }
+        Err(e) => return Err(io_error(file, "O_DIRECT read failed", e, mid_off, p.middle)),
+    };
+    if mid < p.middle {
+        return Ok((p.head + mid, mid));
+    }
+    let tail = got[2].map_err(|e| buffered_err(e, mid_off + p.middle, p.tail))?;
+    Ok((p.head + p.middle + tail as u64, p.middle))
 }
 
 /// Writes `[off, off+len)` from `src`, the aligned middle with `O_DIRECT` when `direct` and
