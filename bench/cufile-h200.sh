@@ -32,6 +32,13 @@ if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>&1 | tail -2
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
+# What KvikIO's HTTP and S3 tests import (bench/kvikio-test-deps.sh packs it), last on the
+# tests' path so that the machine's own packages win wherever it has them.
+TEST_SITE=
+if [ -f .whl/kvikio-test-deps-cp312.tar.xz ]; then
+  mkdir -p /tmp/kt-site && tar -C /tmp/kt-site -xJf .whl/kvikio-test-deps-cp312.tar.xz
+  TEST_SITE=/tmp/kt-site
+fi
 # KvikIO refuses cuFile async I/O without a cuFile config file (a client-side check).
 CFG=${CUFILE_ENV_PATH_JSON:-/etc/cufile.json}
 [ -f "$CFG" ] || { echo '{}' > "$OUT/cufile.json"; CFG=$OUT/cufile.json; }
@@ -40,6 +47,7 @@ F=${FILE:-/tmp/gdio-bench-8g.bin}
 kvikio_tests() {
   rm -rf "$OUT/kt" && cp -r "$root/bench/kvikio-tests" "$OUT/kt"
   ( cd "$OUT/kt" && env LD_PRELOAD="$OURS" KVIKIO_COMPAT_MODE=off CUFILE_ENV_PATH_JSON="$CFG" \
+      PYTHONPATH="${PYTHONPATH:-}${TEST_SITE:+:$TEST_SITE}" \
       python3 -m pytest -q -p no:cacheprovider --continue-on-collection-errors ${KVIKIO_TESTS:-.} \
       --junitxml="$OUT/kvikio-junit.xml" > "$OUT/kvikio-tests.txt" 2>&1 )
   tail -3 "$OUT/kvikio-tests.txt"

@@ -4,7 +4,7 @@
 # on stdout and in $OUT/summary.txt.
 #
 # usage: bench/gpu-session.sh PHASE...   (from the repository root, on the GPU machine)
-# phases: setup tests main micro cufile sweep safetensors python knobs cb cold multi
+# phases: setup tests main micro cufile sweep safetensors python knobs cb cold pinned split multi
 # needs (carried from the build machine, see ARCHITECTURE.md "Running on the GPU machine"):
 #   .dev/bin/gdio            release CLI            .dev/before/gdio  the CLI before the change
 #   .dev/lib/libcufile.so.0  gdio's libcufile       .dev/tests/*      release test binaries
@@ -147,6 +147,27 @@ print(f\"{r['gbps']:.2f} GB/s cold, {r.get('ratio_to_limit') or 0:.2f} x limit {
   done
 }
 
+pinned() { # what making the bounce buffers costs, each way (crates/gdio/examples/pinned_alloc_microbench.rs)
+  local shape
+  for shape in ${PINNED_SHAPES:-96,4,12 192,4,24}; do
+    .dev/bin/pinned_alloc_microbench ${shape//,/ }
+  done
+}
+
+split() { # KvikIO compat OFF on gdio with the caller running split pieces or not, beside compat ON
+  local f=/tmp/gdio-bench-8g.bin t v
+  cat "$f" >/dev/null
+  [ -f /etc/cufile.json ] && export CUFILE_ENV_PATH_JSON=/etc/cufile.json
+  for t in ${SPLIT_THREADS:-8 16 32}; do
+    for v in ${SPLIT_KNOBS:-GDIO_SPLIT_ON_CALLER=false GDIO_SPLIT_ON_CALLER=true}; do
+      echo "KvikIO OFF on gdio t$t $v: $(env ${v//,/ } LD_PRELOAD="$LIB" python3 bench/cufile_kvikio_read.py off "$f" $t 3 2>>"$L/split-stderr.txt" \
+        | python3 -c "import json,sys; r=json.loads(sys.stdin.readlines()[-1]); print(r['gbps'], r.get('verified'))")"
+    done
+    echo "KvikIO ON t$t: $(python3 bench/cufile_kvikio_read.py on "$f" $t 3 2>>"$L/split-stderr.txt" \
+      | python3 -c "import json,sys; r=json.loads(sys.stdin.readlines()[-1]); print(r['gbps'], r.get('verified'))")"
+  done
+}
+
 multi() { # two GPUs: the checkpoint onto both, beside InstantTensor's 2-rank NCCL load
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gdsite .dev/wheel/gdio-*.whl || return 1
   export PYTHONPATH=/tmp/gdsite:$PYTHONPATH
@@ -166,6 +187,8 @@ for p in "$@"; do
     knobs) phase knobs 150 knobs; tee -a "$S" < "$L/knobs.txt" ;;
     cold) phase cold 240 cold; tee -a "$S" < "$L/cold.txt" ;;
     cb) phase cb "${CB_LIMIT:-300}" cb; tee -a "$S" < "$L/cb.txt" ;;
+    pinned) phase pinned 120 pinned; tee -a "$S" < "$L/pinned.txt" ;;
+    split) phase split "${SPLIT_LIMIT:-300}" split; tee -a "$S" < "$L/split.txt" ;;
     multi) phase multi "${MG_LIMIT:-420}" multi; tail -12 "$L/multi.txt" | tee -a "$S" >/dev/null ;;
     python) phase python "${PY_LIMIT:-300}" python_pkg; tail -45 "$L/python.txt" | tee -a "$S" >/dev/null ;;
     *) [ -f "bench/gpu-phase-$p.sh" ] && phase "$p" 540 bash "bench/gpu-phase-$p.sh" "$L/$p" && tail -30 "$L/$p.txt" | tee -a "$S" >/dev/null ;;

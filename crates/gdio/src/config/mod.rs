@@ -179,6 +179,9 @@ pub struct Config {
     /// task each, 39.2 split; no change at 32 in flight). With every worker busy nothing is
     /// split. 0: never.
     pub split_min_bytes: usize,
+    /// The thread that asked for a split read (`split_min_bytes`) and would only wait for it
+    /// runs pieces of it too, on its own stream and bounce buffers, beside the workers.
+    pub split_on_caller: bool,
     /// When to use `O_DIRECT`.
     pub direct_io: DirectIoPolicy,
     /// How workers issue reads: `auto` (what measured faster per shape: `pread` so far),
@@ -243,6 +246,7 @@ impl Default for Config {
             numa_affinity: true,
             inline_max_bytes: 256 << 10,
             split_min_bytes: 2 << 20,
+            split_on_caller: true,
             direct_io: DirectIoPolicy::Auto,
             io_engine: IoEngine::Auto,
             hot_cache_fraction: 0.5,

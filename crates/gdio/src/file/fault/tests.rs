@@ -319,3 +319,47 @@ fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
         }
     }
 }
+
+#[test]
+fn eio_inside_a_split_read_fails_it_whoever_ran_the_piece_and_the_next_read_is_right() {
+    // One 1 MiB task, split into 4 pieces of 256 KiB over idle workers and the calling thread
+    // (`split_on_caller`): the bad byte lies in each piece in turn, so sometimes the caller's
+    // lane meets it and sometimes a worker's.
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(7, 3 << 20);
+    let p = file(d.path(), "split", &data);
+    let config = Config {
+        threads: 4,
+        task_size: 1 << 20,
+        bounce_buffer_size: 64 << 10,
+        split_min_bytes: 256 << 10,
+        split_on_caller: true,
+        direct_io: DirectIoPolicy::Off,
+        ..Config::default()
+    };
+    let rt = Arc::new(SimRuntime::new(1, std::time::Duration::from_micros(20)));
+    let drv = Driver::with_runtime(config, rt).unwrap();
+    drv.prepare_gpu(0).unwrap();
+    let f = rw(&p);
+    let base = 1u64 << 20;
+    for piece in 0..4u64 {
+        let bad = base + piece * (256 << 10) + 4097;
+        let inj = inject(&p, FaultPlan { eio_at: Some(bad), ..Default::default() }).unwrap();
+        let mut dev = DeviceBuffer::new(drv.runtime(), 0, 1 << 20).unwrap();
+        let e = drv.read(&f, base, &mut dev, 0, 1 << 20).unwrap_err();
+        assert_eq!(e.errno(), Some(libc::EIO), "{e}");
+        assert_eq!(e.path(), Some(p.as_path()));
+        let (off, len) = e.range().unwrap();
+        assert!(off <= bad && bad < off + len, "range {off}+{len} misses {bad}: {e}");
+        assert!(inj.injected() >= 1);
+        drop(inj);
+        // The lanes that met the error are whole again: the same read now lands exactly.
+        let n = drv.read(&f, base, &mut dev, 0, 1 << 20).unwrap();
+        assert_eq!(n, 1 << 20);
+        let mut back = vec![0u8; 1 << 20];
+        dev.copy_to_host(0, &mut back).unwrap();
+        assert!(back == data[base as usize..][..1 << 20], "bytes differ after piece {piece}");
+    }
+    let c = drv.engine().counters();
+    assert!(c.split_reads >= 8 && c.caller_split_tasks > 0, "{c:?}");
+}
