@@ -8,7 +8,7 @@
 # cuFileBufRegister. (e) `nvidia`: NVIDIA's own compat mode, made to run by writing the udev
 # properties it wants (needs root; the file is removed again), against ours, hot and cold.
 #
-# usage: bench/cufile-h200.sh [all|kvikio-tests|torch|perf|registered|nvidia]...   (repo root)
+# usage: bench/cufile-h200.sh [all|kvikio-tests|kvikio-tests-plain|torch|perf|registered|nvidia]...   (repo root)
 #   env: PERF_THREADS (default "8 16 32"), PERF_CAPPED=1 (see perf), FILE (default the ext4 file)
 # needs: LIB = gdio's library (default .dev/lib/libcufile.so.0, else target/release/libcufile.so),
 #        GDIO = gdio release binary (default .dev/bin/gdio, else target/release/gdio),
@@ -45,7 +45,9 @@ CFG=${CUFILE_ENV_PATH_JSON:-/etc/cufile.json}
 F=${FILE:-/tmp/gdio-bench-8g.bin}
 
 kvikio_tests() {
-  rm -rf "$OUT/kt" && cp -r "$root/bench/kvikio-tests" "$OUT/kt"
+  # The tests find KvikIO's examples at ../examples (test_examples.py).
+  rm -rf "$OUT/kt" "$OUT/examples" && cp -r "$root/bench/kvikio-tests" "$OUT/kt"
+  cp -r "$root/bench/kvikio-examples" "$OUT/examples"
   ( cd "$OUT/kt" && env LD_PRELOAD="$OURS" KVIKIO_COMPAT_MODE=off CUFILE_ENV_PATH_JSON="$CFG" \
       PYTHONPATH="${PYTHONPATH:-}${TEST_SITE:+:$TEST_SITE}" \
       python3 -m pytest -q -p no:cacheprovider --continue-on-collection-errors ${KVIKIO_TESTS:-.} \
@@ -58,6 +60,17 @@ s = s if s.tag == "testsuite" else s.find("testsuite")
 n, f, e, k = (int(s.get(x, 0)) for x in ("tests", "failures", "errors", "skipped"))
 print(json.dumps({"test": "kvikio_pytest_compat_off", "tests": n, "failed": f + e, "skipped": k, "passed": n - f - e - k}))
 PY
+}
+
+# The same tests with no libcufile preloaded and KvikIO's own POSIX path (compat ON): what
+# fails here fails without any cuFile library (KVIKIO_TESTS narrows it, as above).
+kvikio_tests_plain() {
+  rm -rf "$OUT/kt" "$OUT/examples" && cp -r "$root/bench/kvikio-tests" "$OUT/kt"
+  cp -r "$root/bench/kvikio-examples" "$OUT/examples"
+  ( cd "$OUT/kt" && env KVIKIO_COMPAT_MODE=on PYTHONPATH="${PYTHONPATH:-}${TEST_SITE:+:$TEST_SITE}" \
+      python3 -m pytest -q -p no:cacheprovider --continue-on-collection-errors ${KVIKIO_TESTS:-.} \
+      > "$OUT/kvikio-tests-plain.txt" 2>&1 )
+  echo "KvikIO tests, compat ON, no libcufile: $(tail -1 "$OUT/kvikio-tests-plain.txt")"
 }
 
 torch_gds() {
@@ -112,6 +125,7 @@ nvidia() {
 for w in $what; do
   case $w in
     kvikio-tests) kvikio_tests ;;
+    kvikio-tests-plain) kvikio_tests_plain ;;
     torch) torch_gds ;;
     perf) perf ;;
     registered) registered ;;

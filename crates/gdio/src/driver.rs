@@ -46,7 +46,7 @@ impl Driver {
     /// A driver on the best GPU runtime, with a configuration that knows where each value came
     /// from ([`Config::load`]).
     pub fn from_loaded(loaded: LoadedConfig) -> Result<Driver> {
-        let (runtime, why) = gpu::detect();
+        let (runtime, why) = gpu::detect_with(loaded.config().pinned_huge_pages);
         Self::build(loaded, runtime, why, None)
     }
 

@@ -4,9 +4,10 @@
 //! binary runs on machines with and without a GPU. cudarc panics when the library is absent,
 //! so presence is checked first and its absence becomes an error.
 
+use std::collections::HashMap;
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::sys;
 use cudarc::driver::CudaContext;
@@ -25,6 +26,11 @@ pub struct CudaRuntime {
     /// Per GPU, the flags of stream-ordered I/O gates, made on first use.
     gates: Vec<OnceLock<Arc<GatePool>>>,
     driver_version: i32,
+    /// Pinned buffers are huge-page memory registered with the driver (`pinned_huge_pages`),
+    /// else `cuMemHostAlloc`.
+    huge_pinned: bool,
+    /// The pinned buffers made the huge-page way: address → mapped length.
+    registered: Mutex<HashMap<usize, usize>>,
 }
 
 impl CudaRuntime {
@@ -55,7 +61,34 @@ impl CudaRuntime {
             contexts: (0..count).map(|_| OnceLock::new()).collect(),
             gates: (0..count).map(|_| OnceLock::new()).collect(),
             driver_version,
+            huge_pinned: true,
+            registered: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Makes pinned buffers as huge-page memory registered with `cuMemHostRegister` (`true`,
+    /// the default: several times cheaper to pin, as fast to copy from) or with
+    /// `cuMemHostAlloc` (`false`). The `pinned_huge_pages` key.
+    pub fn with_huge_pinned(mut self, on: bool) -> CudaRuntime {
+        self.huge_pinned = on;
+        self
+    }
+
+    /// Huge-page memory of `len` bytes registered as pinned, or `None` when it cannot be
+    /// (then `cuMemHostAlloc` serves: no huge pages, a locked-memory limit, an old driver).
+    fn alloc_registered(&self, len: usize) -> Option<*mut u8> {
+        let (p, mapped) = super::huge_pages::map(len).ok()?;
+        // SAFETY: the mapping stays until `free_pinned` unregisters and unmaps it.
+        let r = unsafe {
+            sys::cuMemHostRegister_v2(p.cast(), mapped, sys::CU_MEMHOSTREGISTER_PORTABLE)
+        };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            // SAFETY: from `map`, not registered, not handed out.
+            unsafe { super::huge_pages::unmap(p, mapped) };
+            return None;
+        }
+        self.registered.lock().unwrap_or_else(|e| e.into_inner()).insert(p as usize, mapped);
+        Some(p)
     }
 
     fn check_ordinal(&self, ordinal: usize) -> Result<()> {
@@ -216,12 +249,16 @@ impl GpuRuntime for CudaRuntime {
         }
     }
 
-    /// Pinned memory from `cuMemHostAlloc`. Measured on the H200 machine (2026-11-30, runs 2
-    /// and 3 in BENCHMARKS.md): anonymous memory registered with `cuMemHostRegister` instead
-    /// read tmpfs into the GPU at 46 GB/s against 51 with `cuMemHostAlloc`, and cold `O_DIRECT`
-    /// reads were no faster, so `cuMemHostAlloc` stays.
+    /// Pinned memory: huge-page memory registered with the driver
+    /// ([`CudaRuntime::with_huge_pinned`], the default) where that works, else
+    /// `cuMemHostAlloc`. Both are pinned for every context (PORTABLE).
     fn alloc_pinned(&self, ordinal: usize, len: usize) -> Result<*mut u8> {
         self.bind(ordinal)?;
+        if self.huge_pinned {
+            if let Some(p) = self.alloc_registered(len) {
+                return Ok(p);
+            }
+        }
         let mut p: *mut c_void = std::ptr::null_mut();
         check(
             // SAFETY: writes one pointer; PORTABLE makes it pinned for every context.
@@ -232,8 +269,20 @@ impl GpuRuntime for CudaRuntime {
     }
 
     unsafe fn free_pinned(&self, ptr: *mut u8, _len: usize) {
-        // SAFETY: the caller promises `ptr` came from cuMemHostAlloc and is freed once.
-        let _ = unsafe { sys::cuMemFreeHost(ptr.cast()) };
+        let mapped =
+            self.registered.lock().unwrap_or_else(|e| e.into_inner()).remove(&(ptr as usize));
+        match mapped {
+            // SAFETY: the caller promises `ptr` came from `alloc_pinned` and is freed once;
+            // this one was mapped and registered by `alloc_registered`.
+            Some(len) => unsafe {
+                let _ = sys::cuMemHostUnregister(ptr.cast());
+                super::huge_pages::unmap(ptr, len);
+            },
+            // SAFETY: as above; this one came from cuMemHostAlloc.
+            None => unsafe {
+                let _ = sys::cuMemFreeHost(ptr.cast());
+            },
+        }
     }
 
     fn new_stream(&self, ordinal: usize, slots: usize) -> Result<Box<dyn GpuStream>> {

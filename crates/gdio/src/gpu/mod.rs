@@ -10,6 +10,7 @@ pub mod cuda;
 pub(crate) mod cuda_error;
 mod cuda_gate;
 pub mod host;
+mod huge_pages;
 mod nvml;
 pub mod sim;
 
@@ -212,8 +213,14 @@ pub trait GpuRuntime: Send + Sync + std::fmt::Debug {
 /// The best runtime this machine has: CUDA when libcuda loads and reports a GPU, else host.
 /// The second value says why CUDA was not picked, when it was not.
 pub fn detect() -> (Arc<dyn GpuRuntime>, Option<String>) {
+    detect_with(true)
+}
+
+/// [`detect`], with pinned buffers made as registered huge-page memory or not
+/// ([`cuda::CudaRuntime::with_huge_pinned`], the `pinned_huge_pages` key).
+pub fn detect_with(huge_pinned: bool) -> (Arc<dyn GpuRuntime>, Option<String>) {
     match cuda::CudaRuntime::new() {
-        Ok(rt) => (Arc::new(rt), None),
+        Ok(rt) => (Arc::new(rt.with_huge_pinned(huge_pinned)), None),
         Err(e) => {
             (Arc::new(host::HostRuntime::new(e.message().to_owned())), Some(e.message().to_owned()))
         }
