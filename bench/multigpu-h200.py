@@ -99,6 +99,10 @@ def rank_main(rank, world, kind, files, port, q):
             for name, t in f.tensors():
                 keep[name] = t
     else:
+        import logging
+        # Each rank logs its steps' times (python/gdio/safetensors/_dist.py) to stderr.
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+        logging.getLogger("gdio.safetensors").setLevel(logging.DEBUG)
         from gdio.safetensors import safe_open
         with safe_open(files, framework="pt", device=f"cuda:{rank}",
                        process_group=dist.GroupMember.WORLD) as f:

@@ -23,7 +23,23 @@ def _rank(rank, world, port, index, out):
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
-        got = gst.load_file(index, process_group=dist.group.WORLD)
+        # With the logger at DEBUG, a group load says how long each of its steps took.
+        import logging
+
+        records = []
+        handler = logging.Handler()
+        handler.emit = records.append
+        log = logging.getLogger("gdio.safetensors")
+        log.addHandler(handler)
+        log.setLevel(logging.DEBUG)
+        try:
+            got = gst.load_file(index, process_group=dist.group.WORLD)
+        finally:
+            log.removeHandler(handler)
+            log.setLevel(logging.NOTSET)
+        steps = [r.getMessage() for r in records]
+        assert len(steps) == 1 and f"rank {rank} of {world}" in steps[0], steps
+        assert all(w in steps[0] for w in ("layout", "read share", "all_gather", "views")), steps
         torch.save({k: v.clone() for k, v in got.items()}, os.path.join(out, f"rank{rank}.pt"))
         # The safetensors idiom, tensor by tensor: one group load, not one per tensor.
         from gdio.safetensors import _dist, safe_open
