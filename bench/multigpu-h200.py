@@ -9,7 +9,8 @@ read from tmpfs (/dev/shm/gdio-st). Rows, each one JSON line in $OUT/multigpu.js
                  GPU0->GPU1 peer copy; the issue's limit: each GPU reads half over its own link
                  (both at once), then the halves cross NVLink: C / (C/agg + (C/2)/peer).
   instanttensor  InstantTensor 0.2.2, 2 ranks, NCCL group (safe_open(..., process_group=WORLD)).
-  gdio-py        gdio.safetensors.safe_open(..., process_group=WORLD), 2 ranks, NCCL.
+  gdio-py        gdio.safetensors.safe_open(..., process_group=WORLD), 2 ranks, NCCL (gdio-py-t6:
+                 the same with 6 engine workers per rank, GDIO_THREADS=6).
   gdio-cli       `gdio load --target gpu:0,1 --json`: one process, each byte read once, the
                  shares exchanged GPU to GPU (gdio-cli-t24: the same with GDIO_THREADS=24).
 Ranks: torch.multiprocessing, one process per GPU; each times from a barrier after CUDA and NCCL
@@ -81,6 +82,8 @@ def limits(size=4 << 30):
 
 
 def rank_main(rank, world, kind, files, port, q):
+    if kind == "gdio-py-t6":  # each rank's engine with 6 workers: 12 in all, as one process has
+        os.environ["GDIO_THREADS"] = "6"
     import torch
     import torch.distributed as dist
     os.environ["MASTER_ADDR"] = "127.0.0.1"
@@ -181,7 +184,7 @@ def main():
     if "limit" in rows:
         record("limit", limits())
     for _ in range(a.reps):
-        for kind in ("instanttensor", "gdio-py"):
+        for kind in ("instanttensor", "gdio-py", "gdio-py-t6"):
             if kind in rows:
                 record(kind, ranks(kind, files))
         # gdio-cli: the defaults; gdio-cli-t24: 24 workers (twice the default, one set per GPU).

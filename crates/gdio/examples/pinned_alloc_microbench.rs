@@ -114,7 +114,10 @@ fn main() {
         "register-thp-par",
     ];
     println!("{total} bytes in pieces of {piece}, {threads} threads for the parallel ways");
-    println!("{:<18} {:>10} {:>10} {:>12}", "way", "make ms", "free ms", "H2D GB/s");
+    println!(
+        "{:<18} {:>10} {:>10} {:>10} {:>10}",
+        "way", "make ms", "free ms", "H2D GB/s", "D2H GB/s"
+    );
     for way in ways {
         let t = Instant::now();
         let regions: Vec<Region> = match way {
@@ -142,26 +145,34 @@ fn main() {
             }),
         };
         let make = t.elapsed().as_secs_f64() * 1e3;
-        // Copy rate: every piece of every region to the device, 4 passes.
-        let t = Instant::now();
-        let mut bytes = 0usize;
-        for _ in 0..4 {
-            for r in &regions {
-                for off in (0..r.len).step_by(piece) {
-                    let n = piece.min(r.len - off);
-                    // SAFETY: the source lies inside the region, the destination holds `piece`.
-                    check(
-                        unsafe { sys::cuMemcpyHtoD_v2(dst, r.ptr.add(off).cast(), n) },
-                        "cuMemcpyHtoD",
-                    );
-                    bytes += n;
+        // Copy rates: every piece of every region to the device and back, 4 passes each.
+        let mut rates = [0.0f64; 2];
+        for (way, rate) in rates.iter_mut().enumerate() {
+            let t = Instant::now();
+            let mut bytes = 0usize;
+            for _ in 0..4 {
+                for r in &regions {
+                    for off in (0..r.len).step_by(piece) {
+                        let n = piece.min(r.len - off);
+                        // SAFETY: the host range lies inside the region, the device one holds
+                        // `piece` bytes.
+                        let res = unsafe {
+                            if way == 0 {
+                                sys::cuMemcpyHtoD_v2(dst, r.ptr.add(off).cast(), n)
+                            } else {
+                                sys::cuMemcpyDtoH_v2(r.ptr.add(off).cast(), dst, n)
+                            }
+                        };
+                        check(res, "cuMemcpy");
+                        bytes += n;
+                    }
                 }
             }
+            *rate = bytes as f64 / t.elapsed().as_secs_f64() / 1e9;
         }
-        let gbps = bytes as f64 / t.elapsed().as_secs_f64() / 1e9;
         let t = Instant::now();
         regions.into_iter().for_each(free);
         let freed = t.elapsed().as_secs_f64() * 1e3;
-        println!("{way:<18} {make:>10.2} {freed:>10.2} {gbps:>12.2}");
+        println!("{way:<18} {make:>10.2} {freed:>10.2} {:>10.2} {:>10.2}", rates[0], rates[1]);
     }
 }
