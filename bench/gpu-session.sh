@@ -4,7 +4,7 @@
 # on stdout and in $OUT/summary.txt.
 #
 # usage: bench/gpu-session.sh PHASE...   (from the repository root, on the GPU machine)
-# phases: setup tests main micro cufile sweep safetensors python knobs cb cold pinned split multi
+# phases: setup tests main micro cufile sweep safetensors python knobs cb cold pinned split probe multi
 # needs (carried from the build machine, see ARCHITECTURE.md "Running on the GPU machine"):
 #   .dev/bin/gdio            release CLI            .dev/before/gdio  the CLI before the change
 #   .dev/lib/libcufile.so.0  gdio's libcufile       .dev/tests/*      release test binaries
@@ -168,6 +168,18 @@ split() { # KvikIO compat OFF on gdio with the caller running split pieces or no
   done
 }
 
+probe() { # is gdio slower into one GPU than another (CLI bench and a Python pread per GPU)?
+  local g
+  for g in 0 1; do
+    echo "gdio bench gpu:$g: $("$GDIO" bench --target gpu:$g --mode read --json | python3 -c "import json,sys; r=json.load(sys.stdin)['results'][0]; print(round(r['gbps'],2), 'GB/s verified', r['verified'])")"
+  done
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gdsite .dev/wheel/gdio-*.whl || return 1
+  PYTHONPATH=/tmp/gdsite:$PYTHONPATH python3 bench/gpu-ordinal-probe.py /dev/shm/gdio-bench-8g.bin 0,1
+  [ -f /dev/shm/gdio-st/model.safetensors.index.json ] && for g in 0 1; do
+    echo "gdio load gpu:$g: $("$GDIO" load /dev/shm/gdio-st/model.safetensors.index.json --target gpu:$g --json | python3 -c "import json,sys; d=json.load(sys.stdin); print(round(d['gbps'],2), 'GB/s, transfer', round(d['transfer_seconds'],3), 's')")"
+  done
+}
+
 multi() { # two GPUs: the checkpoint onto both, beside InstantTensor's 2-rank NCCL load
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gdsite .dev/wheel/gdio-*.whl || return 1
   export PYTHONPATH=/tmp/gdsite:$PYTHONPATH
@@ -189,6 +201,7 @@ for p in "$@"; do
     cb) phase cb "${CB_LIMIT:-300}" cb; tee -a "$S" < "$L/cb.txt" ;;
     pinned) phase pinned 120 pinned; tee -a "$S" < "$L/pinned.txt" ;;
     split) phase split "${SPLIT_LIMIT:-300}" split; tee -a "$S" < "$L/split.txt" ;;
+    probe) phase probe 120 probe; tee -a "$S" < "$L/probe.txt" ;;
     multi) phase multi "${MG_LIMIT:-420}" multi; tail -12 "$L/multi.txt" | tee -a "$S" >/dev/null ;;
     python) phase python "${PY_LIMIT:-300}" python_pkg; tail -45 "$L/python.txt" | tee -a "$S" >/dev/null ;;
     *) [ -f "bench/gpu-phase-$p.sh" ] && phase "$p" 540 bash "bench/gpu-phase-$p.sh" "$L/$p" && tail -30 "$L/$p.txt" | tee -a "$S" >/dev/null ;;
