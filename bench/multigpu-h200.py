@@ -88,9 +88,11 @@ def rank_main(rank, world, kind, files, port, q):
     import torch.distributed as dist
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
-    torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device(f"cuda:{rank}"))
-    x = torch.ones(1, device=f"cuda:{rank}")
+    # MG_SWAP=1: rank r on GPU world-1-r (does a slow rank follow its GPU or its share?).
+    dev = world - 1 - rank if os.environ.get("MG_SWAP") == "1" else rank
+    torch.cuda.set_device(dev)
+    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device(f"cuda:{dev}"))
+    x = torch.ones(1, device=f"cuda:{dev}")
     dist.all_reduce(x)
     torch.cuda.synchronize()
     keep = {}
@@ -98,7 +100,7 @@ def rank_main(rank, world, kind, files, port, q):
     t0 = time.perf_counter()
     if kind == "instanttensor":
         from instanttensor import safe_open
-        with safe_open(files, framework="pt", device=rank, process_group=dist.GroupMember.WORLD) as f:
+        with safe_open(files, framework="pt", device=dev, process_group=dist.GroupMember.WORLD) as f:
             for name, t in f.tensors():
                 keep[name] = t
     else:
@@ -107,7 +109,7 @@ def rank_main(rank, world, kind, files, port, q):
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
         logging.getLogger("gdio.safetensors").setLevel(logging.DEBUG)
         from gdio.safetensors import safe_open
-        with safe_open(files, framework="pt", device=f"cuda:{rank}",
+        with safe_open(files, framework="pt", device=f"cuda:{dev}",
                        process_group=dist.GroupMember.WORLD) as f:
             for name in f.keys():
                 keep[name] = f.get_tensor(name)

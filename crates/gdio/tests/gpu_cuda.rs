@@ -348,3 +348,52 @@ fn gpu_gathered_small_reads_land_exactly_with_and_without_the_batched_copy() {
         assert!(drv.engine().counters().gathered_reads > 0, "nothing was gathered");
     }
 }
+
+/// Whether GPU `ordinal`'s primary context exists in this process.
+fn primary_context_active(ordinal: i32) -> bool {
+    use cudarc::driver::sys;
+    let (mut dev, mut flags, mut active) = (0, 0u32, 0i32);
+    // SAFETY: the CUDA runtime above loaded and initialised libcuda; plain out-pointers.
+    unsafe {
+        assert_eq!(sys::cuDeviceGet(&mut dev, ordinal), sys::CUresult::CUDA_SUCCESS);
+        assert_eq!(
+            sys::cuDevicePrimaryCtxGetState(dev, &mut flags, &mut active),
+            sys::CUresult::CUDA_SUCCESS
+        );
+    }
+    active != 0
+}
+
+#[test]
+fn gpu_work_on_gpu_1_makes_no_context_on_gpu_0() {
+    // A rank that uses only GPU 1 must not pay for (or fill) a context on GPU 0: reads, writes,
+    // pointer queries and batches on GPU 1 memory, from the calling thread and the workers.
+    let Some(rt) = cuda() else { return };
+    if rt.device_count() < 2 {
+        eprintln!("SKIPPED: needs two GPUs (this machine has {})", rt.device_count());
+        return;
+    }
+    if primary_context_active(0) {
+        eprintln!("SKIPPED: GPU 0 already has a context in this process (run this test alone)");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(61, (16 << 20) + 123);
+    let p = write_file(d.path(), "g1", &data);
+    let drv = driver(&rt, Config { threads: 4, ..Config::default() });
+    let f = FileHandle::open_with(&p, OpenOptions::new().read(true).write(true)).unwrap();
+    let mut dev = drv.alloc_device(1, data.len()).unwrap();
+    assert_eq!(rt.classify(dev.addr()), MemoryKind::Device { ordinal: 1 });
+    assert_eq!(drv.read(&f, 0, &mut dev, 0, data.len()).unwrap(), data.len());
+    assert!(dev.to_vec().unwrap() == data, "GPU 1 read differs");
+    let mut r = rng(9);
+    for _ in 0..8 {
+        let (off, len) = random_range(&mut r, data.len());
+        let n = drv.read(&f, off, &mut dev, 0, len).unwrap();
+        let mut back = vec![0u8; n];
+        dev.copy_to_host(0, &mut back).unwrap();
+        assert!(back == data[off as usize..off as usize + n], "GPU 1 read at {off}+{len}");
+    }
+    assert_eq!(drv.write(&f, 4096, &dev, 0, 1 << 20).unwrap(), 1 << 20);
+    assert!(!primary_context_active(0), "gdio made a context on GPU 0 for work on GPU 1");
+}

@@ -121,6 +121,39 @@ impl CudaRuntime {
         ctx.bind_to_thread().map_err(|e| from_driver(e, "cuCtxSetCurrent"))?;
         Ok(ctx)
     }
+
+    /// Makes some context current for a query that any context answers (a pointer's kind or
+    /// allocation: addresses are unified), without making one that does not exist yet: the
+    /// thread's current context if it has one, else one gdio already holds, else a primary
+    /// context another library made active (torch on the rank's own GPU), and only when there
+    /// is none at all GPU 0's. Making GPU 0's context in a process that only uses GPU 1 cost a
+    /// 2-rank load 0.15–0.2 s (and GPU 0 memory) in every rank but rank 0 (BENCHMARKS.md
+    /// session 5).
+    fn bind_any(&self) -> Result<()> {
+        let mut current: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: writes one context handle.
+        if unsafe { sys::cuCtxGetCurrent(&mut current) } == sys::CUresult::CUDA_SUCCESS
+            && !current.is_null()
+        {
+            return Ok(());
+        }
+        if let Some(held) = self.contexts.iter().position(|c| c.get().is_some()) {
+            return self.bind(held).map(drop);
+        }
+        for ordinal in 0..self.contexts.len() {
+            let (mut dev, mut flags, mut active) = (0, 0u32, 0i32);
+            // SAFETY: writes one device handle, then one flags word and one int.
+            let known = unsafe {
+                sys::cuDeviceGet(&mut dev, ordinal as i32) == sys::CUresult::CUDA_SUCCESS
+                    && sys::cuDevicePrimaryCtxGetState(dev, &mut flags, &mut active)
+                        == sys::CUresult::CUDA_SUCCESS
+            };
+            if known && active != 0 {
+                return self.bind(ordinal).map(drop);
+            }
+        }
+        self.bind(0).map(drop)
+    }
 }
 
 fn read_sysfs(path: &str) -> Option<String> {
@@ -186,7 +219,7 @@ impl GpuRuntime for CudaRuntime {
     }
 
     fn device_allocation(&self, addr: u64) -> Option<(u64, u64)> {
-        if addr == 0 || self.bind(0).is_err() {
+        if addr == 0 || self.bind_any().is_err() {
             return None;
         }
         let mut base: sys::CUdeviceptr = 0;
@@ -197,7 +230,7 @@ impl GpuRuntime for CudaRuntime {
         (r == sys::CUresult::CUDA_SUCCESS).then_some((base, size as u64))
     }
     fn classify(&self, addr: u64) -> MemoryKind {
-        if addr == 0 || self.bind(0).is_err() {
+        if addr == 0 || self.bind_any().is_err() {
             return MemoryKind::Host;
         }
         let mut mem_type: u32 = 0;
