@@ -42,6 +42,7 @@ fn platform_report() -> Value {
         "libcufile": platform::libcufile(),
         "libcufile_choice": crate::cufile_choice::report(),
         "io_uring": platform::io_uring(),
+        "transparent_huge_pages": platform::transparent_huge_pages(),
     })
 }
 
@@ -105,6 +106,28 @@ fn file_report(p: &std::path::Path) -> Value {
         }
         Err(e) => json!({ "path": p.display().to_string(), "error": e.to_string() }),
     }
+}
+
+/// How pinned bounce buffers are made under `pinned_huge_pages`, given the GPU runtime and
+/// the THP probe.
+fn pinned_report(huge: bool, runtime: &Value, thp: &Value) -> Value {
+    let available = thp["available"].as_bool() == Some(true);
+    let made = match (huge, available) {
+        _ if runtime.as_str() != Some("cuda") => {
+            "plain host memory (no CUDA runtime: nothing to pin for)".to_owned()
+        }
+        (false, _) => "cuMemHostAlloc (pinned_huge_pages = false)".to_owned(),
+        (true, true) => format!(
+            "huge-page memory registered with cuMemHostRegister (transparent huge pages: {})",
+            thp["version"].as_str().unwrap_or("on")
+        ),
+        (true, false) => format!(
+            "4 KiB pages registered with cuMemHostRegister ({}): pinning costs about what \
+             cuMemHostAlloc costs",
+            thp["detail"].as_str().unwrap_or("no transparent huge pages")
+        ),
+    };
+    json!({ "pinned_huge_pages": huge, "made_as": made })
 }
 
 /// How engine workers will read under `io_engine`, given the io_uring probe.
@@ -174,6 +197,7 @@ fn print(report: &Value) {
         p["io_engine"]["configured"].as_str().unwrap_or("?"),
         p["io_engine"]["reads"].as_str().unwrap_or("?")
     );
+    outln!("  pinned buffers       {}", p["pinned_buffers"]["made_as"].as_str().unwrap_or("?"));
     for b in report["gdr"].as_array().into_iter().flatten() {
         let ok = if b["available"].as_bool() == Some(true) { "yes" } else { "no" };
         outln!(
@@ -265,6 +289,11 @@ pub fn main(args: CheckArgs) -> ExitCode {
     }
     let mut platform = platform_report();
     platform["io_engine"] = io_engine_report(loaded.config().io_engine, &platform["io_uring"]);
+    platform["pinned_buffers"] = pinned_report(
+        loaded.config().pinned_huge_pages,
+        &platform["gpu_runtime"],
+        &platform["transparent_huge_pages"],
+    );
     let report = json!({
         "platform": platform,
         "gdr": gdr_report(),
@@ -290,4 +319,25 @@ pub fn main(args: CheckArgs) -> ExitCode {
 fn gdr_report() -> Value {
     let opts = gdio::gdr::GdrOptions::default().with_env();
     serde_json::to_value(gdio::gdr::probe_backends(&opts)).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinned_buffers_line_follows_the_key_the_runtime_and_huge_pages() {
+        let thp_on = json!({"available": true, "version": "madvise"});
+        let thp_off = json!({"available": false, "detail": "/sys/x says never"});
+        let cuda = json!("cuda");
+        let line = |huge, rt: &Value, thp: &Value| {
+            pinned_report(huge, rt, thp)["made_as"].as_str().unwrap_or_default().to_owned()
+        };
+        assert!(line(true, &cuda, &thp_on).contains("huge-page memory registered"));
+        assert!(line(true, &cuda, &thp_on).contains("madvise"));
+        let off = line(true, &cuda, &thp_off);
+        assert!(off.contains("4 KiB pages") && off.contains("never"), "{off}");
+        assert!(line(false, &cuda, &thp_on).starts_with("cuMemHostAlloc"));
+        assert!(line(true, &json!("host"), &thp_on).contains("no CUDA runtime"));
+    }
 }
