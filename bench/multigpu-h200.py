@@ -189,12 +189,22 @@ def main():
         for kind in ("instanttensor", "gdio-py", "gdio-py-t6"):
             if kind in rows:
                 record(kind, ranks(kind, files))
-        # gdio-cli: the defaults; gdio-cli-t24: 24 workers (twice the default, one set per GPU).
-        for row, extra in (("gdio-cli", {}), ("gdio-cli-t24", {"GDIO_THREADS": "24"})):
+        # gdio-cli: the defaults; gdio-cli-t24: 24 workers (twice the default, one set per GPU);
+        # -r4: four requests in flight; -s128: 128 MiB requests, eight in flight; gdio-gpu0*:
+        # the same checkpoint onto GPU 0 alone, for the one-link figure of the same run.
+        for row, extra, flags, target in (
+            ("gdio-cli", {}, [], "gpu:0,1"),
+            ("gdio-cli-t24", {"GDIO_THREADS": "24"}, [], "gpu:0,1"),
+            ("gdio-cli-r4", {}, ["--requests", "4"], "gpu:0,1"),
+            ("gdio-cli-s128", {}, ["--request-size", "128M", "--requests", "8"], "gpu:0,1"),
+            ("gdio-gpu0", {}, [], "gpu:0"),
+            ("gdio-gpu0-r4", {}, ["--requests", "4"], "gpu:0"),
+            ("gdio-gpu0-s128", {}, ["--request-size", "128M", "--requests", "8"], "gpu:0"),
+        ):
             if row not in rows:
                 continue
             r = subprocess.run([a.gdio, "load", os.path.join(tmpfs, "model.safetensors.index.json"),
-                                "--target", "gpu:0,1", "--json"], capture_output=True, text=True,
+                                "--target", target, "--json", *flags], capture_output=True, text=True,
                                env=dict(os.environ, **extra))
             if r.returncode:
                 record(row, {"error": r.stderr[-500:], "gbps": 0.0})
