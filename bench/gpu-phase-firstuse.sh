@@ -14,11 +14,17 @@ load() { "$GDIO" load "$ck" --target gpu:$1 --json | python3 -c "import json,sys
 for g in 0 1; do
   echo "torch gpu:$g $(python3 - "$g" <<'PY'
 import sys, time, torch
-g = int(sys.argv[1]); n = 4 << 30
-h = torch.empty(n, dtype=torch.uint8, pin_memory=True); d = torch.empty(n, dtype=torch.uint8, device=f"cuda:{g}")
+g = int(sys.argv[1])
+n = 4 << 30
+h = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+d = torch.empty(n, dtype=torch.uint8, device=f"cuda:{g}")
 r = []
 for _ in range(2):
-    torch.cuda.synchronize(g); t = time.perf_counter(); d.copy_(h, non_blocking=True); torch.cuda.synchronize(g); r.append(n / (time.perf_counter() - t) / 1e9)
+    torch.cuda.synchronize(g)
+    t = time.perf_counter()
+    d.copy_(h, non_blocking=True)
+    torch.cuda.synchronize(g)
+    r.append(n / (time.perf_counter() - t) / 1e9)
 print(f"first {r[0]:.2f} GB/s, second {r[1]:.2f}")
 PY
 )"

@@ -2,7 +2,8 @@
 //! to set up (a load's warm-up pins `threads × bounce_buffers_per_thread` buffers before its
 //! first read), and whether the memory each way is as fast to copy from.
 //!
-//! `cargo run --release -p gdio --example pinned_alloc_microbench -- [TOTAL_MIB] [PIECE_MIB] [THREADS]`
+//! `cargo run --release -p gdio --example pinned_alloc_microbench --`
+//! `[TOTAL_MIB] [PIECE_MIB] [THREADS]`
 //!
 //! Ways, each making TOTAL_MIB (default 96) in pieces of PIECE_MIB (default 4):
 //! `hostalloc` (`cuMemHostAlloc`, PORTABLE, one call per piece, one thread), `hostalloc-par`
