@@ -190,8 +190,9 @@ def main():
             if kind in rows:
                 record(kind, ranks(kind, files))
         # gdio-cli: the defaults; gdio-cli-t24: 24 workers (twice the default, one set per GPU);
-        # -r4: four requests in flight; -s128: 128 MiB requests, eight in flight; gdio-gpu0*:
-        # the same checkpoint onto GPU 0 alone, for the one-link figure of the same run.
+        # -r4: four requests in flight; -s128: 128 MiB requests, eight in flight; -b2: 2 MiB
+        # bounce buffers; -n4: four per worker; gdio-gpu0*: the same checkpoint onto GPU 0
+        # alone, for the one-link figure of the same run.
         for row, extra, flags, target in (
             ("gdio-cli", {}, [], "gpu:0,1"),
             ("gdio-cli-t24", {"GDIO_THREADS": "24"}, [], "gpu:0,1"),
@@ -200,6 +201,12 @@ def main():
             ("gdio-gpu0", {}, [], "gpu:0"),
             ("gdio-gpu0-r4", {}, ["--requests", "4"], "gpu:0"),
             ("gdio-gpu0-s128", {}, ["--request-size", "128M", "--requests", "8"], "gpu:0"),
+            # The bounce working set: two GPUs give each worker two rings (twice the buffers).
+            ("gdio-cli-b2", {"GDIO_BOUNCE_BUFFER_SIZE": "2097152", "GDIO_BUFFERED_CHUNK_SIZE": "2097152"}, [],
+             "gpu:0,1"),
+            ("gdio-gpu0-b2", {"GDIO_BOUNCE_BUFFER_SIZE": "2097152", "GDIO_BUFFERED_CHUNK_SIZE": "2097152"}, [],
+             "gpu:0"),
+            ("gdio-gpu0-n4", {"GDIO_BOUNCE_BUFFERS_PER_THREAD": "4"}, [], "gpu:0"),
         ):
             if row not in rows:
                 continue
