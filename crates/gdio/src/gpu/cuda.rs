@@ -306,8 +306,10 @@ impl GpuRuntime for CudaRuntime {
             self.registered.lock().unwrap_or_else(|e| e.into_inner()).remove(&(ptr as usize));
         match mapped {
             // SAFETY: the caller promises `ptr` came from `alloc_pinned` and is freed once;
-            // this one was mapped and registered by `alloc_registered`.
+            // this one was mapped and registered by `alloc_registered`. Unregistering needs a
+            // current context (the dropping thread may have none; one exists: it registered).
             Some(len) => unsafe {
+                let _ = self.bind_any();
                 let _ = sys::cuMemHostUnregister(ptr.cast());
                 super::huge_pages::unmap(ptr, len);
             },
