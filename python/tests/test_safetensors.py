@@ -265,3 +265,74 @@ def test_rank_shares_cover_every_byte_once(tmp_path, world):
         base = plan.bases[f]
         want = np.ascontiguousarray(everything[name]).reshape(-1).view(np.uint8)
         assert np.array_equal(whole[base + b : base + e], want), name
+
+
+@pytest.mark.parametrize("world", [1, 2, 3])
+def test_planned_tensors_never_enter_the_shared_bytes(tmp_path, world):
+    """process_group= with a plan, without torch: the shared segments hold every replicated
+    tensor (read once by the group, each at its offset in the gathered buffer) and no byte of
+    a planned tensor, which each rank reads its part of by itself."""
+    from gdio import _native
+    from gdio.safetensors._dist import plan_share, read_share, replicated_segments, share_reads
+
+    gen = np.random.default_rng(40 + world)
+    files = []
+    for s in range(2):
+        t = {f"s{s}.{i:02d}": random_array(gen, DTYPES[int(gen.integers(len(DTYPES)))],
+                                            [int(gen.integers(1, 200)), 3]) for i in range(12)}
+        ref_np.save_file(t, str(tmp_path / f"m{s}.safetensors"))
+        files.append(t)
+    ckpt = _native.Checkpoint([str(tmp_path / f"m{s}.safetensors") for s in range(2)])
+    tensors, _ = ckpt.layout()
+    apart = {t[0] for t in tensors if int(t[0][-2:]) % 3 == 1}  # every third tensor is planned
+    segs = replicated_segments(tensors, apart)
+    whole, read_ranges = None, []
+    for rank in range(world):
+        plan = plan_share(segs, rank, world)
+        whole = np.zeros(world * plan.chunk, dtype=np.uint8) if whole is None else whole
+        share = np.full(plan.chunk, 0xA5, dtype=np.uint8)
+        read_share(ckpt, plan, None, share)
+        read_ranges += [(f, off, off + n) for f, off, n, _ in share_reads(plan)]
+        whole[rank * plan.chunk : (rank + 1) * plan.chunk] = share
+    everything = {k: v for t in files for k, v in t.items()}
+    for name, f, b, e, _dtype, _shape in tensors:
+        hit = [r for r in read_ranges if r[0] == f and r[1] < e and b < r[2]]
+        if name in apart:
+            assert not hit, f"planned tensor {name} was read into the shared bytes: {hit}"
+            continue
+        at = plan.offset_of(f, b)
+        want = np.ascontiguousarray(everything[name]).reshape(-1).view(np.uint8)
+        assert np.array_equal(whole[at : at + e - b], want), name
+    shared = sum(e - b for name, _f, b, e, *_ in tensors if name not in apart)
+    assert sum(z - a for _, a, z in read_ranges) == shared
+
+
+def test_part_bounds_cover_every_element_once():
+    from gdio.safetensors._dist import part_bounds
+
+    for size in (0, 1, 5, 7, 64, 1001):
+        for world in (1, 2, 3, 8):
+            parts = [part_bounds(size, r, world) for r in range(world)]
+            assert parts[0][0] == 0 and parts[-1][1] == size
+            assert all(a[1] == b[0] for a, b in zip(parts, parts[1:]))
+            lens = [hi - lo for lo, hi in parts]
+            assert max(lens) - min(lens) <= 1 and lens == sorted(lens, reverse=True)
+
+
+def test_bad_plans_are_errors_naming_the_tensor(tmp_path):
+    from gdio import _native
+    from gdio.safetensors._dist import split_dims
+
+    ref_np.save_file({"w": np.arange(12, dtype=np.float32).reshape(3, 4),
+                      "b": np.arange(3, dtype=np.int64)}, str(tmp_path / "m.safetensors"))
+    tensors, _ = _native.Checkpoint([str(tmp_path / "m.safetensors")]).layout()
+    assert split_dims({"w": 1, "b": -1}, tensors) == {"w": 1, "b": 0}
+    assert split_dims(lambda name, shape: 0 if len(shape) == 2 else None, tensors) == {"w": 0}
+    with pytest.raises(ValueError, match="'w'.*along 2"):
+        split_dims({"w": 2}, tensors)
+    with pytest.raises(ValueError, match="'b'"):
+        split_dims({"b": True}, tensors)
+    with pytest.raises(ValueError, match="does not have.*nope"):
+        split_dims({"nope": 0}, tensors)
+    with pytest.raises(ValueError, match="process_group"):
+        safe_open(str(tmp_path / "m.safetensors"), framework="np", plan={"w": 0})

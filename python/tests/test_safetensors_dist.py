@@ -55,6 +55,10 @@ def _rank(rank, world, port, index, out):
             _dist.load = real
         assert len(calls) == 1, calls
         torch.save({"each": each, "streamed": streamed}, os.path.join(out, f"rank{rank}-each.pt"))
+        # Tensor parallelism: the planned tensors come back as this rank's parts.
+        plan = {"m0": 1, "m1": 0, "w0": 0}
+        parts = gst.load_file(index, process_group=dist.group.WORLD, plan=plan)
+        torch.save({k: v.clone() for k, v in parts.items()}, os.path.join(out, f"rank{rank}-plan.pt"))
     finally:
         dist.destroy_process_group()
 
@@ -70,6 +74,8 @@ def test_two_ranks_gloo(tmp_path):
         dt = [torch.float32, torch.bfloat16, torch.int64, torch.uint8, torch.float16][i % 5]
         n = int(torch.randint(1, 5000, (1,), generator=g))
         tensors[f"w{i}"] = torch.randint(-100, 100, (n,), generator=g).to(dt)
+    tensors["m0"] = torch.randn(5, 7, generator=g)
+    tensors["m1"] = torch.randn(9, 4, generator=g).to(torch.bfloat16)
     names = sorted(tensors)
     weight_map = {}
     for s, part in enumerate([names[:9], names[9:]]):
@@ -89,3 +95,9 @@ def test_two_ranks_gloo(tmp_path):
             assert both[how].keys() == tensors.keys(), (r, how)
             for k in tensors:
                 assert torch.equal(both[how][k], tensors[k]), (r, how, k)
+        parts = torch.load(tmp_path / f"rank{r}-plan.pt")
+        assert parts.keys() == tensors.keys()
+        plan = {"m0": 1, "m1": 0, "w0": 0}
+        for k in tensors:
+            want = torch.tensor_split(tensors[k], 2, dim=plan[k])[r] if k in plan else tensors[k]
+            assert parts[k].dtype == want.dtype and torch.equal(parts[k], want), (r, k)

@@ -50,6 +50,10 @@ class safe_open:
     or ``tensors`` call loads every tensor for the whole group (a collective: every rank makes
     it) and later calls are answered from that load, so the usual
     ``for k in f.keys(): f.get_tensor(k)`` reads the checkpoint once, not once per tensor.
+    ``plan`` (with a group, for tensor parallelism): ``{name: dim}`` or a function of
+    ``(name, shape)`` giving ``dim`` or ``None``; a planned tensor comes back as this rank's
+    part of it along ``dim`` (rank ``r`` of ``world`` near-equal parts), read by this rank
+    alone, and never travels between ranks.
     """
 
     def __init__(
@@ -58,11 +62,15 @@ class safe_open:
         framework: str = "pt",
         device: Any = "cpu",
         process_group: Any = None,
+        plan: Any = None,
     ) -> None:
         self._framework = _frameworks.normalize(framework)
         self._gpu = parse_device(device)
         self._ckpt = _native.Checkpoint(_paths(filename))
         self._group = process_group
+        if plan is not None and process_group is None:
+            raise ValueError("plan= splits tensors between the ranks of a process_group: give both")
+        self._plan = plan
         self._gathered: Optional[dict[str, Any]] = None
 
     def __enter__(self) -> "safe_open":
@@ -92,7 +100,7 @@ class safe_open:
             from . import _dist
 
             self._gathered = _dist.load(
-                self._ckpt, self.keys(), self._gpu, self._group, self._framework
+                self._ckpt, self.keys(), self._gpu, self._group, self._framework, self._plan
             )
         return self._gathered
 

@@ -111,8 +111,13 @@ def load_file(
     device: Union[str, int] = "cpu",
     *,
     process_group: Any = None,
+    plan: Any = None,
     **_backend: Any,
 ) -> Dict[str, torch.Tensor]:
-    """Every tensor of ``filename`` (a file, shard list, directory or index) on ``device``."""
-    with safe_open(filename, framework="pt", device=device, process_group=process_group) as f:
+    """Every tensor of ``filename`` (a file, shard list, directory or index) on ``device``;
+    with ``process_group`` read once by the group, with ``plan`` the planned tensors as this
+    rank's parts (see :class:`gdio.safetensors.safe_open`)."""
+    with safe_open(
+        filename, framework="pt", device=device, process_group=process_group, plan=plan
+    ) as f:
         return f.get_tensors()
