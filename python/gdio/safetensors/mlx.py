@@ -1,0 +1,43 @@
+"""``safetensors.mlx`` through gdio: same functions, same arguments, same return types (MLX
+arrays, made from the NumPy arrays gdio loads)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Optional, Union
+
+import numpy as np
+
+from . import numpy as _np
+
+__all__ = ["load", "load_file", "save", "save_file"]
+
+
+def _to_mx(arrays: Dict[str, Any]) -> Dict[str, Any]:
+    import mlx.core as mx
+
+    return {k: mx.array(v) for k, v in arrays.items()}
+
+
+def save(tensors: Dict[str, Any], metadata: Optional[Dict[str, str]] = None) -> bytes:
+    """The safetensors bytes of ``tensors`` (MLX arrays)."""
+    return _np.save({k: np.asarray(v) for k, v in tensors.items()}, metadata)
+
+
+def save_file(
+    tensors: Dict[str, Any],
+    filename: Union[str, os.PathLike],
+    metadata: Optional[Dict[str, str]] = None,
+) -> None:
+    """Writes ``tensors`` (MLX arrays) to ``filename`` with gdio."""
+    _np.save_file({k: np.asarray(v) for k, v in tensors.items()}, filename, metadata)
+
+
+def load(data: bytes) -> Dict[str, Any]:
+    """MLX arrays of safetensors bytes ``data``."""
+    return _to_mx(_np.load(data))
+
+
+def load_file(filename: Union[str, os.PathLike], **_backend: Any) -> Dict[str, Any]:
+    """Every tensor of ``filename`` (a file, shard list, directory or index) as MLX arrays."""
+    return _to_mx(_np.load_file(filename))
