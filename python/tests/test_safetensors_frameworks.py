@@ -101,3 +101,19 @@ def test_paddle_load_puts_tensors_where_asked(tmp_path, frameworks):
     want = _random(5)
     back = gp.load(ref_np.save(want), device="gpu:1")
     assert all(t.place == "gpu:1" for t in back.values())
+
+
+@pytest.mark.parametrize("framework", ["tf", "tensorflow", "mlx"])
+def test_safe_open_hands_tf_and_mlx_their_arrays(tmp_path, frameworks, framework):
+    from gdio.safetensors import safe_open
+
+    want = _random(11)
+    p = tmp_path / "m.safetensors"
+    ref_np.save_file(want, str(p))
+    with safe_open(str(p), framework=framework) as f:
+        for k in want:
+            t = f.get_tensor(k)
+            assert isinstance(t, Held) and np.array_equal(np.asarray(t), want[k]), (framework, k)
+        streamed = dict(f.tensors())
+    assert streamed.keys() == want.keys()
+    assert all(np.array_equal(np.asarray(streamed[k]), want[k]) for k in want)

@@ -1,4 +1,5 @@
-"""gdio tensors (DLPack producers over gdio's memory) -> torch, NumPy, JAX, Paddle."""
+"""gdio tensors (DLPack producers over gdio's memory) -> torch, NumPy, JAX, Paddle; and through
+NumPy (host memory, as the safetensors package does) TensorFlow and MLX."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ _NAMES = {
     "np": "np", "numpy": "np",
     "jax": "jax", "flax": "jax",
     "paddle": "paddle",
+    "tf": "tf", "tensorflow": "tf",
+    "mlx": "mlx",
 }
 
 # safetensors dtypes torch has but cannot take through DLPack: exported as uint8 and viewed.
@@ -98,7 +101,21 @@ def convert(t: Any, framework: str) -> Any:
         return to_numpy(t)
     if framework == "jax":
         return to_jax(t)
+    if framework in ("tf", "mlx"):
+        return from_numpy(to_numpy(t), framework)
     return to_paddle(t)
+
+
+def from_numpy(a: Any, framework: str) -> Any:
+    """A host NumPy array as a TensorFlow tensor or an MLX array (a copy, as the safetensors
+    package makes)."""
+    if framework == "tf":
+        import tensorflow as tf
+
+        return tf.convert_to_tensor(a)
+    import mlx.core as mx
+
+    return mx.array(a)
 
 
 def convert_torch(t: Any, framework: str) -> Any:
@@ -107,6 +124,8 @@ def convert_torch(t: Any, framework: str) -> Any:
         import jax.numpy as jnp
 
         return jnp.from_dlpack(t)
+    if framework in ("tf", "mlx"):
+        return from_numpy(t.cpu().numpy(), framework)
     import paddle
 
     return paddle.utils.dlpack.from_dlpack(t.__dlpack__())

@@ -41,8 +41,8 @@ class safe_open:
     """Opens a safetensors checkpoint like ``safetensors.safe_open``: one file, a list of
     shards, a directory or a ``*.safetensors.index.json``.
 
-    ``framework``: ``"pt"`` (torch), ``"np"``/``"numpy"``, ``"jax"``/``"flax"`` or
-    ``"paddle"``. ``device``: ``"cpu"``, ``"cuda:N"`` or ``N``. Tensors are views of gdio's
+    ``framework``: ``"pt"`` (torch), ``"np"``/``"numpy"``, ``"jax"``/``"flax"``, ``"paddle"``,
+    or ``"tf"``/``"tensorflow"`` and ``"mlx"`` (host memory, through NumPy, as the package). ``device``: ``"cpu"``, ``"cuda:N"`` or ``N``. Tensors are views of gdio's
     allocations (zero-copy through DLPack) that stay valid while any of them lives.
     ``process_group``: a ``torch.distributed`` group; every rank reads a share of the bytes
     and the shares are exchanged, so the group reads the checkpoint once (see
