@@ -35,7 +35,10 @@ __all__ = [
     "GdioError",
     "IOFuture",
     "__version__",
+    "clear_page_cache",
     "defaults",
+    "drop_file_page_cache",
+    "drop_system_page_cache",
     "get_page_cache_info",
     "runtime_info",
     "wait",
@@ -65,6 +68,73 @@ def get_page_cache_info(file: Any, offset: int = 0, length: int = 0) -> tuple[in
         else:
             file = os.fspath(file)
     return _native.page_cache_info(file, offset, length)
+
+
+def _descriptor(file: Any) -> tuple[int, bool]:
+    """A descriptor for ``file`` (a path, a :class:`CuFile`, an object with ``fileno()`` or a
+    descriptor) and whether this call opened it (then the caller closes it)."""
+    if isinstance(file, int) and not isinstance(file, bool):
+        return file, False
+    if hasattr(file, "fileno") and not isinstance(file, (str, bytes, os.PathLike)):
+        return file.fileno(), False
+    return os.open(os.fspath(file), os.O_RDONLY | os.O_CLOEXEC), True
+
+
+def drop_file_page_cache(
+    file: Any, offset: int = 0, length: int = 0, sync_first: bool = True
+) -> None:
+    """Asks the kernel to evict ``length`` bytes at ``offset`` (0: to the end) of ``file`` from
+    the page cache (``posix_fadvise(POSIX_FADV_DONTNEED)``; no privileges needed, no other file
+    touched), after ``fdatasync`` when ``sync_first`` so that dirty pages can go too. Only whole
+    pages inside the range are dropped; filesystems that keep files in memory (tmpfs) keep
+    them. KvikIO's ``drop_file_page_cache``."""
+    if offset < 0 or length < 0:
+        raise ValueError(f"offset and length must be >= 0, not {offset} and {length}")
+    fd, opened = _descriptor(file)
+    try:
+        if sync_first:
+            os.fdatasync(fd)
+        os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
+    finally:
+        if opened:
+            os.close(fd)
+
+
+def drop_system_page_cache(
+    reclaim_dentries_and_inodes: bool = True, sync_first: bool = True
+) -> bool:
+    """Drops the whole system's page cache (``vm.drop_caches`` 3, or 1 without dentries and
+    inodes), after ``sync`` when ``sync_first``: by writing ``/proc/sys/vm/drop_caches`` (root),
+    else through ``sudo -n sysctl``. Returns whether it was dropped. KvikIO's
+    ``drop_system_page_cache``; :func:`drop_file_page_cache` needs no privileges."""
+    import subprocess
+
+    level = "3" if reclaim_dentries_and_inodes else "1"
+    if sync_first:
+        os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write(level)
+        return True
+    except OSError:
+        pass
+    try:
+        r = subprocess.run(
+            ["sudo", "-n", "sysctl", f"vm.drop_caches={level}"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
+
+
+def clear_page_cache(
+    reclaim_dentries_and_inodes: bool = True, clear_dirty_pages: bool = True
+) -> bool:
+    """KvikIO's older name of :func:`drop_system_page_cache`."""
+    return drop_system_page_cache(reclaim_dentries_and_inodes, clear_dirty_pages)
 
 
 def runtime_info() -> dict[str, Any]:

@@ -141,6 +141,70 @@ def test_page_cache_info(data_file):
         assert gdio.get_page_cache_info(pf)[1] == pages
 
 
+def _fs_keeps_files_in_memory(path) -> bool:
+    import subprocess
+
+    out = subprocess.run(["stat", "-f", "-c", "%T", str(path)], capture_output=True, text=True)
+    return out.stdout.strip() in ("tmpfs", "ramfs")
+
+
+def test_drop_file_page_cache_evicts_the_range_and_keeps_the_bytes(data_file, rng):
+    path, data = data_file
+    pages = (len(data) + 4095) // 4096
+    path.read_bytes()  # into the page cache
+    if _fs_keeps_files_in_memory(path):
+        pytest.skip("tmpfs keeps files in memory: nothing to evict")
+    # A range by path: advice the kernel follows only for what lies wholly inside it (large
+    # folios reaching past it stay), and nothing outside it is dropped.
+    head = gdio.get_page_cache_info(path, 0, 1 << 20)[0]
+    gdio.drop_file_page_cache(path, 1 << 20, 1 << 20)
+    assert gdio.get_page_cache_info(path, 0, 1 << 20)[0] == head
+    # The whole file, through a CuFile and through a file object.
+    with gdio.CuFile(path) as f:
+        gdio.drop_file_page_cache(f)
+    assert gdio.get_page_cache_info(path)[0] == 0
+    path.read_bytes()
+    with open(path, "rb") as pf:
+        gdio.drop_file_page_cache(pf, sync_first=False)
+    assert gdio.get_page_cache_info(path) == (0, pages)
+    # Nothing was changed: the bytes read back equal, through gdio too.
+    assert path.read_bytes() == data
+    buf = np.zeros(len(data), dtype=np.uint8)
+    with gdio.CuFile(path) as f:
+        assert f.read(buf) == len(data)
+    assert buf.tobytes() == data
+    with pytest.raises(ValueError):
+        gdio.drop_file_page_cache(path, -1)
+    with pytest.raises(FileNotFoundError):
+        gdio.drop_file_page_cache(path.parent / "missing")
+
+
+def test_drop_system_page_cache_tries_proc_then_sudo(monkeypatch):
+    # Without dropping this machine's cache: /proc refused, then sudo's answer decides.
+    import builtins
+    import subprocess
+
+    real_open, calls = builtins.open, []
+
+    def no_proc(path, *a, **k):
+        if str(path) == "/proc/sys/vm/drop_caches":
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, *a, **k)
+
+    def fake_run(cmd, **_k):
+        calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, returncode=0 if ok else 1)
+
+    monkeypatch.setattr(builtins, "open", no_proc)
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    ok = True
+    assert gdio.drop_system_page_cache(sync_first=False) is True
+    ok = False
+    assert gdio.clear_page_cache(False, False) is False
+    assert calls == [["sudo", "-n", "sysctl", "vm.drop_caches=3"],
+                     ["sudo", "-n", "sysctl", "vm.drop_caches=1"]]
+
+
 def test_fileno_closed_and_repr(data_file):
     path, _ = data_file
     f = gdio.CuFile(path)
