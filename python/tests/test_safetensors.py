@@ -252,8 +252,8 @@ def test_rank_shares_cover_every_byte_once(tmp_path, world):
             whole = np.zeros(world * plan.chunk, dtype=np.uint8)
             assert world * plan.chunk >= plan.total
         share = np.full(plan.chunk, 0xA5, dtype=np.uint8)
-        read_share(ckpt, plan, file_lens, share)
-        reads = share_reads(plan, file_lens)
+        read_share(ckpt, plan, share)
+        reads = share_reads(plan)
         read_bytes += sum(n for _, _, n, _ in reads)
         for _, _, n, dst in reads:
             assert dst + n <= plan.chunk
@@ -291,7 +291,7 @@ def test_planned_tensors_never_enter_the_shared_bytes(tmp_path, world):
         plan = plan_share(segs, rank, world)
         whole = np.zeros(world * plan.chunk, dtype=np.uint8) if whole is None else whole
         share = np.full(plan.chunk, 0xA5, dtype=np.uint8)
-        read_share(ckpt, plan, None, share)
+        read_share(ckpt, plan, share)
         read_ranges += [(f, off, off + n) for f, off, n, _ in share_reads(plan)]
         whole[rank * plan.chunk : (rank + 1) * plan.chunk] = share
     everything = {k: v for t in files for k, v in t.items()}

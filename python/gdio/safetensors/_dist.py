@@ -13,8 +13,8 @@ views of it (copied only when a tensor's offset is not a multiple of its element
 Tensor parallelism: a ``plan`` names the tensors each rank keeps only a part of, and along which
 dimension (``{name: dim}``, or a function of ``(name, shape)`` giving the dimension or
 ``None``). Rank ``r`` of ``world`` keeps part ``r`` of ``world`` near-equal parts (the first
-``size % world`` parts one longer, as ``torch.chunk`` would not but ``tensor_split`` does),
-read by that rank alone: along dimension 0 only its rows are read, along another dimension the
+``size % world`` parts one longer, as ``torch.tensor_split`` makes them), read by that rank
+alone: along dimension 0 only its rows are read, along another dimension the
 tensor is read whole by that rank and narrowed. Planned tensors never enter the shared buffer,
 so no rank receives bytes it does not keep.
 
@@ -85,7 +85,7 @@ def plan_share(segs: Any, rank: int, world: int) -> SharePlan:
     return SharePlan(segs, bases, total, chunk, rank * chunk)
 
 
-def share_reads(plan: SharePlan, _file_lens: Any = None) -> list[tuple[int, int, int, int]]:
+def share_reads(plan: SharePlan) -> list[tuple[int, int, int, int]]:
     """What the rank of ``plan`` reads: ``(file, offset in its data section, bytes, offset in
     the share)``, one per segment its share touches (the padding between segments is not
     read)."""
@@ -110,7 +110,8 @@ def replicated_segments(
         if e <= b:
             continue
         if runs and runs[-1][0] == f and b - runs[-1][2] <= gap:
-            between = any(af == f and ab < b and ae > runs[-1][2] for af, ab, ae in apart)
+            end = runs[-1][2]
+            between = b > end and any(af == f and ab < b and ae > end for af, ab, ae in apart)
             if not between:
                 runs[-1][2] = max(runs[-1][2], e)
                 continue
@@ -155,7 +156,7 @@ def split_dims(plan: Any, tensors: list[tuple[Any, ...]]) -> dict[str, int]:
     return out
 
 
-def read_share(ckpt: Any, plan: SharePlan, _file_lens: Any, share: Any) -> None:
+def read_share(ckpt: Any, plan: SharePlan, share: Any) -> None:
     """Fills ``share`` (a flat ``uint8`` buffer of ``plan.chunk`` bytes: a torch tensor, NumPy
     array, anything ``gdio.CuFile.pread`` takes) with this rank's bytes, all files in flight at
     once."""
@@ -219,7 +220,7 @@ def load(
     # every rank gathers the same padding.
     tail = min(max(share_plan.total - share_plan.lo, 0), chunk)
     share[tail:].zero_()
-    read_share(ckpt, share_plan, file_lens, share)
+    read_share(ckpt, share_plan, share)
     mark("read share")
     try:
         dist.all_gather_into_tensor(whole, share, group=group)
