@@ -154,12 +154,12 @@ pinned() { # what making the bounce buffers costs, each way (crates/gdio/example
   done
 }
 
-split() { # KvikIO compat OFF on gdio with the caller running split pieces or not, beside compat ON
+split() { # KvikIO compat OFF on gdio under engine knobs (SPLIT_KNOBS), beside compat ON
   local f=/tmp/gdio-bench-8g.bin t v
   cat "$f" >/dev/null
   [ -f /etc/cufile.json ] && export CUFILE_ENV_PATH_JSON=/etc/cufile.json
   for t in ${SPLIT_THREADS:-8 16 32}; do
-    for v in ${SPLIT_KNOBS:-GDIO_SPLIT_ON_CALLER=false GDIO_SPLIT_ON_CALLER=true}; do
+    for v in ${SPLIT_KNOBS:-GDIO_NONE=1 GDIO_SPLIT_MIN_BYTES=0}; do
       echo "KvikIO OFF on gdio t$t $v: $(env ${v//,/ } LD_PRELOAD="$LIB" python3 bench/cufile_kvikio_read.py off "$f" $t 3 2>>"$L/split-stderr.txt" \
         | python3 -c "import json,sys; r=json.loads(sys.stdin.readlines()[-1]); print(r['gbps'], r.get('verified'))")"
     done

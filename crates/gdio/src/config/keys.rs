@@ -51,7 +51,6 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("numa_affinity", KeyKind::Bool),
     ("inline_max_bytes", KeyKind::Count),
     ("split_min_bytes", KeyKind::Count),
-    ("split_on_caller", KeyKind::Bool),
     ("pinned_huge_pages", KeyKind::Bool),
     ("direct_io", KeyKind::DirectIo),
     ("io_engine", KeyKind::IoEngine),
@@ -239,7 +238,6 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "numa_affinity" => config.numa_affinity = as_bool(origin, key, value)?,
         "inline_max_bytes" => config.inline_max_bytes = as_usize(origin, key, value)?,
         "split_min_bytes" => config.split_min_bytes = as_usize(origin, key, value)?,
-        "split_on_caller" => config.split_on_caller = as_bool(origin, key, value)?,
         "pinned_huge_pages" => config.pinned_huge_pages = as_bool(origin, key, value)?,
         "direct_io" => {
             let s = value
@@ -323,7 +321,6 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "numa_affinity" => config.numa_affinity.into(),
         "inline_max_bytes" => config.inline_max_bytes.into(),
         "split_min_bytes" => config.split_min_bytes.into(),
-        "split_on_caller" => config.split_on_caller.into(),
         "pinned_huge_pages" => config.pinned_huge_pages.into(),
         "direct_io" => serde_json::to_value(config.direct_io).unwrap_or(Value::Null),
         "io_engine" => config.io_engine.as_str().into(),

@@ -179,11 +179,6 @@ pub struct Config {
     /// task each, 39.2 split; no change at 32 in flight). With every worker busy nothing is
     /// split. 0: never.
     pub split_min_bytes: usize,
-    /// The thread that asked for a split read (`split_min_bytes`) and would only wait for it
-    /// runs pieces of it too, on its own stream and bounce buffers, beside the workers. Off:
-    /// on the H200 (KvikIO compat OFF through gdio's libcufile, 4 MiB reads from 8, 16 and 32
-    /// threads) it read 37.6, 40.4 and 41.4 GB/s against 38.7, 47.1 and 50.2 without.
-    pub split_on_caller: bool,
     /// Pinned bounce and staging buffers are anonymous memory on transparent huge pages,
     /// registered with `cuMemHostRegister` (true), or come from `cuMemHostAlloc` (false).
     /// Measured on the H200 machine: 96 MiB pinned from 12 threads in 11 ms against 55, copies
@@ -253,7 +248,6 @@ impl Default for Config {
             numa_affinity: true,
             inline_max_bytes: 256 << 10,
             split_min_bytes: 2 << 20,
-            split_on_caller: false,
             pinned_huge_pages: true,
             direct_io: DirectIoPolicy::Auto,
             io_engine: IoEngine::Auto,

@@ -69,8 +69,6 @@ pub struct EngineCounters {
     pub io_uring_reads: u64,
     /// One-task reads into GPU memory split over idle workers (`split_min_bytes`).
     pub split_reads: u64,
-    /// Pieces of split reads that the calling thread ran itself (`split_on_caller`).
-    pub caller_split_tasks: u64,
 }
 
 /// The engine: a worker pool over one GPU runtime.
@@ -147,7 +145,6 @@ impl Engine {
             direct_write_bytes: c.direct_write.load(Ordering::Relaxed),
             gathered_reads: c.gathered_reads.load(Ordering::Relaxed),
             split_reads: c.split_reads.load(Ordering::Relaxed),
-            caller_split_tasks: c.caller_split_tasks.load(Ordering::Relaxed),
             io_uring_reads: self.io.uring_reads.load(Ordering::Relaxed),
         }
     }
@@ -231,11 +228,9 @@ impl Engine {
         };
         let align = transfer::direct_align(fh);
         let mut tasks = plan::split(offset, len, self.config.task_size as u64, align);
-        let mut split = false;
         if tasks.len() == 1 && op == Op::Read && matches!(buf.kind, MemoryKind::Device { .. }) {
             if let Some(size) = self.split_size(len) {
                 tasks = plan::split(offset, len, size, align);
-                split = tasks.len() > 1;
                 self.counters.split_reads.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -252,7 +247,6 @@ impl Engine {
         job.buffered_chunk = self.config.buffered_chunk_size.max(4096) as u64;
         job.direct_in_flight = self.config.direct_reads_in_flight.clamp(1, 64);
         job.page_cache_dma = self.config.page_cache_dma && op == Op::Read;
-        job.split = split;
         job
     }
 
@@ -268,16 +262,14 @@ impl Engine {
         (pieces >= 2).then(|| len.div_ceil(pieces).next_multiple_of(4096))
     }
 
-    /// Queues a job for the workers (`threads`, for writes `write_threads`), as many as it has
-    /// tasks less the `kept` that the calling thread means to run itself (at least one worker:
-    /// workers drain a job, so the tasks the caller does not get to still run).
-    fn queue(&self, job: &Arc<Job>, kept: usize) -> Result<()> {
+    /// Queues a job for the workers (`threads`, for writes `write_threads`).
+    fn queue(&self, job: &Arc<Job>) -> Result<()> {
         let cap = if job.op == Op::Write {
             self.config.write_threads.max(1)
         } else {
             self.pool.threads()
         };
-        let workers = job.tasks.len().saturating_sub(kept).clamp(1, cap);
+        let workers = job.tasks.len().min(cap);
         self.pool.submit(job, workers).map_err(|e| e.with_path(job.file().path()))
     }
 
@@ -300,7 +292,7 @@ impl Engine {
             MemoryKind::Device { ordinal } => {
                 !job.page_cache_dma
                     && len <= self.config.inline_max_bytes as u64
-                    && caller_lane::run(&self.runtime, self.pool.shape(), ordinal, &job).is_some()
+                    && caller_lane::run(&self.runtime, self.pool.shape(), ordinal, &job)
             }
             _ => {
                 if let Some(task) = job.claim() {
@@ -316,24 +308,11 @@ impl Engine {
             }
             return t;
         }
-        // A split read: the calling thread, which would only wait, runs pieces too on its own
-        // lane (`split_on_caller`), so a few large reads in flight keep more CPUs copying.
-        let caller = match buf.kind {
-            MemoryKind::Device { ordinal } if job.split && self.config.split_on_caller => {
-                Some(ordinal)
-            }
-            _ => None,
-        };
         let job = Arc::new(job);
-        if let Err(e) = self.queue(&job, usize::from(caller.is_some())) {
+        if let Err(e) = self.queue(&job) {
             // Nothing was queued: cancel so the job counts as done before it is dropped.
             job.cancel();
             return Err(e.with_range(offset, len));
-        }
-        if let Some(ordinal) = caller {
-            let ran = caller_lane::run(&self.runtime, self.pool.shape(), ordinal, &job);
-            let ran = ran.unwrap_or(0) as u64;
-            self.counters.caller_split_tasks.fetch_add(ran, Ordering::Relaxed);
         }
         let t = Self::transfer(&job);
         if op == Op::Write && t.is_ok() {
@@ -438,7 +417,7 @@ impl Engine {
         let job = Arc::new(job);
         if job.is_done() {
             job.notify_done();
-        } else if let Err(e) = self.queue(&job, 0) {
+        } else if let Err(e) = self.queue(&job) {
             job.cancel();
             return Err(e.with_range(offset, len));
         }
