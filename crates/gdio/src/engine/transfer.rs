@@ -67,44 +67,34 @@ unsafe fn read_range(
     direct: bool,
     align: u64,
 ) -> Result<(u64, u64)> {
-    let buffered = |dst: *mut u8, off: u64, len: u64| -> Result<u64> {
-        // SAFETY: the caller's range covers these bytes.
-        unsafe { posix::pread_full_raw(file.buffered_fd(), dst, len as usize, off) }
-            .map(|n| n as u64)
-            .map_err(|e| io_error(file, "buffered read failed", e, off, len))
-    };
+    let bfd = file.buffered_fd();
     let p = pieces(off, len, align);
     let direct_fd =
         file.direct_fd().filter(|_| direct && p.middle > 0 && (dst as u64 + p.head) % align == 0);
     let Some(dfd) = direct_fd else {
-        return Ok((buffered(dst, off, len)?, 0));
+        // SAFETY: the caller's range.
+        return unsafe { posix::pread_full_raw(bfd, dst, len as usize, off) }
+            .map(|n| (n as u64, 0))
+            .map_err(|e| io_error(file, "buffered read failed", e, off, len));
     };
+    // Head, then the direct middle, then the tail, each only while the one before came back
+    // whole; what the three results mean is `direct_range_result`'s (shared with the ring,
+    // which issues all three at once).
+    let whole =
+        |r: &std::result::Result<usize, i32>, want: u64| matches!(r, Ok(n) if *n as u64 == want);
+    let mut got = [Ok(0); 3];
     // SAFETY: head, middle and tail are consecutive sub-ranges of the caller's range.
     unsafe {
-        let got = buffered(dst, off, p.head)?;
-        if got < p.head {
-            return Ok((got, 0));
-        }
-        let mid_dst = dst.add(p.head as usize);
-        let mid_off = off + p.head;
-        let got_mid = match posix::pread_full_raw(dfd, mid_dst, p.middle as usize, mid_off) {
-            Ok(n) => n as u64,
-            // The filesystem refused this alignment after all: read the piece buffered.
-            Err(libc::EINVAL) => {
-                tracing::debug!(
-                    path = %file.path().display(),
-                    mid_off,
-                    "O_DIRECT read refused (EINVAL); reading buffered"
-                );
-                return Ok((p.head + buffered(mid_dst, mid_off, p.middle + p.tail)?, 0));
+        let (mid, tail) = (dst.add(p.head as usize), dst.add((p.head + p.middle) as usize));
+        got[0] = posix::pread_full_raw(bfd, dst, p.head as usize, off);
+        if whole(&got[0], p.head) {
+            got[1] = posix::pread_full_raw(dfd, mid, p.middle as usize, off + p.head);
+            if whole(&got[1], p.middle) {
+                let tail_off = off + p.head + p.middle;
+                got[2] = posix::pread_full_raw(bfd, tail, p.tail as usize, tail_off);
             }
-            Err(e) => return Err(io_error(file, "O_DIRECT read failed", e, mid_off, p.middle)),
-        };
-        if got_mid < p.middle {
-            return Ok((p.head + got_mid, got_mid));
         }
-        let got_tail = buffered(mid_dst.add(p.middle as usize), mid_off + p.middle, p.tail)?;
-        Ok((p.head + p.middle + got_tail, p.middle))
+        direct_range_result(file, (dst as usize, off, len), &got, align)
     }
 }
 
@@ -163,10 +153,11 @@ unsafe fn read_ranges_uring(
         .collect()
 }
 
-/// What [`read_range`] returns for a range whose buffered head, `O_DIRECT` middle and buffered
-/// tail were read at once (`got`: their results in that order), with the same rules: a short
-/// head or middle ends the range there, and a middle the filesystem refused (`EINVAL`) is
-/// read again buffered together with the tail.
+/// What a range read with `O_DIRECT` in the middle returns, from the results of its buffered
+/// head, `O_DIRECT` middle and buffered tail (`got`, in that order; [`read_range`] issues them
+/// one after the other, the ring all at once): a short head or middle ends the range there
+/// (the results after it are not looked at), and a middle the filesystem refused (`EINVAL`)
+/// is read again buffered together with the tail.
 ///
 /// # Safety
 /// The range's buffer `(dst, off, len)` must be valid for writes of `len` bytes.
