@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::engine::Notifier;
+use crate::engine::{Bulk, Notifier};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::FileHandle;
 use crate::memory::{BufferRef, MemoryKind};
@@ -207,6 +207,8 @@ impl Batch {
             bufs.push(buf);
         }
         let submitted = Instant::now();
+        // Every entry's job is queued at once when `bulk` drops at the end of this call.
+        let mut bulk = Bulk::default();
         for (e, buf) in entries.iter().zip(bufs) {
             // SAFETY: forwarded contract: valid until reported, destroyed or dropped, and
             // drop/destroy wait for every entry; the buffer was checked above (or its kind is
@@ -218,6 +220,7 @@ impl Batch {
                     buf,
                     e.file_offset,
                     Some(self.notifier.clone()),
+                    Some(&mut bulk),
                 )
             };
             let started = started.unwrap_or_else(|err| Started::Done(Err(err)));

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::backend::{select, Backend};
 use crate::config::Config;
-use crate::engine::{EngineIo, Notifier};
+use crate::engine::{Bulk, EngineIo, Notifier};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::FileHandle;
 use crate::gpu::GpuRuntime;
@@ -92,11 +92,12 @@ impl Router {
     ) -> Result<Started> {
         self.check_buffer(buf, file, offset)?;
         // SAFETY: forwarded contract.
-        unsafe { self.start_checked(op, file, buf, offset, notifier) }
+        unsafe { self.start_checked(op, file, buf, offset, notifier, None) }
     }
 
     /// [`Router::start`] for a buffer already checked (or whose kind a registration vouches
-    /// for): no pointer queries.
+    /// for): no pointer queries. With `bulk`, an engine job is held there and queued when
+    /// `bulk` is flushed or dropped (a batch queues all its entries at once).
     ///
     /// # Safety
     /// As [`Router::start`], and `buf.kind` is the kind of the whole range.
@@ -107,6 +108,7 @@ impl Router {
         buf: BufferRef,
         offset: u64,
         notifier: Option<Arc<Notifier>>,
+        bulk: Option<&mut Bulk>,
     ) -> Result<Started> {
         for b in &self.backends {
             b.prepare(file);
@@ -125,8 +127,12 @@ impl Router {
             .and_then(|name| self.backends.iter().find(|b| b.name() == name))
             .ok_or_else(|| select::no_backend_error(&decision, &req))?;
         if let Some(engine) = chosen.engine() {
-            // SAFETY: forwarded contract.
-            let io = unsafe { engine.submit_with(op, file, buf, offset, notifier) };
+            let io = match bulk {
+                // SAFETY: forwarded contract.
+                Some(b) => unsafe { engine.submit_bulk(op, file, buf, offset, notifier, b) },
+                // SAFETY: as above.
+                None => unsafe { engine.submit_with(op, file, buf, offset, notifier) },
+            };
             return match io {
                 Ok(io) => Ok(Started::Engine(io, chosen.name())),
                 Err(e) => {

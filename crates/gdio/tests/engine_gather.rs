@@ -247,3 +247,48 @@ fn gathering_leaves_host_reads_and_large_reads_alone() {
     assert_eq!(back, &data[5..5 + (1 << 20)]);
     assert_eq!(drv.engine().counters().gathered_reads, 0);
 }
+
+#[test]
+fn batch_entries_queued_in_groups_land_exactly_around_refused_entries() {
+    let d = tempfile::tempdir().unwrap();
+    let size = 2 << 20;
+    let data = random_bytes(96, size);
+    let files = vec![Arc::new(FileHandle::open(write_file(d.path(), "src", &data)).unwrap())];
+    // Each entry queued alone (0, 1), in groups of 7 (the last group partial), and all at once.
+    for group in [0usize, 1, 7, 4096] {
+        let drv = driver(Config { batch_queue_group: group, ..gather_config(2, 64) }, 300);
+        let (mut plans, total) = plans(97 + group as u64, 300, 1, size);
+        // Every 13th entry starts beyond the end of the file: refused when it is submitted,
+        // between entries that are held for queueing and must still run.
+        for p in plans.iter_mut().step_by(13) {
+            p.off = size as u64 + 4096;
+        }
+        let mut dev = drv.alloc_device(0, total as usize).unwrap();
+        let poison = random_bytes(98, total as usize);
+        dev.copy_from_host(0, &poison).unwrap();
+        let events = run_batch(&drv, &files, &plans, dev.addr());
+        assert_eq!(events.len(), plans.len());
+        let mut want = poison.clone();
+        for (cookie, state, at_event) in &events {
+            let p = plans[*cookie as usize];
+            match state {
+                BatchState::Complete(n) if p.off < size as u64 => {
+                    assert_eq!(*n, p.len, "group {group} {p:?}");
+                    let src = &data[p.off as usize..p.off as usize + p.len];
+                    assert!(at_event == src, "group {group} {p:?}: done before its bytes landed");
+                    want[p.at as usize..p.at as usize + p.len].copy_from_slice(src);
+                }
+                BatchState::Failed(e) if p.off >= size as u64 => {
+                    assert_eq!(e.errno(), Some(libc::EINVAL), "{e}");
+                    assert!(e.to_string().contains("beyond the end"), "{e}");
+                }
+                s => panic!("group {group} {p:?}: unexpected {s:?}"),
+            }
+        }
+        let back = sim_bytes_now(dev.addr(), total as usize);
+        assert!(back == want, "group {group}: bytes differ, or a refused entry wrote");
+        if group > 1 {
+            assert!(drv.engine().counters().gathered_reads > 0, "group {group}: nothing gathered");
+        }
+    }
+}

@@ -452,7 +452,7 @@ fn every_rule_row() {
             for (name, s) in &d.scores {
                 let text = e.to_string();
                 assert!(
-                    text.contains(name) && text.contains(&s.reason),
+                    text.contains(name) && text.contains(s.reason.as_ref()),
                     "{}: error {text} lacks {name}",
                     r.rule
                 );

@@ -244,7 +244,7 @@ impl GdsPlatform {
 
     /// The platform rule: the first reason the fastpath cannot run here, in the order driver
     /// (nvidia-fs or P2PDMA), CUDA, library, driver open.
-    pub fn rule(&self, config: &Config) -> Option<String> {
+    pub fn rule(&self, config: &Config) -> Option<super::Reason> {
         if !(self.nvidia_fs || self.p2pdma && config.use_pci_p2pdma) {
             return Some(if self.p2pdma {
                 "nvidia-fs is not loaded and PCI P2PDMA mode is off (set use_pci_p2pdma=true to use the kernel's P2PDMA)".into()
@@ -253,13 +253,13 @@ impl GdsPlatform {
             });
         }
         if let Err(why) = &self.cuda {
-            return Some(why.clone());
+            return Some(why.clone().into());
         }
         if let Err(why) = &self.library {
-            return Some(why.clone());
+            return Some(why.clone().into());
         }
         if let Err(why) = &self.driver {
-            return Some(why.clone());
+            return Some(why.clone().into());
         }
         None
     }

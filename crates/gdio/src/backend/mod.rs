@@ -30,26 +30,30 @@ pub const SCORE_FALLBACK: i32 = 1;
 /// Score of a backend that cannot serve a request.
 pub const SCORE_REJECT: i32 = -1;
 
+/// Why a backend accepts or rejects a request: a fixed sentence where nothing varies (no
+/// allocation on the path every I/O takes), else one built for the request.
+pub type Reason = std::borrow::Cow<'static, str>;
+
 /// A backend's answer to a request.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Score {
     /// 100, 1 or -1.
     pub score: i32,
     /// Why: for a reject, the first rule that ruled the backend out.
-    pub reason: String,
+    pub reason: Reason,
 }
 
 impl Score {
     /// A fastpath accepting.
-    pub fn fastpath(reason: impl Into<String>) -> Score {
+    pub fn fastpath(reason: impl Into<Reason>) -> Score {
         Score { score: SCORE_FASTPATH, reason: reason.into() }
     }
     /// A fallback accepting.
-    pub fn fallback(reason: impl Into<String>) -> Score {
+    pub fn fallback(reason: impl Into<Reason>) -> Score {
         Score { score: SCORE_FALLBACK, reason: reason.into() }
     }
     /// A reject.
-    pub fn reject(reason: impl Into<String>) -> Score {
+    pub fn reject(reason: impl Into<Reason>) -> Score {
         Score { score: SCORE_REJECT, reason: reason.into() }
     }
     /// True when the backend can serve.

@@ -13,7 +13,7 @@
 //! 5. alignment and size: file offset and size multiples of the statx DIO offset alignment, the
 //!    buffer address a multiple of the DIO memory alignment.
 
-use crate::backend::{Op, Request};
+use crate::backend::{Op, Reason, Request};
 use crate::config::Config;
 use crate::file::{FileInfo, FileType};
 use crate::memory::MemoryKind;
@@ -23,25 +23,31 @@ pub const PAGE: u64 = 4096;
 
 /// Switches that send an I/O to POSIX (compat) even when `allow_compat_mode` is false:
 /// `posix_gds_min_kb` for small I/O and `rdma_write_support=false` for writes, per filesystem.
-pub fn forced_posix(req: &Request<'_>, config: &Config) -> Option<String> {
+pub fn forced_posix(req: &Request<'_>, config: &Config) -> Option<Reason> {
     let fs_name = req.file.fs.name.as_str();
     let fs = config.fs_config(fs_name);
     if fs.posix_gds_min_kb > 0 && req.len <= fs.posix_gds_min_kb.saturating_mul(1024) {
-        return Some(format!(
+        return Some(
+            format!(
             "{} bytes is at most fs.{fs_name}.posix_gds_min_kb={} KiB: small I/O on {fs_name} goes through POSIX (even with compat disallowed)",
             req.len, fs.posix_gds_min_kb
-        ));
+            )
+            .into(),
+        );
     }
     if req.op == Op::Write && !fs.rdma_write_support {
-        return Some(format!(
+        return Some(
+            format!(
             "fs.{fs_name}.rdma_write_support=false: writes on {fs_name} go through POSIX (even with compat disallowed)"
-        ));
+            )
+            .into(),
+        );
     }
     None
 }
 
 /// The configuration rules of a fastpath: the first one that rules it out, if any.
-pub fn config_rule(req: &Request<'_>, config: &Config) -> Option<String> {
+pub fn config_rule(req: &Request<'_>, config: &Config) -> Option<Reason> {
     if config.force_compat_mode {
         return Some("force_compat_mode=true: every I/O goes through compat".into());
     }
@@ -57,43 +63,51 @@ pub fn config_rule(req: &Request<'_>, config: &Config) -> Option<String> {
         && req.file.fs.is_distributed()
         && config.rdma_dynamic_routing_order.first().map(String::as_str) == Some("SYS_MEM")
     {
-        return Some(format!(
+        return Some(
+            format!(
             "rdma_dynamic_routing with rdma_dynamic_routing_order starting at SYS_MEM: I/O on the distributed filesystem {} goes through compat",
             req.file.fs.name
-        ));
+            )
+            .into(),
+        );
     }
     if req.op == Op::Write
         && config.posix_unaligned_writes
         && (req.file_offset % PAGE != 0 || req.len % PAGE != 0)
     {
-        return Some(format!(
+        return Some(
+            format!(
             "posix_unaligned_writes=true: write at offset {} of {} bytes is not 4 KiB aligned, it goes through compat",
             req.file_offset, req.len
-        ));
+            )
+            .into(),
+        );
     }
     None
 }
 
 /// True when a regular file's filesystem is one a fastpath is known to be safe on (ext4 with
 /// `data=ordered`, xfs). The reason says why not otherwise.
-pub fn supported_fs(file: &FileInfo) -> Result<(), String> {
+pub fn supported_fs(file: &FileInfo) -> Result<(), Reason> {
     match (file.fs.name.as_str(), file.fs.ext4_data_mode()) {
         ("xfs", _) => Ok(()),
         ("ext4", Some(mode)) if mode == "ordered" => Ok(()),
         ("ext4", Some(mode)) => Err(format!(
             "ext4 mounted data={mode}: the fastpath needs data=ordered (set unsupported_file_systems=true to allow it anyway)"
-        )),
+        )
+        .into()),
         (name, _) => Err(format!(
             "{name} is not a filesystem the fastpath is known to be safe on (ext4 data=ordered, xfs); set unsupported_file_systems=true to allow it anyway"
-        )),
+        )
+        .into()),
     }
 }
 
 /// The file rules of a fastpath.
-pub fn file_rule(file: &FileInfo, config: &Config) -> Option<String> {
+pub fn file_rule(file: &FileInfo, config: &Config) -> Option<Reason> {
     if !file.direct_io.supported {
         let why = file.direct_io.reason.as_deref().unwrap_or("open(O_DIRECT) failed");
-        return Some(format!("no O_DIRECT descriptor: {why}"));
+        return Some(format!("no O_DIRECT descriptor: {why}").into());
     }
     match file.file_type {
         FileType::BlockDevice => None,
@@ -104,48 +118,55 @@ pub fn file_rule(file: &FileInfo, config: &Config) -> Option<String> {
 }
 
 /// The memory-kind rule of a fastpath: device memory only.
-pub fn memory_rule(memory: MemoryKind) -> Option<String> {
+pub fn memory_rule(memory: MemoryKind) -> Option<Reason> {
     match memory {
         MemoryKind::Device { .. } => None,
-        other => Some(format!("{other} memory: the fastpath needs device memory")),
+        MemoryKind::Host => Some("host memory: the fastpath needs device memory".into()),
+        MemoryKind::PinnedHost => Some("pinned memory: the fastpath needs device memory".into()),
+        MemoryKind::Managed => Some("managed memory: the fastpath needs device memory".into()),
     }
 }
 
 /// The alignment and size rules of a fastpath.
-pub fn alignment_rule(req: &Request<'_>) -> Option<String> {
+pub fn alignment_rule(req: &Request<'_>) -> Option<Reason> {
     let (oa, ma) = (u64::from(req.file.dio_offset_align), u64::from(req.file.dio_mem_align));
     if oa == 0 || ma == 0 {
         return Some("the file has no direct-I/O alignment (statx reported 0)".into());
     }
     if req.file_offset % oa != 0 {
-        return Some(format!(
-            "file offset {} is not a multiple of the DIO offset alignment {oa}",
-            req.file_offset
-        ));
+        return Some(
+            format!(
+                "file offset {} is not a multiple of the DIO offset alignment {oa}",
+                req.file_offset
+            )
+            .into(),
+        );
     }
     if req.len % oa != 0 {
-        return Some(format!(
-            "size {} is not a multiple of the DIO offset alignment {oa}",
-            req.len
-        ));
+        return Some(
+            format!("size {} is not a multiple of the DIO offset alignment {oa}", req.len).into(),
+        );
     }
     if req.buf_addr % ma != 0 {
-        return Some(format!(
-            "buffer address 0x{:x} is not a multiple of the DIO memory alignment {ma}",
-            req.buf_addr
-        ));
+        return Some(
+            format!(
+                "buffer address 0x{:x} is not a multiple of the DIO memory alignment {ma}",
+                req.buf_addr
+            )
+            .into(),
+        );
     }
     None
 }
 
 /// File, memory and alignment rules together, in order (the part after the platform check).
-pub fn request_rule(req: &Request<'_>, config: &Config) -> Option<String> {
+pub fn request_rule(req: &Request<'_>, config: &Config) -> Option<Reason> {
     file_rule(req.file, config).or_else(|| memory_rule(req.memory)).or_else(|| alignment_rule(req))
 }
 
 /// The configuration rule of a fallback (compat): it serves only when compat is allowed or
 /// forced, or a switch sends the I/O to POSIX anyway.
-pub fn fallback_config_rule(req: &Request<'_>, config: &Config) -> Option<String> {
+pub fn fallback_config_rule(req: &Request<'_>, config: &Config) -> Option<Reason> {
     if config.allow_compat_mode || config.force_compat_mode || forced_posix(req, config).is_some() {
         None
     } else {

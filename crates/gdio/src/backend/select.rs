@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::{Backend, Request, Score};
+use super::{Backend, Reason, Request, Score};
 use crate::config::Config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::stats::Stats;
@@ -25,14 +25,14 @@ pub struct Decision {
     /// Every backend's score and reason, in the driver's order.
     pub scores: Vec<(&'static str, Score)>,
     /// The backends that rejected, with the first rule that ruled each out.
-    pub rejected: Vec<(&'static str, String)>,
+    pub rejected: Vec<(&'static str, Reason)>,
 }
 
 impl Decision {
     /// The reason of the serving backend (why it accepts), if one serves.
     pub fn reason(&self) -> Option<&str> {
         let name = self.backend?;
-        self.scores.iter().find(|(n, _)| *n == name).map(|(_, s)| s.reason.as_str())
+        self.scores.iter().find(|(n, _)| *n == name).map(|(_, s)| s.reason.as_ref())
     }
 
     /// Every reason as `backend: reason`, joined by `; ` (for error messages).

@@ -156,10 +156,19 @@ pub struct Config {
     /// when the driver has it; off (or an older driver): one copy call per piece, still one
     /// marker per group.
     pub gather_batch_copy: bool,
+    /// A batch submission (`Driver::batch`, `cuFileBatchIOSubmit`) hands its entries to the
+    /// workers in groups of this many: one trip through the workers' queue and one round of
+    /// wake-ups per group instead of per entry, and a queue deep enough at once for each worker
+    /// to take a share (and gather small reads). 0 or 1: each entry as it is submitted.
+    pub batch_queue_group: usize,
     /// Microseconds a worker polls a copy's completion marker (checking for new work between
     /// polls) before it blocks on the marker. Blocking waits wake tens of microseconds late,
     /// which small requests and buffer reuse feel; 0 blocks at once.
     pub completion_spin_us: u64,
+    /// Microseconds between two polls of a completion marker while a worker polls: asking
+    /// back to back (0) from many workers keeps the CUDA driver's locks busy for the workers
+    /// that are queueing copies.
+    pub completion_poll_us: u64,
     /// Each copy stream runs a callback after a task's last copy that completes the task at
     /// once, instead of when its worker next looks (after the read it started meanwhile).
     /// Off by default: CUDA's one callback thread per process made 1 MiB requests 3.6 times
@@ -239,11 +248,13 @@ impl Default for Config {
             buffered_chunk_size: 4 << 20,
             bounce_buffers_per_thread: 2,
             direct_reads_in_flight: 2,
-            gather_max_pieces: 0,
+            gather_max_pieces: 64,
             gather_max_bytes: 1 << 20,
             gather_piece_size: 64 << 10,
-            gather_batch_copy: false,
+            gather_batch_copy: true,
+            batch_queue_group: 16,
             completion_spin_us: 1000,
+            completion_poll_us: 4,
             completion_callbacks: false,
             numa_affinity: true,
             inline_max_bytes: 256 << 10,

@@ -47,7 +47,8 @@ pub(crate) fn run(
             Some(i) => i,
             None => {
                 // Two buffers: reading chunk N+1 overlaps the copy of chunk N within the task.
-                let Ok(lane) = Lane::new(runtime, ordinal, shape.size, (2, 2), shape.spin, false)
+                let Ok(lane) =
+                    Lane::new(runtime, ordinal, shape.size, (2, 2), shape.polling, false)
                 else {
                     return false;
                 };

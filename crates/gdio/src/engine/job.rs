@@ -59,58 +59,71 @@ pub(crate) struct Counters {
 }
 
 /// Told when a job completes (a batch waits on one of these for all its entries). A
-/// completion wakes the waiter only once the count it waits for is reached, so a batch of many
-/// small I/Os costs one wake-up per `get_status`, not one per I/O.
-#[derive(Default, Debug)]
+/// completion is one atomic increment; it takes the lock and wakes the waiter only once the
+/// count the waiter asked for is reached, so a batch of many small I/Os costs one wake-up per
+/// `get_status`, not one per I/O, and workers finishing at once do not queue on a lock.
+#[derive(Debug)]
 pub(crate) struct Notifier {
-    state: Mutex<NotifyState>,
+    /// Jobs completed since the notifier was made.
+    completions: AtomicU64,
+    /// The count a waiter sleeps until (`u64::MAX`: nobody waits).
+    wake_at: AtomicU64,
+    lock: Mutex<()>,
     cv: Condvar,
 }
 
-#[derive(Default, Debug)]
-struct NotifyState {
-    /// Jobs completed since the notifier was made.
-    completions: u64,
-    /// A waiter sleeps until `completions` reaches this.
-    wake_at: Option<u64>,
+impl Default for Notifier {
+    fn default() -> Notifier {
+        Notifier {
+            completions: AtomicU64::new(0),
+            wake_at: AtomicU64::new(u64::MAX),
+            lock: Mutex::new(()),
+            cv: Condvar::new(),
+        }
+    }
 }
 
 impl Notifier {
     pub(crate) fn notify(&self) {
-        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        s.completions += 1;
-        if s.wake_at.is_some_and(|w| s.completions >= w) {
-            s.wake_at = None;
-            drop(s);
+        // SeqCst pairs with `wait_for`: the waiter stores `wake_at` then reads `completions`,
+        // this adds to `completions` then reads `wake_at`, so at least one sees the other.
+        let now = self.completions.fetch_add(1, Ordering::SeqCst) + 1;
+        if now >= self.wake_at.load(Ordering::SeqCst) {
+            // Taking the lock orders this wake-up after the waiter's last check: a waiter is
+            // either before that check (and sees the count) or asleep on the condvar.
+            drop(self.lock.lock().unwrap_or_else(|p| p.into_inner()));
             self.cv.notify_all();
         }
     }
 
     /// Jobs completed so far.
     pub(crate) fn completions(&self) -> u64 {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).completions
+        self.completions.load(Ordering::SeqCst)
     }
 
     /// Blocks until at least `target` jobs have completed or `deadline` passed; true when
-    /// the count was reached.
+    /// the count was reached. One waiter at a time (a batch's `get_status` takes `&mut`).
     pub(crate) fn wait_for(&self, target: u64, deadline: Option<Instant>) -> bool {
-        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        while s.completions < target {
-            s.wake_at = Some(s.wake_at.map_or(target, |w| w.min(target)));
+        let mut g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.wake_at.store(target, Ordering::SeqCst);
+        let reached = loop {
+            if self.completions.load(Ordering::SeqCst) >= target {
+                break true;
+            }
             match deadline {
-                None => s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner()),
+                None => g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner()),
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
-                        s.wake_at = None;
-                        return false;
+                        break false;
                     }
-                    s = self.cv.wait_timeout(s, d - now).unwrap_or_else(|p| p.into_inner()).0;
+                    g = self.cv.wait_timeout(g, d - now).unwrap_or_else(|p| p.into_inner()).0;
                 }
             }
-        }
-        s.wake_at = None;
-        true
+        };
+        self.wake_at.store(u64::MAX, Ordering::SeqCst);
+        drop(g);
+        reached
     }
 }
 
@@ -387,6 +400,25 @@ impl Job {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn a_notifier_loses_no_wake_up_under_many_racing_completions() {
+        // Rounds of 4 threads × 250 completions racing a waiter that asks, each round, for the
+        // round's total: a lost wake-up leaves the waiter asleep until its deadline.
+        let n = Arc::new(Notifier::default());
+        for round in 1..=200u64 {
+            let workers: Vec<_> = (0..4)
+                .map(|_| {
+                    let n = n.clone();
+                    std::thread::spawn(move || (0..250).for_each(|_| n.notify()))
+                })
+                .collect();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            assert!(n.wait_for(round * 1000, Some(deadline)), "round {round}: wake-up lost");
+            workers.into_iter().for_each(|w| w.join().unwrap());
+        }
+        assert_eq!(n.completions(), 200_000);
+    }
 
     #[test]
     fn a_notifier_wakes_its_waiter_only_when_the_count_is_reached() {

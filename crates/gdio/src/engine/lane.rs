@@ -42,6 +42,27 @@ impl Deferred {
     }
 }
 
+/// How a worker waits for a copy's completion marker: it asks the stream every `every` for up
+/// to `spin`, then blocks. Asking back to back from many workers keeps the driver's locks busy
+/// for the threads queueing copies; an interval of a few microseconds costs little latency.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Polling {
+    /// How long to poll before blocking.
+    pub spin: Duration,
+    /// The interval between two polls.
+    pub every: Duration,
+}
+
+impl Polling {
+    /// Busy-waits out the rest of one polling interval begun at `since` (microseconds: shorter
+    /// than any sleep), returning early once `stop` says so.
+    pub(crate) fn pause(&self, since: Instant, stop: impl Fn() -> bool) {
+        while since.elapsed() < self.every && !stop() {
+            std::hint::spin_loop();
+        }
+    }
+}
+
 /// A task whose bytes are on their way to the GPU.
 struct InFlight {
     /// Marker sequence number recorded after the task's last copy.
@@ -66,8 +87,8 @@ pub struct Lane {
     /// Every marker up to this sequence number is known reached (the stream is in order).
     reached: u64,
     in_flight: VecDeque<InFlight>,
-    /// How long to poll a marker before blocking on it.
-    spin: Duration,
+    /// How to poll a marker before blocking on it.
+    polling: Polling,
     /// The stream finishes deferred tasks with a callback (turned off if the runtime has none).
     callbacks: bool,
 }
@@ -83,7 +104,7 @@ impl Lane {
         ordinal: usize,
         size: usize,
         (count, max): (usize, usize),
-        spin: Duration,
+        polling: Polling,
         callbacks: bool,
     ) -> Result<Lane> {
         let count = count.max(2);
@@ -102,7 +123,7 @@ impl Lane {
             seq: 0,
             reached: 0,
             in_flight: VecDeque::new(),
-            spin,
+            polling,
             callbacks,
         })
     }
@@ -133,17 +154,19 @@ impl Lane {
         Ok(slot)
     }
 
-    /// Waits for marker `slot`: polls it for up to `spin` (a blocking wait wakes tens of
-    /// microseconds after the copy ends), then blocks.
+    /// Waits for marker `slot`: polls it for up to the polling's `spin` (a blocking wait wakes
+    /// tens of microseconds after the copy ends), then blocks.
     fn wait_marker(&mut self, slot: usize) -> Result<()> {
-        if !self.spin.is_zero() {
-            let start = Instant::now();
-            while start.elapsed() < self.spin {
-                if self.stream.query(slot)? {
-                    return Ok(());
-                }
-                std::hint::spin_loop();
+        let start = Instant::now();
+        loop {
+            let at = Instant::now();
+            if at - start >= self.polling.spin {
+                break;
             }
+            if self.stream.query(slot)? {
+                return Ok(());
+            }
+            self.polling.pause(at, || false);
         }
         self.stream.wait(slot)
     }

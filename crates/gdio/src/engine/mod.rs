@@ -102,7 +102,10 @@ impl Engine {
                 .bounce_buffers_per_thread
                 .max(2)
                 .max(config.direct_reads_in_flight.clamp(1, 64) + 1),
-            spin: std::time::Duration::from_micros(config.completion_spin_us),
+            polling: lane::Polling {
+                spin: std::time::Duration::from_micros(config.completion_spin_us),
+                every: std::time::Duration::from_micros(config.completion_poll_us),
+            },
             callbacks: config.completion_callbacks,
         };
         let counters: Arc<Counters> = Arc::default();
@@ -263,14 +266,25 @@ impl Engine {
     }
 
     /// Queues a job for the workers (`threads`, for writes `write_threads`).
-    fn queue(&self, job: &Arc<Job>) -> Result<()> {
+    /// Queues `job`, or holds it in `bulk` when one is given.
+    fn queue(&self, job: &Arc<Job>, bulk: Option<&mut Bulk>) -> Result<()> {
         let cap = if job.op == Op::Write {
             self.config.write_threads.max(1)
         } else {
             self.pool.threads()
         };
         let workers = job.tasks.len().min(cap);
-        self.pool.submit(job, workers).map_err(|e| e.with_path(job.file().path()))
+        let queued = match bulk {
+            Some(b) => {
+                let r = self.pool.hold(job, workers, &mut b.held);
+                if b.held.as_ref().is_some_and(|h| h.len() >= self.config.batch_queue_group) {
+                    b.flush();
+                }
+                r
+            }
+            None => self.pool.submit(job, workers),
+        };
+        queued.map_err(|e| e.with_path(job.file().path()))
     }
 
     fn transfer(job: &Job) -> Result<Transfer> {
@@ -309,7 +323,7 @@ impl Engine {
             return t;
         }
         let job = Arc::new(job);
-        if let Err(e) = self.queue(&job) {
+        if let Err(e) = self.queue(&job, None) {
             // Nothing was queued: cancel so the job counts as done before it is dropped.
             job.cancel();
             return Err(e.with_range(offset, len));
@@ -374,7 +388,25 @@ impl Engine {
         notifier: Option<Arc<Notifier>>,
     ) -> Result<EngineIo> {
         // SAFETY: forwarded contract; the job keeps the file alive itself.
-        unsafe { self.start(op, JobFile::Shared(file.clone()), buf, offset, notifier) }
+        unsafe { self.start(op, JobFile::Shared(file.clone()), buf, offset, notifier, None) }
+    }
+
+    /// Like [`Engine::submit_with`], holding the job in `bulk`: it is queued, with every other
+    /// job held there, when `bulk` is flushed or dropped (see [`Bulk`]).
+    ///
+    /// # Safety
+    /// As [`Engine::submit`].
+    pub(crate) unsafe fn submit_bulk(
+        &self,
+        op: Op,
+        file: &Arc<FileHandle>,
+        buf: BufferRef,
+        offset: u64,
+        notifier: Option<Arc<Notifier>>,
+        bulk: &mut Bulk,
+    ) -> Result<EngineIo> {
+        // SAFETY: forwarded contract; the job keeps the file alive itself.
+        unsafe { self.start(op, JobFile::Shared(file.clone()), buf, offset, notifier, Some(bulk)) }
     }
 
     /// Like [`Engine::submit`] on a borrowed file.
@@ -391,7 +423,7 @@ impl Engine {
         offset: u64,
     ) -> Result<EngineIo> {
         // SAFETY: forwarded contract.
-        unsafe { self.start(op, JobFile::Borrowed(file), buf, offset, None) }
+        unsafe { self.start(op, JobFile::Borrowed(file), buf, offset, None, None) }
     }
 
     /// # Safety
@@ -403,6 +435,7 @@ impl Engine {
         buf: BufferRef,
         offset: u64,
         notifier: Option<Arc<Notifier>>,
+        bulk: Option<&mut Bulk>,
     ) -> Result<EngineIo> {
         let fh = match &file {
             // SAFETY: the caller keeps the handle alive (contract).
@@ -417,7 +450,7 @@ impl Engine {
         let job = Arc::new(job);
         if job.is_done() {
             job.notify_done();
-        } else if let Err(e) = self.queue(&job) {
+        } else if let Err(e) = self.queue(&job, bulk) {
             job.cancel();
             return Err(e.with_range(offset, len));
         }
@@ -427,6 +460,26 @@ impl Engine {
     /// Checks `op` of `len` bytes at `offset` as a submission would, without starting it.
     pub(crate) fn validate(&self, op: Op, file: &FileHandle, len: u64, offset: u64) -> Result<()> {
         self.check(op, file, len, offset).map(|_| ())
+    }
+}
+
+/// Jobs that one call submitting many I/Os (a batch) holds back and queues together: one trip
+/// through the workers' queue and one round of wake-ups per group instead of one per I/O, and
+/// a queue deep enough at once for each worker to take a share of small reads and gather them
+/// into one copy. A group goes out when `batch_queue_group` jobs wait (so the first I/O of a
+/// long batch does not wait for the whole batch) and when the call ends ([`Bulk::flush`], or
+/// on drop).
+#[derive(Default)]
+pub(crate) struct Bulk {
+    held: Option<pool::Held>,
+}
+
+impl Bulk {
+    /// Queues every held job now.
+    pub(crate) fn flush(&mut self) {
+        if let Some(h) = self.held.as_mut() {
+            h.flush();
+        }
     }
 }
 

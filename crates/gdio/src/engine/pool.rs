@@ -7,11 +7,11 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::gather::{self, GatherShape};
 use super::job::{Counters, Job, TaskResult};
-use super::lane::Lane;
+use super::lane::{Lane, Polling};
 use super::mapped;
 use super::numa::{self, GpuNodes};
 use super::plan::Task;
@@ -29,8 +29,8 @@ pub(crate) struct LaneShape {
     pub count: usize,
     /// Bounce buffers a worker's ring may grow to (for cold reads in flight).
     pub max: usize,
-    /// How long a worker polls a completion marker before it blocks on it.
-    pub spin: Duration,
+    /// How a worker polls a completion marker before it blocks on it.
+    pub polling: Polling,
     /// Streams finish tasks with completion callbacks.
     pub callbacks: bool,
 }
@@ -172,7 +172,69 @@ impl Pool {
     }
 }
 
+/// Jobs held back by one submitting call, queued together when it flushes them (or drops
+/// them): one trip through the queue's lock and one round of wake-ups for all of them, and a
+/// queue deep enough at once for each worker to take a share (and gather small reads).
+pub(crate) struct Held {
+    shared: Arc<Shared>,
+    /// Each job with the number of queue entries it gets (the workers it may use).
+    jobs: Vec<(Arc<Job>, usize)>,
+}
+
+impl Held {
+    /// Jobs held now.
+    pub(crate) fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Queues every held job.
+    pub(crate) fn flush(&mut self) {
+        if self.jobs.is_empty() {
+            return;
+        }
+        let mut q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries = 0;
+        for (job, n) in self.jobs.drain(..) {
+            for _ in 0..n {
+                q.jobs.push_back(Work::Job(job.clone()));
+            }
+            entries += n;
+        }
+        self.shared.queued.store(q.jobs.len(), Ordering::Release);
+        let wake = q.wakeups_for(entries);
+        drop(q);
+        for _ in 0..wake {
+            self.shared.cv.notify_one();
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // A held job that never reached the queue would never finish: its waiter would block.
+        self.flush();
+    }
+}
+
 impl Pool {
+    /// Holds `job` (for up to `workers` workers) in `held`, to be queued when `held` is
+    /// flushed or dropped; the workers are started now, so that flushing cannot fail.
+    pub(crate) fn hold(
+        &self,
+        job: &Arc<Job>,
+        workers: usize,
+        held: &mut Option<Held>,
+    ) -> Result<()> {
+        if held.is_none() {
+            self.start()?;
+        }
+        let n = workers.clamp(1, self.threads);
+        held.get_or_insert_with(|| Held { shared: self.shared.clone(), jobs: Vec::new() })
+            .jobs
+            .push((job.clone(), n));
+        Ok(())
+    }
+
     /// Makes every worker allocate its stream and bounce ring for GPU `ordinal` now.
     pub(crate) fn warm(&self, ordinal: usize) -> Result<()> {
         self.start()?;
@@ -225,7 +287,7 @@ fn lane<'a>(
             ordinal,
             shared.shape.size,
             (shared.shape.count, shared.shape.max),
-            shared.shape.spin,
+            shared.shape.polling,
             shared.shape.callbacks,
         )?)),
     }
@@ -393,12 +455,15 @@ fn run_gathered(
 /// on the markers of lanes without completion callbacks (the others finish on their own).
 fn wait_for_copies(lanes: &mut HashMap<usize, Lane>, shared: &Shared) {
     let start = Instant::now();
-    while start.elapsed() < shared.shape.spin {
+    let polling = shared.shape.polling;
+    let new_work = || shared.queued.load(Ordering::Acquire) > 0;
+    while start.elapsed() < polling.spin {
+        let at = Instant::now();
         lanes.values_mut().filter(|l| l.has_in_flight()).for_each(Lane::poll);
-        if !lanes.values().any(Lane::has_in_flight) || shared.queued.load(Ordering::Acquire) > 0 {
+        if !lanes.values().any(Lane::has_in_flight) || new_work() {
             return;
         }
-        std::hint::spin_loop();
+        polling.pause(at, new_work);
     }
     lanes.values_mut().filter(|l| l.needs_worker()).for_each(Lane::drain);
 }
