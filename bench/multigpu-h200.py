@@ -12,7 +12,8 @@ read from tmpfs (/dev/shm/gdio-st). Rows, each one JSON line in $OUT/multigpu.js
   gdio-py        gdio.safetensors.safe_open(..., process_group=WORLD), 2 ranks, NCCL (gdio-py-t6:
                  the same with 6 engine workers per rank, GDIO_THREADS=6).
   gdio-cli       `gdio load --target gpu:0,1 --json`: one process, each byte read once, the
-                 shares exchanged GPU to GPU (gdio-cli-t24: the same with GDIO_THREADS=24).
+                 shares exchanged GPU to GPU (gdio-cli-t24: the same with GDIO_THREADS=24;
+                 gdio-cli-spread: --spread-reads, each GPU reads a share on its own link).
 Ranks: torch.multiprocessing, one process per GPU; each times from a barrier after CUDA and NCCL
 are up to the last tensor on its GPU (synchronized), and the slowest rank counts. GB/s are of
 checkpoint (each byte once, however many GPUs got it).
@@ -84,6 +85,8 @@ def limits(size=4 << 30):
 def rank_main(rank, world, kind, files, port, q):
     if kind == "gdio-py-t6":  # each rank's engine with 6 workers: 12 in all, as one process has
         os.environ["GDIO_THREADS"] = "6"
+    if kind == "gdio-py-t12":  # 12 workers per rank: 24 in all on the 32-core host
+        os.environ["GDIO_THREADS"] = "12"
     import torch
     import torch.distributed as dist
     os.environ["MASTER_ADDR"] = "127.0.0.1"
@@ -186,7 +189,7 @@ def main():
     if "limit" in rows:
         record("limit", limits())
     for _ in range(a.reps):
-        for kind in ("instanttensor", "gdio-py", "gdio-py-t6"):
+        for kind in ("instanttensor", "gdio-py", "gdio-py-t6", "gdio-py-t12"):
             if kind in rows:
                 record(kind, ranks(kind, files))
         # gdio-cli: the defaults; gdio-cli-t24: 24 workers (twice the default, one set per GPU);
@@ -207,6 +210,9 @@ def main():
             ("gdio-gpu0-b2", {"GDIO_BOUNCE_BUFFER_SIZE": "2097152", "GDIO_BUFFERED_CHUNK_SIZE": "2097152"}, [],
              "gpu:0"),
             ("gdio-gpu0-n4", {"GDIO_BOUNCE_BUFFERS_PER_THREAD": "4"}, [], "gpu:0"),
+            # Each GPU reads a share on its own link (the default until session 6; now everything
+            # is read on GPU 0's link and copied to GPU 1 over NVLink).
+            ("gdio-cli-spread", {}, ["--spread-reads"], "gpu:0,1"),
         ):
             if row not in rows:
                 continue

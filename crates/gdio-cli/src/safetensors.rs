@@ -53,6 +53,11 @@ pub struct LoadArgs {
     /// Read requests in flight (default 2, or the number of GPUs).
     #[arg(long)]
     pub requests: Option<usize>,
+    /// With several GPUs (--target gpu:0,1): each GPU reads a share over its own host link and
+    /// copies it to the others (default: everything is read into the first GPU and copied to
+    /// the others over the GPU link, faster where the CPU side limits the load).
+    #[arg(long)]
+    pub spread_reads: bool,
 }
 
 /// Arguments of `gdio save`.
@@ -221,6 +226,7 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
         request_size: a.request_size.unwrap_or(0) as usize,
         requests_in_flight: a.requests.unwrap_or(0),
         merge_gap: 0,
+        spread_reads: a.spread_reads,
     };
     let run = match run_load(&driver, &ckpt, targets, &a.tensors, &options, a.json) {
         Ok(r) => r,

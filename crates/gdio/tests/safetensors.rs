@@ -27,7 +27,7 @@ fn sim(gpus: usize) -> Arc<Driver> {
 
 /// Small requests so a load takes many of them.
 fn small_requests() -> LoadOptions {
-    LoadOptions { request_size: 3 * 4096, requests_in_flight: 3, merge_gap: 0 }
+    LoadOptions { request_size: 3 * 4096, requests_in_flight: 3, merge_gap: 0, spread_reads: true }
 }
 
 /// Every tensor of `want` is in `loaded` on `target` with the same dtype, shape and bytes.
@@ -224,6 +224,32 @@ fn two_gpus_get_everything_and_storage_is_read_once() {
     // SAFETY: the host runtime refuses before touching memory.
     let e = unsafe { gdio::gpu::GpuRuntime::copy_peer(&host, 1, 0x1000, 0, 0x2000, 8) };
     assert_eq!(e.unwrap_err().kind(), ErrorKind::Unsupported);
+}
+
+#[test]
+fn two_gpus_read_on_the_first_by_default_or_spread_their_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let tensors = random_tensors(6, 40, 90_000);
+    let p = dir.path().join("m.safetensors");
+    write_with_crate(&p, &tensors, None);
+    let ckpt = Checkpoint::open_all(&[p]).unwrap();
+    let targets = Target::parse_list("gpu:0,1").unwrap();
+    for spread in [true, false] {
+        let rt = Arc::new(gdio::gpu::sim::SimRuntime::new(2, std::time::Duration::ZERO));
+        let config = common::tiny_config(DirectIoPolicy::Auto, 3);
+        let driver = Arc::new(Driver::with_runtime(config, rt.clone()).unwrap());
+        let opts = LoadOptions { spread_reads: spread, ..small_requests() };
+        let loaded = load(&driver, &ckpt, &Plan::all(&ckpt, &targets), &opts).unwrap();
+        assert_loaded(&loaded, &tensors, Target::Gpu(0));
+        assert_loaded(&loaded, &tensors, Target::Gpu(1));
+        let (to1, to0) = (rt.peer_bytes(0, 1), rt.peer_bytes(1, 0));
+        assert_eq!(to1 + to0, loaded.bytes_read(), "every byte read crosses to the other GPU");
+        if spread {
+            assert!(to0 > 0 && to1 > 0, "both GPUs read a share: {to0} / {to1}");
+        } else {
+            assert_eq!(to0, 0, "GPU 1 read nothing: it only receives");
+        }
+    }
 }
 
 #[test]

@@ -28,6 +28,8 @@ pub struct SimRuntime {
     copy_delay: std::time::Duration,
     /// Callers' streams by handle, with their GPU ordinal.
     streams: Arc<Mutex<BTreeMap<u64, UserStream>>>,
+    /// Bytes copied GPU to GPU, by (from, to).
+    peer_bytes: Arc<Mutex<BTreeMap<(usize, usize), u64>>>,
 }
 
 impl std::fmt::Debug for SimRuntime {
@@ -43,7 +45,19 @@ static NEXT_SIM_STREAM: std::sync::atomic::AtomicU64 = std::sync::atomic::Atomic
 impl SimRuntime {
     /// `devices` simulated GPUs whose copies start `copy_delay` after they are dequeued.
     pub fn new(devices: usize, copy_delay: std::time::Duration) -> Self {
-        SimRuntime { devices, allocs: Arc::default(), copy_delay, streams: Arc::default() }
+        SimRuntime {
+            devices,
+            allocs: Arc::default(),
+            copy_delay,
+            streams: Arc::default(),
+            peer_bytes: Arc::default(),
+        }
+    }
+
+    /// Bytes copied so far from simulated GPU `from` to GPU `to` ([`GpuRuntime::copy_peer`]).
+    pub fn peer_bytes(&self, from: usize, to: usize) -> u64 {
+        let m = self.peer_bytes.lock().unwrap_or_else(|p| p.into_inner());
+        m.get(&(from, to)).copied().unwrap_or(0)
     }
 
     /// A stream of the caller's on GPU `ordinal` (as an application's `CUstream`); returns its
@@ -208,6 +222,8 @@ impl GpuRuntime for SimRuntime {
         // SAFETY: the caller promised both ranges are device memory of this runtime (simulated
         // in host memory), valid for `len` bytes and not written by anyone else meanwhile.
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
+        let mut m = self.peer_bytes.lock().unwrap_or_else(|p| p.into_inner());
+        *m.entry((src_ordinal, dst_ordinal)).or_default() += len as u64;
         Ok(())
     }
     unsafe fn stream_ordinal(&self, stream: u64) -> Result<usize> {

@@ -45,6 +45,14 @@ pub struct LoadOptions {
     /// Planned ranges of one file closer than this are read as one span, bytes between
     /// included; 0 = `task_size` of the configuration.
     pub merge_gap: u64,
+    /// With several GPUs for one tensor (a replicated load): spread the reads over every
+    /// GPU's own host link (each GPU reads a share and copies it to the others). Off (the
+    /// default): every request is read into the first GPU and copied to the others over the
+    /// GPU-to-GPU link, so each engine worker keeps one bounce ring. Where the CPU's copies out
+    /// of the page cache limit the load (the H200 pair: 39.9 against 38.0 GB/s on average,
+    /// BENCHMARKS.md session 6) the two are alike; spreading is for machines where one host
+    /// link is the limit.
+    pub spread_reads: bool,
 }
 
 /// A loaded tensor (or slice of one): where its bytes are. The memory belongs to the
@@ -212,7 +220,7 @@ pub fn load_stream(
         0 => cfg.task_size as u64,
         n => n,
     };
-    let layout = Layout::build(ckpt, plan, merge_gap, request_size)?;
+    let layout = Layout::build(ckpt, plan, merge_gap, request_size, options.spread_reads)?;
     let mut allocations = Vec::new();
     for g in &layout.groups {
         for &t in &g.members {
@@ -397,7 +405,13 @@ struct Layout {
 }
 
 impl Layout {
-    fn build(ckpt: &Checkpoint, plan: &Plan, merge_gap: u64, request_size: u64) -> Result<Layout> {
+    fn build(
+        ckpt: &Checkpoint,
+        plan: &Plan,
+        merge_gap: u64,
+        request_size: u64,
+        spread_reads: bool,
+    ) -> Result<Layout> {
         use std::collections::BTreeMap;
         let files = ckpt.files();
         // file → target → its items' (file range, plan index)
@@ -481,7 +495,9 @@ impl Layout {
                             alloc_offset: a + (off - s),
                             reader,
                         });
-                        reader = (reader + 1) % members.len();
+                        if spread_reads {
+                            reader = (reader + 1) % members.len();
+                        }
                         off += len;
                     }
                 }
