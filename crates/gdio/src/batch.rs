@@ -116,11 +116,17 @@ impl Batch {
             return Err(invalid("a batch needs a capacity of at least 1 entry".into()));
         }
         Ok(Batch {
-            router,
             capacity,
             slots: VecDeque::new(),
-            notifier: Arc::default(),
+            notifier: Arc::new(Notifier::with_spin(
+                if crate::engine::may_poll_while_idle(&router.config) {
+                    Duration::from_micros(router.config.completion_spin_us)
+                } else {
+                    Duration::ZERO
+                },
+            )),
             destroyed: false,
+            router,
         })
     }
 

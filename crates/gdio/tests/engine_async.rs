@@ -568,3 +568,53 @@ fn batch_trusts_a_kind_the_caller_vouches_for() {
         assert_eq!(back[bo..bo + 4096], data[off..off + 4096]);
     }
 }
+
+#[test]
+fn idle_workers_and_batch_waiters_that_poll_before_sleeping_miss_nothing() {
+    // One worker (so it may poll: a core of its own here), bursts of small batch reads into
+    // host memory and a simulated GPU with random pauses between them, shorter and longer than
+    // the polling window: work that arrives while a worker polls, while it sleeps, and while a
+    // waiter polls or sleeps, all land byte for byte.
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(41, 1 << 20);
+    let f = Arc::new(FileHandle::open(write_file(d.path(), "p", &data)).unwrap());
+    let config = Config { completion_spin_us: 300, ..tiny_config(DirectIoPolicy::Off, 1) };
+    let mut r = rng(42);
+    for drv in [
+        Driver::with_runtime(config.clone(), Arc::new(gdio::gpu::host::HostRuntime::new("t")))
+            .unwrap(),
+        slow_sim_driver(config.clone(), Duration::from_micros(30)),
+    ] {
+        let dev = drv.alloc_device(0, 64 * 4096).ok();
+        let mut host = vec![0u8; 64 * 4096];
+        let base = dev.as_ref().map_or(host.as_mut_ptr() as u64, |b| b.addr());
+        let mut batch = drv.batch(64).unwrap();
+        for _ in 0..40 {
+            let n = r.random_range(1..=64usize);
+            let offs: Vec<u64> = (0..n).map(|_| r.random_range(0..(1u64 << 20) - 4096)).collect();
+            let entries: Vec<_> = offs
+                .iter()
+                .enumerate()
+                .map(|(i, &o)| batch_entry(&f, Op::Read, o, base, i as u64 * 4096, 4096))
+                .collect();
+            // SAFETY: the destination outlives the batch, whose entries are all reported below
+            // before it is read or reused.
+            unsafe { batch.submit(&entries) }.unwrap();
+            let mut got = 0;
+            while got < n {
+                let st = batch.get_status(n - got, n, Some(Duration::from_secs(30))).unwrap();
+                assert!(!st.timed_out, "a completion was missed");
+                got += st.events.len();
+            }
+            let bytes = match &dev {
+                Some(b) => b.to_vec().unwrap(),
+                None => host.clone(),
+            };
+            for (i, &o) in offs.iter().enumerate() {
+                let at = i * 4096;
+                assert!(bytes[at..at + 4096] == data[o as usize..o as usize + 4096], "read {i}");
+            }
+            std::thread::sleep(Duration::from_micros(r.random_range(0..800)));
+        }
+    }
+}

@@ -107,6 +107,7 @@ impl Engine {
                 every: std::time::Duration::from_micros(config.completion_poll_us),
             },
             callbacks: config.completion_callbacks,
+            poll_for_work: may_poll_while_idle(&config),
         };
         let counters: Arc<Counters> = Arc::default();
         let io = Arc::new(ring::IoChoice::new(config.io_engine));
@@ -481,6 +482,14 @@ impl Bulk {
             h.flush();
         }
     }
+}
+
+/// True when every worker and one caller can each poll on a core of its own: only then do idle
+/// workers poll for new work, and batch waiters for completions, before they sleep (spinning
+/// threads that outnumber the cores take the cores from the threads doing the I/O).
+pub(crate) fn may_poll_while_idle(config: &Config) -> bool {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    config.completion_spin_us > 0 && config.threads.max(1) < cores
 }
 
 /// One I/O started with [`Engine::submit`]. Dropping it blocks until the I/O has finished, so

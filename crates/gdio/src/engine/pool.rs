@@ -33,6 +33,9 @@ pub(crate) struct LaneShape {
     pub polling: Polling,
     /// Streams finish tasks with completion callbacks.
     pub callbacks: bool,
+    /// An idle worker polls the queue for the polling's `spin` before it sleeps
+    /// ([`super::may_poll_while_idle`]).
+    pub poll_for_work: bool,
 }
 
 /// A warm-up request: each worker that takes one makes its lane for `ordinal`, then waits at
@@ -301,6 +304,8 @@ fn worker_main(shared: Arc<Shared>) {
     let mut polled = false;
     // Host jobs taken off the queue with the one being run (see `take_host_run`).
     let mut host_run: Vec<Arc<Job>> = Vec::new();
+    // Polled the queue for new work since it last found some (it sleeps only after that).
+    let mut waited = false;
     loop {
         let (work, group) = {
             let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
@@ -320,6 +325,17 @@ fn worker_main(shared: Arc<Shared>) {
                 if q.shutdown {
                     return;
                 }
+                if !waited && shared.shape.poll_for_work {
+                    // Poll for new work before sleeping: a sleeping worker wakes tens of
+                    // microseconds after it is woken, which every burst of small requests (a
+                    // batch after a batch) would pay. Awake, it is not counted idle, so
+                    // submitters skip the wake-up call too.
+                    drop(q);
+                    waited = true;
+                    wait_for_work(&shared);
+                    q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+                    continue;
+                }
                 q.idle += 1;
                 q = shared.cv.wait(q).unwrap_or_else(|p| p.into_inner());
                 q.idle -= 1;
@@ -336,6 +352,7 @@ fn worker_main(shared: Arc<Shared>) {
             }
             Some(Work::Job(j)) => {
                 polled = false;
+                waited = false;
                 j
             }
             Some(Work::Warm(w)) => {
@@ -466,6 +483,18 @@ fn wait_for_copies(lanes: &mut HashMap<usize, Lane>, shared: &Shared) {
         polling.pause(at, new_work);
     }
     lanes.values_mut().filter(|l| l.needs_worker()).for_each(Lane::drain);
+}
+
+/// Polls the queue for up to the polling's `spin`, returning as soon as work is queued.
+fn wait_for_work(shared: &Shared) {
+    let start = Instant::now();
+    let polling = shared.shape.polling;
+    while start.elapsed() < polling.spin {
+        if shared.queued.load(Ordering::Acquire) > 0 {
+            return;
+        }
+        polling.pause(Instant::now(), || shared.queued.load(Ordering::Acquire) > 0);
+    }
 }
 
 /// Runs one task; a task whose copies are still in flight is finished later by its lane.
