@@ -252,7 +252,7 @@ impl Default for Config {
             gather_max_bytes: 1 << 20,
             gather_piece_size: 64 << 10,
             gather_batch_copy: true,
-            batch_queue_group: 16,
+            batch_queue_group: 64,
             completion_spin_us: 1000,
             completion_poll_us: 4,
             completion_callbacks: false,
