@@ -213,7 +213,8 @@ impl Batch {
             bufs.push(buf);
         }
         let submitted = Instant::now();
-        // Every entry's job is queued at once when `bulk` drops at the end of this call.
+        // The entries' jobs go to the workers `batch_queue_group` at a time, the rest when
+        // `bulk` drops at the end of this call.
         let mut bulk = Bulk::default();
         for (e, buf) in entries.iter().zip(bufs) {
             // SAFETY: forwarded contract: valid until reported, destroyed or dropped, and

@@ -266,8 +266,8 @@ impl Engine {
         (pieces >= 2).then(|| len.div_ceil(pieces).next_multiple_of(4096))
     }
 
-    /// Queues a job for the workers (`threads`, for writes `write_threads`).
-    /// Queues `job`, or holds it in `bulk` when one is given.
+    /// Queues a job for the workers (`threads`, for writes `write_threads`), or holds it in
+    /// `bulk` when one is given.
     fn queue(&self, job: &Arc<Job>, bulk: Option<&mut Bulk>) -> Result<()> {
         let cap = if job.op == Op::Write {
             self.config.write_threads.max(1)
