@@ -8,10 +8,12 @@
 //              one scatter kernel that puts each piece at its destination, one event
 //   staged     the scatter's single copy alone (what the kernel adds)
 // Each thread keeps two groups in flight (waits for the event of the group before last).
-// The scatter result is checked against the pinned source once per (T, G). On the H200 host
-// (2026-11-30) that check failed once, at 12 threads and groups of 64, not explained yet: the
-// probe stops there, and no scatter rate from that row is reported (gdio has no scatter kernel;
-// it sends gathered groups with the driver's batched copy).
+// The scatter result is checked against the pinned source once per (T, G). The pieces of a
+// group go to distinct slots: the kernel's blocks run in no order, so two pieces of one group on
+// the same slot would leave either. (The first version drew slots at random; its check failed at
+// 12 threads and groups of 64 on the H200 host on 2026-11-30, most likely for that reason (the
+// check expected the last piece written to win), and the probe
+// stopped there: BENCHMARKS.md reports no scatter rate for that row.)
 // build: nvcc -O2 -o small-copy-probe bench/small-copy-probe.cu
 // usage: small-copy-probe [SECONDS] [PIECE_BYTES]
 #include <cuda_runtime.h>
@@ -66,8 +68,9 @@ static double run(Mode m, int threads, int group, size_t piece, double secs, boo
         int b = k & 1;
         if (pending[b]) CK(cudaEventSynchronize(ev[b][m == PER_PIECE ? group - 1 : 0]));
         Desc* d = (Desc*)(host[b] + desc_off);
+        size_t first = (size_t)(rand_r(&seed) % 4096);
         for (int i = 0; i < group; i++) {
-          size_t slot = (size_t)(rand_r(&seed) % 4096);
+          size_t slot = (first + (size_t)i * 61) % 4096;  // distinct for i < 4096
           d[i] = Desc{(unsigned long long)(dst + slot * piece), (unsigned)(i * piece), (unsigned)piece};
           dsts[i] = dst + slot * piece; srcs[i] = host[b] + i * piece; sizes[i] = piece;
         }
@@ -104,9 +107,7 @@ static double run(Mode m, int threads, int group, size_t piece, double secs, boo
           std::vector<unsigned char> back(piece);
           for (int i = 0; i < group; i++) {
             CK(cudaMemcpy(back.data(), (void*)d[i].dst, piece, cudaMemcpyDeviceToHost));
-            // A later piece of the group may have landed on the same slot: compare with the last.
-            int last = i; for (int j = i + 1; j < group; j++) if (d[j].dst == d[i].dst) last = j;
-            if (memcmp(back.data(), host[b] + last * piece, piece) != 0) { fprintf(stderr, "scatter: piece %d wrong\n", i); exit(2); }
+            if (memcmp(back.data(), host[b] + i * piece, piece) != 0) { fprintf(stderr, "scatter: piece %d wrong\n", i); exit(2); }
           }
           check = false;
         }
