@@ -10,10 +10,10 @@
 // Each thread keeps two groups in flight (waits for the event of the group before last).
 // The scatter result is checked against the pinned source once per (T, G). The pieces of a
 // group go to distinct slots: the kernel's blocks run in no order, so two pieces of one group on
-// the same slot would leave either. (The first version drew slots at random; its check failed at
-// 12 threads and groups of 64 on the H200 host on 2026-11-30, most likely for that reason (the
-// check expected the last piece written to win), and the probe
-// stopped there: BENCHMARKS.md reports no scatter rate for that row.)
+// the same slot would leave either. The first version drew slots at random and its check
+// expected the last piece written to win; it failed at 12 threads and groups of 64 on the H200
+// host on 2026-11-30, most likely for that reason, and the probe stopped there (BENCHMARKS.md
+// reports no scatter rate for that row).
 // build: nvcc -O2 -o small-copy-probe bench/small-copy-probe.cu
 // usage: small-copy-probe [SECONDS] [PIECE_BYTES]
 #include <cuda_runtime.h>
