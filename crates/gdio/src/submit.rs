@@ -127,12 +127,8 @@ impl Router {
             .and_then(|name| self.backends.iter().find(|b| b.name() == name))
             .ok_or_else(|| select::no_backend_error(&decision, &req))?;
         if let Some(engine) = chosen.engine() {
-            let io = match bulk {
-                // SAFETY: forwarded contract.
-                Some(b) => unsafe { engine.submit_bulk(op, file, buf, offset, notifier, b) },
-                // SAFETY: as above.
-                None => unsafe { engine.submit_with(op, file, buf, offset, notifier) },
-            };
+            // SAFETY: forwarded contract.
+            let io = unsafe { engine.submit_with(op, file, buf, offset, notifier, bulk) };
             return match io {
                 Ok(io) => Ok(Started::Engine(io, chosen.name())),
                 Err(e) => {

@@ -116,7 +116,9 @@ impl Notifier {
     pub(crate) fn wait_for(&self, target: u64, deadline: Option<Instant>) -> bool {
         if !self.spin.is_zero() {
             let start = Instant::now();
-            let until = deadline.map_or(start + self.spin, |d| d.min(start + self.spin));
+            // (`checked_add`: a spin too long to add is no spin, never a panic.)
+            let end = start.checked_add(self.spin).unwrap_or(start);
+            let until = deadline.map_or(end, |d| d.min(end));
             while Instant::now() < until {
                 if self.completions.load(Ordering::Acquire) >= target {
                     return true;

@@ -373,10 +373,12 @@ impl Engine {
         offset: u64,
     ) -> Result<EngineIo> {
         // SAFETY: forwarded contract.
-        unsafe { self.submit_with(op, file, buf, offset, None) }
+        unsafe { self.submit_with(op, file, buf, offset, None, None) }
     }
 
-    /// Like [`Engine::submit`], notifying `notifier` when the job completes.
+    /// Like [`Engine::submit`], notifying `notifier` when the job completes. With `bulk`, the
+    /// job is held there and queued, with every other job held there, when `bulk` is flushed
+    /// or dropped (see [`Bulk`]).
     ///
     /// # Safety
     /// As [`Engine::submit`].
@@ -387,27 +389,10 @@ impl Engine {
         buf: BufferRef,
         offset: u64,
         notifier: Option<Arc<Notifier>>,
+        bulk: Option<&mut Bulk>,
     ) -> Result<EngineIo> {
         // SAFETY: forwarded contract; the job keeps the file alive itself.
-        unsafe { self.start(op, JobFile::Shared(file.clone()), buf, offset, notifier, None) }
-    }
-
-    /// Like [`Engine::submit_with`], holding the job in `bulk`: it is queued, with every other
-    /// job held there, when `bulk` is flushed or dropped (see [`Bulk`]).
-    ///
-    /// # Safety
-    /// As [`Engine::submit`].
-    pub(crate) unsafe fn submit_bulk(
-        &self,
-        op: Op,
-        file: &Arc<FileHandle>,
-        buf: BufferRef,
-        offset: u64,
-        notifier: Option<Arc<Notifier>>,
-        bulk: &mut Bulk,
-    ) -> Result<EngineIo> {
-        // SAFETY: forwarded contract; the job keeps the file alive itself.
-        unsafe { self.start(op, JobFile::Shared(file.clone()), buf, offset, notifier, Some(bulk)) }
+        unsafe { self.start(op, JobFile::Shared(file.clone()), buf, offset, notifier, bulk) }
     }
 
     /// Like [`Engine::submit`] on a borrowed file.
