@@ -42,8 +42,8 @@ class safe_open:
     shards, a directory or a ``*.safetensors.index.json``.
 
     ``framework``: ``"pt"`` (torch), ``"np"``/``"numpy"``, ``"jax"``/``"flax"``, ``"paddle"``,
-    or ``"tf"``/``"tensorflow"`` and ``"mlx"`` (host memory, through NumPy, as the package). ``device``: ``"cpu"``, ``"cuda:N"`` or ``N``. Tensors are views of gdio's
-    allocations (zero-copy through DLPack) that stay valid while any of them lives.
+    or ``"tf"``/``"tensorflow"`` and ``"mlx"`` (host memory, through NumPy, as the package).
+    ``device``: ``"cpu"``, ``"cuda:N"`` or ``N``. Tensors are views of gdio's allocations (zero-copy through DLPack) that stay valid while any of them lives.
     ``process_group``: a ``torch.distributed`` group; every rank reads a share of the bytes
     and the shares are exchanged, so the group reads the checkpoint once (see
     :mod:`gdio.safetensors._dist`). With a group, the first ``get_tensor``, ``get_tensors``

@@ -8,15 +8,15 @@ from typing import Any, Dict, Optional, Union
 
 import numpy as np
 
+from . import _frameworks
 from . import numpy as _np
+from ._open import safe_open
 
 __all__ = ["load", "load_file", "save", "save_file"]
 
 
 def _to_mx(arrays: Dict[str, Any]) -> Dict[str, Any]:
-    import mlx.core as mx
-
-    return {k: mx.array(v) for k, v in arrays.items()}
+    return {k: _frameworks.from_numpy(v, "mlx") for k, v in arrays.items()}
 
 
 def save(tensors: Dict[str, Any], metadata: Optional[Dict[str, str]] = None) -> bytes:
@@ -40,4 +40,5 @@ def load(data: bytes) -> Dict[str, Any]:
 
 def load_file(filename: Union[str, os.PathLike], **_backend: Any) -> Dict[str, Any]:
     """Every tensor of ``filename`` (a file, shard list, directory or index) as MLX arrays."""
-    return _to_mx(_np.load_file(filename))
+    with safe_open(filename, framework="mlx") as f:
+        return f.get_tensors()

@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Optional, Union
 
+from . import _frameworks
 from . import numpy as _np
+from ._open import safe_open
 
 __all__ = ["load", "load_file", "save", "save_file"]
 
@@ -16,9 +18,7 @@ def _to_numpy(tensors: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _to_tf(arrays: Dict[str, Any]) -> Dict[str, Any]:
-    import tensorflow as tf
-
-    return {k: tf.convert_to_tensor(v) for k, v in arrays.items()}
+    return {k: _frameworks.from_numpy(v, "tf") for k, v in arrays.items()}
 
 
 def save(tensors: Dict[str, Any], metadata: Optional[Dict[str, str]] = None) -> bytes:
@@ -43,4 +43,5 @@ def load(data: bytes) -> Dict[str, Any]:
 def load_file(filename: Union[str, os.PathLike], **_backend: Any) -> Dict[str, Any]:
     """Every tensor of ``filename`` (a file, shard list, directory or index) as TensorFlow
     tensors."""
-    return _to_tf(_np.load_file(filename))
+    with safe_open(filename, framework="tf") as f:
+        return f.get_tensors()
