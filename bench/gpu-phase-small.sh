@@ -2,7 +2,8 @@
 # Small requests into GPU memory under the engine's queueing, gathering and polling knobs
 # (issue 7: 4 KiB batch reads toward 1,000,000 I/Os per second): the engine microbenchmark per
 # knob set (every row checks every byte), then the default `gdio bench` under the polling knob.
-# SMALL_ROWS picks the parts: queue (batch_queue_group), poll (completion_poll_us), shapes
+# SMALL_ROWS picks the parts: full (256 kept in flight against rounds of 256), queue
+# (batch_queue_group), poll (completion_poll_us), shapes
 # (the other small shapes, defaults against gathering off), bench.
 # usage (through bench/gpu-session.sh small): bench/gpu-phase-small.sh OUTDIR
 set -uo pipefail
@@ -14,6 +15,16 @@ row() { # label env... -- mem kib inflight mode
   while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
   echo "$label | $(env "${envs[@]}" $mb "$1" "$2" "$3" 2 "$4" 2>&1 | tail -1)"
 }
+if [[ $parts == *full* ]]; then # 256 kept in flight (batch-full) against rounds of 256 (batch)
+  for rep in 1 2; do
+    row "host 4K x256 batch rounds" -- host 4 256 batch
+    row "host 4K x256 batch kept full" -- host 4 256 batch-full
+    row "gpu 4K x256 batch rounds" -- gpu 4 256 batch
+    for r in 16 64 128; do
+      row "gpu 4K x256 batch kept full, refill $r" MICRO_REFILL=$r -- gpu 4 256 batch-full
+    done
+  done
+fi
 if [[ $parts == *queue* ]]; then
   for g in 1 4 16 64 256; do
     row "host 4K x256 batch, queue $g" GDIO_BATCH_QUEUE_GROUP=$g -- host 4 256 batch

@@ -213,6 +213,7 @@ def main():
             # Each GPU reads a share on its own link (the default until session 6; now everything
             # is read on GPU 0's link and copied to GPU 1 over NVLink).
             ("gdio-cli-spread", {}, ["--spread-reads"], "gpu:0,1"),
+            ("gdio-cli-spread-t24", {"GDIO_THREADS": "24"}, ["--spread-reads"], "gpu:0,1"),
         ):
             if row not in rows:
                 continue

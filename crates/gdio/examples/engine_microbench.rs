@@ -1,7 +1,7 @@
 //! Microbenchmark of the engine's per-request cost: many small requests in flight on host
 //! memory or a simulated GPU, from a file in the page cache.
 //!
-//! `cargo run --release -p gdio --example engine_microbench -- [host|sim|gpu] SIZE_KIB IN_FLIGHT SECONDS [sync|async|batch]`
+//! `cargo run --release -p gdio --example engine_microbench -- [host|sim|gpu] SIZE_KIB IN_FLIGHT SECONDS [sync|async|batch|batch-full|cold]`
 //!
 //! `host`: host memory on a runtime without GPU; `sim`: a simulated GPU; `gpu`: GPU 0 through
 //! CUDA (the GPU machine). The file (64 MiB, in `GDIO_BENCH_DIR`, default `/dev/shm`) is read
@@ -11,10 +11,15 @@
 //! `Driver::read`; `async` keeps them in flight from one thread with `Driver::submit_read`;
 //! `batch` submits IN_FLIGHT reads at once through `Driver::batch` (cuFile batch semantics),
 //! waits for all their events, checks every byte of every read (outside the timed part), and
-//! repeats; `cold` reads a 256 MiB file (put `GDIO_BENCH_DIR` on a disk with `O_DIRECT`, not
+//! repeats; `batch-full` keeps IN_FLIGHT reads in flight through one `Driver::batch`, as a
+//! queue depth: each `get_status` returns at least a quarter of them (`MICRO_REFILL` reads, if
+//! set) and as many new reads go
+//! out at once, every read into its own slot of a 256 MiB destination; when the slots run out
+//! the reads in flight are drained and every byte is checked (outside the timed part) before
+//! the slots are used again; `cold` reads a 256 MiB file (put `GDIO_BENCH_DIR` on a disk with `O_DIRECT`, not
 //! tmpfs) from start to end in SIZE_KIB requests, IN_FLIGHT of them in flight from one thread,
 //! after dropping it from the page cache (`posix_fadvise(DONTNEED)`) before every pass.
-//! Prints requests per second (for `batch`: I/Os per second of the timed part; for `cold`:
+//! Prints requests per second (for `batch` and `batch-full`: I/Os per second of the timed part; for `cold`:
 //! GB/s of the passes) and GB/s. The engine's knobs come from the environment (`GDIO_THREADS`,
 //! `GDIO_GATHER_MAX_PIECES`, ...).
 
@@ -57,7 +62,7 @@ fn main() -> gdio::Result<()> {
     let deadline = t0 + Duration::from_secs_f64(secs);
     let run = bench_mode(&mode, &mem, &driver, &file, &done, size, inflight, slots, deadline);
     run?;
-    if mode == "batch" || mode == "cold" {
+    if mode == "batch" || mode == "batch-full" || mode == "cold" {
         return Ok(());
     }
     let el = t0.elapsed().as_secs_f64();
@@ -85,6 +90,9 @@ fn bench_mode(
 ) -> gdio::Result<()> {
     if mode == "cold" {
         return bench_cold(mem, driver, file, size, inflight, deadline);
+    }
+    if mode == "batch-full" {
+        return bench_batch_full(mem, driver, file, size, inflight, slots, deadline);
     }
     if mode == "batch" {
         return bench_batch(mem, driver, file, done, size, inflight, slots, deadline);
@@ -325,6 +333,98 @@ fn bench_batch(
         size / 1024,
         n / io_time.as_secs_f64(),
         n * size as f64 / io_time.as_secs_f64() / 1e9
+    );
+    Ok(())
+}
+
+/// `batch-full`: IN_FLIGHT reads kept in flight through one batch; each read lands in a slot of
+/// its own until the destination is full, then everything is drained and checked.
+fn bench_batch_full(
+    mem: &str,
+    driver: &Arc<Driver>,
+    file: &Arc<FileHandle>,
+    size: usize,
+    inflight: usize,
+    slots: u64,
+    deadline: Instant,
+) -> gdio::Result<()> {
+    let region = (256usize << 20).max(size * inflight * 2) / size * size;
+    let nslots = region / size;
+    let mut host = vec![0u8; region];
+    let mut dev = if mem != "host" { Some(driver.alloc_device(0, region)?) } else { None };
+    let base = dev.as_ref().map_or(host.as_mut_ptr() as u64, |d| d.addr());
+    let mut batch = driver.batch(inflight)?;
+    let mut offs = vec![u64::MAX; nslots];
+    let (mut i, mut done, mut io_time, mut rounds) = (1u64, 0u64, Duration::ZERO, 0u64);
+    let refill = std::env::var("MICRO_REFILL")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(inflight / 4)
+        .clamp(1, inflight);
+    while done == 0 || Instant::now() < deadline {
+        let t = Instant::now();
+        let (mut next, mut in_flight) = (0usize, 0usize);
+        while next < nslots || in_flight > 0 {
+            let room = (inflight - in_flight).min(nslots - next);
+            if room > 0 {
+                let entries: Vec<gdio::BatchEntry> = (next..next + room)
+                    .map(|k| {
+                        i = (i * 6_364_136_223_846_793_005 + 1_442_695_040_888_963_407) >> 1;
+                        offs[k] = (i % slots) * size as u64;
+                        gdio::BatchEntry {
+                            op: gdio::Op::Read,
+                            file: file.clone(),
+                            file_offset: offs[k],
+                            buf_base: base,
+                            buf_offset: (k * size) as u64,
+                            len: size,
+                            cookie: k as u64,
+                            memory: None,
+                        }
+                    })
+                    .collect();
+                // SAFETY: the destination (host vector or device buffer) outlives the batch;
+                // each entry has a slot of its own, not read until every entry is reported.
+                unsafe { batch.submit(&entries)? };
+                next += room;
+                in_flight += room;
+            }
+            let want = if next < nslots { refill.min(in_flight) } else { in_flight };
+            let st = batch.get_status(want, inflight, None)?;
+            for e in &st.events {
+                match &e.state {
+                    gdio::BatchState::Complete(n) if *n == size => {}
+                    s => panic!("read into slot {} of the batch: {s:?}", e.cookie),
+                }
+            }
+            in_flight -= st.events.len();
+            done += st.events.len() as u64;
+        }
+        io_time += t.elapsed();
+        rounds += 1;
+        if let Some(d) = &dev {
+            d.copy_to_host(0, &mut host)?;
+        }
+        for (k, &off) in offs.iter().enumerate() {
+            let chunk = &host[k * size..(k + 1) * size];
+            let bad = chunk.iter().enumerate().position(|(j, &b)| b != pattern(off as usize + j));
+            if let Some(j) = bad {
+                panic!("read into slot {k} (file offset {off}): wrong byte at {j}");
+            }
+        }
+        host.fill(0);
+        if let Some(d) = dev.as_mut() {
+            d.copy_from_host(0, &host)?;
+        }
+    }
+    drop(batch);
+    println!(
+        "{mem} batch-full {} KiB x {inflight}: {:.0} IOPS in I/O time ({:.2} GB/s, {} reads in \
+         {rounds} passes over {nslots} slots), every byte verified",
+        size / 1024,
+        done as f64 / io_time.as_secs_f64(),
+        done as f64 * size as f64 / io_time.as_secs_f64() / 1e9,
+        done
     );
     Ok(())
 }

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# What the host gives two GPUs reading through host memory at once (issues 10 and 11): the
+# default `gdio bench` read onto GPU 0 alone, then two `gdio bench` processes at once, one per
+# GPU, each reading the whole 8 GiB tmpfs file (1 GiB requests, two in flight, five passes),
+# with TWO_THREADS workers each (default "8 12 16"). The sum of the two is what two engines,
+# one per GPU, reach together; beside it the one-GPU figure of the same run.
+# usage (through bench/gpu-session.sh twogpu): bench/gpu-phase-twogpu.sh OUTDIR
+set -uo pipefail
+out=${1:-/tmp/twogpu}; mkdir -p "$out"
+f=/dev/shm/gdio-bench-8g.bin
+cat "$f" >/dev/null
+gbps() { python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['results'][0]; print(f\"{r['gbps']:.2f}\")" "$1"; }
+one() { # threads target json
+  "$GDIO" bench --json --file "$f" --mode read --iterations 5 --io-size 1G --queue-depth 2 \
+    --threads "$1" --target "$2" >"$3" 2>>"$out/stderr.txt"
+}
+for t in ${TWO_THREADS:-8 12 16}; do
+  one "$t" gpu:0 "$out/one-$t.json"
+  echo "threads $t: GPU 0 alone $(gbps "$out/one-$t.json") GB/s"
+  one "$t" gpu:0 "$out/a-$t.json" & p0=$!
+  one "$t" gpu:1 "$out/b-$t.json" & p1=$!
+  wait $p0 $p1
+  a=$(gbps "$out/a-$t.json"); b=$(gbps "$out/b-$t.json")
+  echo "threads $t each: GPU 0 $a + GPU 1 $b = $(python3 -c "print(f'{$a+$b:.2f}')") GB/s at once"
+done
