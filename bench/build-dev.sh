@@ -9,9 +9,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked -p gdio-cli -p gdio-cufile
-cargo build --release --locked -p gdio --example engine_microbench --example pinned_alloc_microbench
+cargo build --release --locked -p gdio --example engine_microbench --example pinned_alloc_microbench \
+  --example multi_gpu_probe
 mkdir -p .dev/bin .dev/lib .dev/tests
 install -s target/release/gdio target/release/examples/engine_microbench \
+  target/release/examples/multi_gpu_probe \
   target/release/examples/pinned_alloc_microbench .dev/bin/
 install -s target/release/libcufile.so .dev/lib/libcufile.so.0
 # Test binaries: the JSON messages of `cargo test --no-run` name each executable.

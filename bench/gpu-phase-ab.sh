@@ -3,7 +3,8 @@
 # after it ($GDIO, .dev/bin/engine_microbench), alternating in one run: the request-shape rows
 # from 1 MiB up on tmpfs and the default `gdio bench` (part `bench`), and the engine
 # microbenchmark's small shapes into GPU memory (part `micro`). AB_PARTS picks the parts
-# (default both), AB_SHAPES="SIZE:DEPTH ..." the bench rows, AB_REPS the alternations.
+# (default both), AB_SHAPES="SIZE:DEPTH ..." the bench rows, AB_MICRO="KIB DEPTH MODE,..." the
+# microbenchmark rows, AB_REPS the alternations.
 # usage (through bench/gpu-session.sh ab): bench/gpu-phase-ab.sh OUTDIR
 set -uo pipefail
 out=${1:-/tmp/ab}; mkdir -p "$out"
@@ -12,9 +13,12 @@ cat "$f" >/dev/null
 one() { "$1" bench --json --file "$f" --mode read --iterations 3 --io-size "$2" --queue-depth "$3" \
   | python3 -c "import json,sys; r=json.load(sys.stdin)['results'][0]; print(f\"{r['gbps']:.2f} GB/s ({r.get('ratio_to_limit') or 0:.2f} x limit, verified {r['verified']})\")"; }
 parts=${AB_PARTS:-bench,micro}
+micro_shapes=("4 256 batch" "4 256 batch-full" "4 64 batch" "4 256 async" "64 64 async" "4 1 sync"
+  "4096 16 async")
+[ -z "${AB_MICRO:-}" ] || IFS=, read -ra micro_shapes <<<"$AB_MICRO"
 if [[ $parts == *micro* ]]; then
   for rep in $(seq "${AB_REPS:-2}"); do
-    for shape in "4 256 batch" "4 64 batch" "4 256 async" "64 64 async" "4 1 sync" "4096 16 async"; do
+    for shape in "${micro_shapes[@]}"; do
       set -- $shape
       for b in .dev/before/engine_microbench .dev/bin/engine_microbench; do
         echo "rep $rep micro gpu $* $([[ $b == *before* ]] && echo before || echo after): $("$b" gpu "$1" "$2" 2 "$3" 2>&1 | tail -1)"

@@ -3,7 +3,11 @@
 # default `gdio bench` read onto GPU 0 alone, then two `gdio bench` processes at once, one per
 # GPU, each reading the whole 8 GiB tmpfs file (1 GiB requests, two in flight, five passes),
 # with TWO_THREADS workers each (default "8 12 16"). The sum of the two is what two engines,
-# one per GPU, reach together; beside it the one-GPU figure of the same run.
+# one per GPU, reach together; beside it the one-GPU figure of the same run (part procs).
+# Part probe: the same in ONE process (`multi_gpu_probe`: each GPU reads its half, 1 GiB
+# requests, two in flight per GPU), one engine shared by both GPUs (12 and 24 workers) against
+# an engine per GPU (12 workers each), the build before the change against the one after.
+# TWO_PARTS picks the parts (default procs,probe).
 # usage (through bench/gpu-session.sh twogpu): bench/gpu-phase-twogpu.sh OUTDIR
 set -uo pipefail
 out=${1:-/tmp/twogpu}; mkdir -p "$out"
@@ -14,6 +18,19 @@ one() { # threads target json
   "$GDIO" bench --json --file "$f" --mode read --iterations 5 --io-size 1G --queue-depth 2 \
     --threads "$1" --target "$2" >"$3" 2>>"$out/stderr.txt"
 }
+parts=${TWO_PARTS:-procs,probe}
+if [[ $parts == *probe* ]]; then
+  for rep in 1 2; do
+    for b in .dev/before/multi_gpu_probe .dev/bin/multi_gpu_probe; do
+      [ -x "$b" ] || continue
+      for m in "shared 12" "shared 24" "per-gpu 12"; do
+        set -- $m
+        echo "rep $rep $([[ $b == *before* ]] && echo before || echo after): $("$b" "$f" "$1" "$2" 1024 2 4 2>&1 | tail -1)"
+      done
+    done
+  done
+fi
+[[ $parts == *procs* ]] || exit 0
 for t in ${TWO_THREADS:-8 12 16}; do
   one "$t" gpu:0 "$out/one-$t.json"
   echo "threads $t: GPU 0 alone $(gbps "$out/one-$t.json") GB/s"
