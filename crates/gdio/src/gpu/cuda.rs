@@ -13,7 +13,6 @@ use cudarc::driver::sys;
 use cudarc::driver::CudaContext;
 
 use super::cuda_gate::GatePool;
-use super::cuda_marker::MarkerFlags;
 use super::{DeviceInfo, GpuRuntime, GpuStream, StreamGate};
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::MemoryKind;
@@ -331,17 +330,7 @@ impl GpuRuntime for CudaRuntime {
             },
             "cuStreamCreate",
         )?;
-        let flags = MarkerFlags::new(slots.max(1) + 1)
-            .map_err(|e| tracing::debug!(error = %e, "marker flags unavailable; events only"))
-            .ok();
-        let mut s = CudaStream {
-            ctx,
-            stream,
-            events: Vec::new(),
-            recorded: Vec::new(),
-            flags,
-            unseen: vec![0; slots.max(1) + 1],
-        };
+        let mut s = CudaStream { ctx, stream, events: Vec::new(), recorded: Vec::new() };
         for _ in 0..=slots.max(1) {
             let mut ev: sys::CUevent = std::ptr::null_mut();
             let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32
@@ -527,22 +516,13 @@ fn batch_copy_fn() -> Option<BatchCopy> {
     })
 }
 
-/// A CUDA stream with one event per marker slot (plus one for `synchronize`), and a host flag
-/// per slot that polls read without calling the driver (`None` where the stream cannot write
-/// one: the events alone then).
+/// A CUDA stream with one event per marker slot (plus one for `synchronize`).
 struct CudaStream {
     ctx: Arc<CudaContext>,
     stream: sys::CUstream,
     events: Vec<sys::CUevent>,
     recorded: Vec<bool>,
-    flags: Option<MarkerFlags>,
-    /// Polls of each slot's flag since it was recorded that found it not reached.
-    unseen: Vec<u32>,
 }
-
-/// A poll that found a flag not reached asks the event every this many times, so that a
-/// stream that failed (and never writes the flag) is noticed.
-const EVENT_QUERY_EVERY: u32 = 64;
 
 // SAFETY: CUDA streams and events may be used from any thread once the owning context is made
 // current, which every method does first.
@@ -635,14 +615,6 @@ impl GpuStream for CudaStream {
         // SAFETY: the event and stream belong to the current context.
         check(unsafe { sys::cuEventRecord(self.events[slot], self.stream) }, "cuEventRecord")?;
         self.recorded[slot] = true;
-        self.unseen[slot] = 0;
-        if let Some(f) = self.flags.as_mut() {
-            // SAFETY: our live stream; its context is current (bound above).
-            if let Err(e) = unsafe { f.enqueue(self.stream, slot) } {
-                tracing::debug!(error = %e, "marker flags refused; polling events instead");
-                self.flags = None;
-            }
-        }
         Ok(())
     }
     fn wait(&mut self, slot: usize) -> Result<()> {
@@ -656,15 +628,6 @@ impl GpuStream for CudaStream {
     fn query(&mut self, slot: usize) -> Result<bool> {
         if !self.recorded[slot] {
             return Ok(true);
-        }
-        if let Some(f) = &self.flags {
-            if f.reached(slot) {
-                return Ok(true);
-            }
-            self.unseen[slot] = self.unseen[slot].wrapping_add(1);
-            if self.unseen[slot] % EVENT_QUERY_EVERY != 0 {
-                return Ok(false);
-            }
         }
         self.bind()?;
         // SAFETY: the event was recorded on this stream.

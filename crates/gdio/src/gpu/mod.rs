@@ -9,7 +9,6 @@ pub mod buffer;
 pub mod cuda;
 pub(crate) mod cuda_error;
 mod cuda_gate;
-mod cuda_marker;
 pub mod host;
 mod huge_pages;
 mod nvml;
