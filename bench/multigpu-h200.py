@@ -10,7 +10,8 @@ read from tmpfs (/dev/shm/gdio-st). Rows, each one JSON line in $OUT/multigpu.js
                  (both at once), then the halves cross NVLink: C / (C/agg + (C/2)/peer).
   instanttensor  InstantTensor 0.2.2, 2 ranks, NCCL group (safe_open(..., process_group=WORLD)).
   gdio-py        gdio.safetensors.safe_open(..., process_group=WORLD), 2 ranks, NCCL (gdio-py-t6:
-                 the same with 6 engine workers per rank, GDIO_THREADS=6).
+                 the same with 6 engine workers per rank, GDIO_THREADS=6; gdio-py-1run: the
+                 share gathered in one piece after all of it is read, as before session 7).
   gdio-cli       `gdio load --target gpu:0,1 --json`: one process, each byte read once, the
                  shares exchanged GPU to GPU (gdio-cli-t24: the same with GDIO_THREADS=24;
                  gdio-cli-spread: --spread-reads, each GPU reads a share on its own link).
@@ -112,6 +113,9 @@ def rank_main(rank, world, kind, files, port, q):
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
         logging.getLogger("gdio.safetensors").setLevel(logging.DEBUG)
         from gdio.safetensors import safe_open
+        if kind == "gdio-py-1run":  # the whole share gathered at once, after all of it is read
+            import gdio.safetensors._dist as d
+            d._PIECE = 1 << 62
         with safe_open(files, framework="pt", device=f"cuda:{dev}",
                        process_group=dist.GroupMember.WORLD) as f:
             for name in f.keys():
@@ -189,7 +193,7 @@ def main():
     if "limit" in rows:
         record("limit", limits())
     for _ in range(a.reps):
-        for kind in ("instanttensor", "gdio-py", "gdio-py-t6", "gdio-py-t12"):
+        for kind in ("instanttensor", "gdio-py", "gdio-py-1run", "gdio-py-t6", "gdio-py-t12"):
             if kind in rows:
                 record(kind, ranks(kind, files))
         # gdio-cli: the defaults; gdio-cli-t24: 24 workers (twice the default, one set per GPU);

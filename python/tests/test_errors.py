@@ -103,3 +103,16 @@ def test_device_call_on_host_buffer(data_file):
     with gdio.CuFile(path) as f:
         with pytest.raises(gdio.GdioError, match="device memory"):
             f.raw_read_async(bytearray(10), 0)
+
+
+def test_preparing_a_gpu_that_does_not_exist_says_so():
+    """``_native.prepare_gpu`` (the group loader's warm-up step): a GPU past the last one is a
+    GdioError naming it; one that exists is prepared (the GPU machine)."""
+    from gdio import _native
+
+    _name, count, _why, _workers = _native.runtime_info()
+    with pytest.raises(gdio.GdioError) as ei:
+        _native.prepare_gpu(count)
+    assert f"GPU {count} does not exist" in str(ei.value)
+    if count:
+        assert _native.prepare_gpu(0) is None

@@ -227,13 +227,14 @@ def test_torch_gpu_load(tmp_path):
     _assert_torch_same(torch, streamed, t)
 
 
-@pytest.mark.parametrize("world", [1, 2, 3, 5])
-def test_rank_shares_cover_every_byte_once(tmp_path, world):
+@pytest.mark.parametrize("world,parts", [(1, None), (2, None), (3, None), (5, None), (2, 3), (3, 7)])
+def test_rank_shares_cover_every_byte_once(tmp_path, world, parts):
     """The byte math and the reads of process_group= without torch: each simulated rank reads
-    its share with gdio (``read_share``: CuFile.pread futures into a NumPy share); the shares
-    laid end to end hold every tensor at its offset."""
+    its share with gdio (``read_share``: CuFile.pread futures into a NumPy share, run by run);
+    the pieces placed where the gathers put them hold every tensor at its offset, and the
+    padding past the end is the zeros each rank wrote."""
     from gdio import _native
-    from gdio.safetensors._dist import plan_share, read_share, share_reads
+    from gdio.safetensors._dist import plan_share, read_share, share_reads, unread_tail
 
     gen = np.random.default_rng(world)
     files = []
@@ -247,19 +248,31 @@ def test_rank_shares_cover_every_byte_once(tmp_path, world):
     whole = None
     read_bytes = 0
     for rank in range(world):
-        plan = plan_share(file_lens, rank, world)
+        plan = plan_share(file_lens, rank, world, parts)
+        if parts is not None:
+            assert plan.parts == parts
         if whole is None:
-            whole = np.zeros(world * plan.chunk, dtype=np.uint8)
+            whole = np.full(world * plan.chunk, 0x5A, dtype=np.uint8)
             assert world * plan.chunk >= plan.total
         share = np.full(plan.chunk, 0xA5, dtype=np.uint8)
-        read_share(ckpt, plan, share)
+        for a, z in unread_tail(plan):
+            share[a:z] = 0
+        runs = []
+        read_share(ckpt, plan, share, runs.append)
+        assert runs == list(range(plan.parts))
         reads = share_reads(plan)
         read_bytes += sum(n for _, _, n, _ in reads)
         for _, _, n, dst in reads:
             assert dst + n <= plan.chunk
-        whole[rank * plan.chunk : (rank + 1) * plan.chunk] = share
-    # Every data byte read exactly once by the group.
+            # A read never crosses from one piece into the next.
+            assert dst // plan.piece == (dst + n - 1) // plan.piece
+        for local, glob, n in plan.placements():
+            lo, hi = plan.run(local // plan.piece)
+            assert lo <= glob and glob + n <= hi
+            whole[glob : glob + n] = share[local : local + n]
+    # Every data byte read exactly once by the group; every byte of the whole buffer placed.
     assert read_bytes == sum(file_lens)
+    assert not np.any(whole[plan.total :])
     everything = {k: v for _, t in files for k, v in t.items()}
     for name, f, b, e, dtype, shape in tensors:
         base = plan.bases[f]
@@ -288,12 +301,13 @@ def test_planned_tensors_never_enter_the_shared_bytes(tmp_path, world):
     segs = replicated_segments(tensors, apart)
     whole, read_ranges = None, []
     for rank in range(world):
-        plan = plan_share(segs, rank, world)
+        plan = plan_share(segs, rank, world, parts=2)
         whole = np.zeros(world * plan.chunk, dtype=np.uint8) if whole is None else whole
         share = np.full(plan.chunk, 0xA5, dtype=np.uint8)
         read_share(ckpt, plan, share)
         read_ranges += [(f, off, off + n) for f, off, n, _ in share_reads(plan)]
-        whole[rank * plan.chunk : (rank + 1) * plan.chunk] = share
+        for local, glob, n in plan.placements():
+            whole[glob : glob + n] = share[local : local + n]
     everything = {k: v for t in files for k, v in t.items()}
     for name, f, b, e, _dtype, _shape in tensors:
         hit = [r for r in read_ranges if r[0] == f and r[1] < e and b < r[2]]

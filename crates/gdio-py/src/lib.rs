@@ -168,6 +168,14 @@ fn runtime_info(py: Python<'_>) -> PyResult<(String, usize, Option<String>, usiz
     ))
 }
 
+/// Starts the engine's workers for GPU `ordinal` and gives each its stream and pinned bounce
+/// buffers now (`Driver::prepare_gpu`), so the first read does not pay for them.
+#[pyfunction]
+fn prepare_gpu(py: Python<'_>, ordinal: usize) -> PyResult<()> {
+    let rt = file::runtime(py)?;
+    py.detach(|| rt.driver.prepare_gpu(ordinal)).map_err(to_py)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file::CuFile>()?;
@@ -182,5 +190,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(page_cache_info, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(runtime_info, m)?)?;
+    m.add_function(wrap_pyfunction!(prepare_gpu, m)?)?;
     Ok(())
 }

@@ -4,11 +4,14 @@ gloo on the host), and every rank ends with every tensor, so N ranks read the ch
 
 Layout: the byte segments the group shares (the files' whole data sections, or with a plan
 the runs of replicated tensors only) are laid end to end (each starting on a 64-byte boundary)
-in one ``uint8`` buffer of ``world * chunk`` bytes; rank ``r`` reads bytes
-``[r*chunk, (r+1)*chunk)`` straight from the files into its share with a few large
-``CuFile.pread`` futures (one per segment the share touches; the engine spreads each over its
-workers), and the gathered buffer then holds every shared tensor at its own offset: tensors are
-views of it (copied only when a tensor's offset is not a multiple of its element size).
+in one ``uint8`` buffer of ``world * chunk`` bytes, cut into runs of ``world`` pieces (about
+512 MiB per rank each); rank ``r`` reads piece ``r`` of every run straight from the files into
+its share with large ``CuFile.pread`` futures (one per segment a piece touches, all in flight
+at once; the engine spreads each over its workers), and each run is gathered
+(``all_gather_into_tensor``, asynchronously) as soon as its piece is in, while the later runs
+are still being read. The gathered buffer then holds every shared tensor at its own offset:
+tensors are views of it (copied only when a tensor's offset is not a multiple of its element
+size).
 
 Tensor parallelism: a ``plan`` names the tensors each rank keeps only a part of, and along which
 dimension (``{name: dim}``, or a function of ``(name, shape)`` giving the dimension or
@@ -27,7 +30,7 @@ from __future__ import annotations
 import bisect
 import logging
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 _ALIGN = 64
 _log = logging.getLogger("gdio.safetensors")
@@ -36,19 +39,43 @@ _log = logging.getLogger("gdio.safetensors")
 class SharePlan:
     """The byte split of the shared segments between ranks: ``segs`` the segments ``(file,
     offset in its data section, length)``, ``bases`` their offsets in the whole buffer (end to
-    end, each on a 64-byte boundary), ``total`` its length, ``chunk`` the bytes per rank, ``lo``
-    where this rank's share starts."""
+    end, each on a 64-byte boundary), ``total`` their length, ``world`` and ``rank`` the group
+    and this rank, ``parts`` and ``piece``: the whole buffer is ``parts`` runs of ``world``
+    pieces of ``piece`` bytes, rank ``r``'s piece of run ``j`` at ``(j*world + r) * piece``;
+    ``chunk`` (``parts * piece``) the bytes of one rank's share, its pieces end to end. Each run
+    can be gathered (one contiguous ``all_gather_into_tensor``) as soon as its pieces are read,
+    while the next run is being read."""
 
     def __init__(
-        self, segs: list[tuple[int, int, int]], bases: list[int], total: int, chunk: int, lo: int
+        self,
+        segs: list[tuple[int, int, int]],
+        bases: list[int],
+        total: int,
+        world: int,
+        rank: int,
+        parts: int,
+        piece: int,
     ) -> None:
-        self.segs, self.bases, self.total, self.chunk, self.lo = segs, bases, total, chunk, lo
+        self.segs, self.bases, self.total = segs, bases, total
+        self.world, self.rank, self.parts, self.piece = world, rank, parts, piece
+        self.chunk = parts * piece
         # Per file, its segments' starts in order (for a bisection) and their indices.
         self._by_file: dict[int, tuple[list[int], list[int]]] = {}
         for i, (f, off, _n) in sorted(enumerate(segs), key=lambda x: (x[1][0], x[1][1])):
             starts, idx = self._by_file.setdefault(f, ([], []))
             starts.append(off)
             idx.append(i)
+
+    def placements(self) -> list[tuple[int, int, int]]:
+        """This rank's pieces: ``(offset in the share, offset in the whole buffer, bytes)``,
+        run by run."""
+        p, w, r = self.piece, self.world, self.rank
+        return [(j * p, (j * w + r) * p, p) for j in range(self.parts)]
+
+    def run(self, j: int) -> tuple[int, int]:
+        """Bytes ``[start, end)`` of the whole buffer that run ``j`` fills (every rank's piece
+        ``j``)."""
+        return j * self.world * self.piece, (j + 1) * self.world * self.piece
 
     def offset_of(self, file: int, begin: int) -> int:
         """Where byte ``begin`` of file ``file``'s data section lies in the whole buffer (it must
@@ -71,30 +98,53 @@ def _segments(segs: Any) -> list[tuple[int, int, int]]:
     return out
 
 
-def plan_share(segs: Any, rank: int, world: int) -> SharePlan:
+# Bytes per rank per run when the caller does not say: runs this large keep each gather
+# efficient, and several of them let the first gathers travel while later runs are read.
+_PIECE = 512 << 20
+_MAX_PARTS = 16
+
+
+def plan_share(segs: Any, rank: int, world: int, parts: Optional[int] = None) -> SharePlan:
     """Rank ``rank`` of ``world``'s share of the segments ``segs``: ``(file, offset, length)``
     runs of the files' data sections, or plain lengths for whole data sections
-    (``Checkpoint.layout()[1]``)."""
+    (``Checkpoint.layout()[1]``). ``parts``: runs the whole buffer is cut into (default: pieces
+    of about 512 MiB per rank, at most 16 runs)."""
     segs = _segments(segs)
     bases, at = [], 0
     for _, _, n in segs:
         bases.append(at)
         at = (at + n + _ALIGN - 1) // _ALIGN * _ALIGN
     total = at
-    chunk = max(_ALIGN, ((total + world - 1) // world + _ALIGN - 1) // _ALIGN * _ALIGN)
-    return SharePlan(segs, bases, total, chunk, rank * chunk)
+    per_rank = max(_ALIGN, ((total + world - 1) // world + _ALIGN - 1) // _ALIGN * _ALIGN)
+    if parts is None:
+        parts = min(_MAX_PARTS, (per_rank + _PIECE - 1) // _PIECE)
+    parts = max(1, min(int(parts), per_rank // _ALIGN))
+    piece = ((per_rank + parts - 1) // parts + _ALIGN - 1) // _ALIGN * _ALIGN
+    return SharePlan(segs, bases, total, world, rank, parts, piece)
 
 
 def share_reads(plan: SharePlan) -> list[tuple[int, int, int, int]]:
     """What the rank of ``plan`` reads: ``(file, offset in its data section, bytes, offset in
-    the share)``, one per segment its share touches (the padding between segments is not
-    read)."""
-    hi = min(plan.lo + plan.chunk, plan.total)
+    the share)``, one per segment each of its pieces touches, run by run (the padding between
+    segments and past the end is not read)."""
     out = []
-    for (f, off, n), base in zip(plan.segs, plan.bases):
-        a, z = max(base, plan.lo), min(base + n, hi)
-        if a < z:
-            out.append((f, off + a - base, z - a, a - plan.lo))
+    for local, glo, n in plan.placements():
+        ghi = min(glo + n, plan.total)
+        for (f, off, sn), base in zip(plan.segs, plan.bases):
+            a, z = max(base, glo), min(base + sn, ghi)
+            if a < z:
+                out.append((f, off + a - base, z - a, local + a - glo))
+    return out
+
+
+def unread_tail(plan: SharePlan) -> list[tuple[int, int]]:
+    """Ranges ``[start, end)`` of the share past the end of the shared bytes: nobody reads
+    them, so each rank zeroes its own and every rank gathers the same padding."""
+    out = []
+    for local, glo, n in plan.placements():
+        filled = min(max(plan.total - glo, 0), n)
+        if filled < n:
+            out.append((local + filled, local + n))
     return out
 
 
@@ -156,27 +206,33 @@ def split_dims(plan: Any, tensors: list[tuple[Any, ...]]) -> dict[str, int]:
     return out
 
 
-def read_share(ckpt: Any, plan: SharePlan, share: Any) -> None:
+def read_share(
+    ckpt: Any, plan: SharePlan, share: Any, on_run: Optional[Callable[[int], None]] = None
+) -> None:
     """Fills ``share`` (a flat ``uint8`` buffer of ``plan.chunk`` bytes: a torch tensor, NumPy
-    array, anything ``gdio.CuFile.pread`` takes) with this rank's bytes, all files in flight at
-    once."""
+    array, anything ``gdio.CuFile.pread`` takes) with this rank's bytes, all of them in flight
+    at once; ``on_run(j)`` is called as soon as run ``j``'s piece is in (runs in order)."""
     from .. import CuFile
 
     files = ckpt.data_files()
     handles: dict[int, Any] = {}
-    futures = []
+    futures: list[list[tuple[str, int, Any]]] = [[] for _ in range(plan.parts)]
     try:
         for f, off, n, dst in share_reads(plan):
             path, data_start = files[f]
             if f not in handles:
                 handles[f] = CuFile(path, "r")
-            futures.append((path, n, handles[f].pread(share[dst : dst + n], n, data_start + off)))
-        for path, n, fu in futures:
-            got = fu.get()
-            if got != n:
-                raise OSError(
-                    f"{path}: read {got} of {n} bytes of this rank's share (file shrank?)"
-                )
+            fu = handles[f].pread(share[dst : dst + n], n, data_start + off)
+            futures[dst // plan.piece].append((path, n, fu))
+        for j, run in enumerate(futures):
+            for path, n, fu in run:
+                got = fu.get()
+                if got != n:
+                    raise OSError(
+                        f"{path}: read {got} of {n} bytes of this rank's share (file shrank?)"
+                    )
+            if on_run is not None:
+                on_run(j)
     finally:
         for h in handles.values():
             h.close()
@@ -206,6 +262,13 @@ def load(
                 torch.cuda.synchronize(gpu)
             marks.append((what, time.perf_counter()))
 
+    if gpu is not None:
+        from .. import _native
+
+        # The engine's workers, streams and pinned buffers for this GPU (the first read would
+        # make them anyway): a step of its own in the log.
+        _native.prepare_gpu(gpu)
+        mark("warm")
     tensors, file_lens = ckpt.layout()
     apart = split_dims(plan, tensors)
     segs = replicated_segments(tensors, set(apart)) if apart else file_lens
@@ -216,17 +279,26 @@ def load(
     share = torch.empty(chunk, dtype=torch.uint8, device=device)
     whole = torch.empty(world * chunk, dtype=torch.uint8, device=device)
     mark("allocate")
-    # Bytes of the share past the end of the checkpoint are never read: zero them so that
-    # every rank gathers the same padding.
-    tail = min(max(share_plan.total - share_plan.lo, 0), chunk)
-    share[tail:].zero_()
-    read_share(ckpt, share_plan, share)
+    for a, z in unread_tail(share_plan):
+        share[a:z].zero_()
+    gathers = []
+    piece = share_plan.piece
+
+    def gather(j: int) -> None:
+        # Run j travels while the next runs are still being read.
+        mine = share[j * piece : (j + 1) * piece]
+        lo, hi = share_plan.run(j)
+        try:
+            w = dist.all_gather_into_tensor(whole[lo:hi], mine, group=group, async_op=True)
+        except (RuntimeError, NotImplementedError, AttributeError):
+            # Backends without the flat collective (older gloo): the list form, into views.
+            w = dist.all_gather(list(whole[lo:hi].split(piece)), mine, group=group, async_op=True)
+        gathers.append(w)
+
+    read_share(ckpt, share_plan, share, gather)
     mark("read share")
-    try:
-        dist.all_gather_into_tensor(whole, share, group=group)
-    except (RuntimeError, NotImplementedError, AttributeError):
-        # Backends without the flat collective (older gloo): the list form, into views.
-        dist.all_gather(list(whole.split(chunk)), share, group=group)
+    for w in gathers:
+        w.wait()
     mark("all_gather")
     del share
 
