@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 
 use crate::buffer::Keepalive;
-use crate::dispatch::Dispatch;
 
 /// The outcome of a finished future.
 pub type Outcome = Result<usize, gdio::Error>;
@@ -83,22 +82,6 @@ impl Completion {
     /// Reports the part at buffer offset `at`. When it is the last, the future completes: the
     /// buffer is let go and the callbacks run (on this thread, with the GIL taken).
     pub fn part_done(&self, at: usize, result: Outcome) {
-        if let Some(after) = self.record(at, result) {
-            after.run();
-        }
-    }
-
-    /// Reports the part at `at` like `part_done`, from a thread that must not wait for the
-    /// GIL (an engine worker): callbacks, if any, go to `dispatch` to run there.
-    pub fn part_done_elsewhere(&self, at: usize, result: Outcome, dispatch: &Dispatch) {
-        if let Some(after) = self.record(at, result) {
-            dispatch.submit(Box::new(move || after.run()));
-        }
-    }
-
-    /// Counts the part in; when it was the last, wakes the waiters and returns the callbacks
-    /// to run (with the buffer to let go first), if there are any.
-    fn record(&self, at: usize, result: Outcome) -> Option<AfterDone> {
         let (callbacks, keep, wake) = {
             let mut s = self.lock();
             match result {
@@ -111,7 +94,7 @@ impl Completion {
             }
             s.parts_left = s.parts_left.saturating_sub(1);
             if s.parts_left > 0 {
-                return None;
+                return;
             }
             self.finish_locked(&mut s);
             let callbacks = std::mem::take(&mut s.callbacks);
@@ -127,7 +110,14 @@ impl Completion {
         if wake {
             self.done.notify_all();
         }
-        (!callbacks.is_empty()).then_some(AfterDone { callbacks, keep })
+        if !callbacks.is_empty() {
+            Python::attach(|py| {
+                if let Some(keep) = keep {
+                    keep.release(py);
+                }
+                run_callbacks(py, callbacks)
+            });
+        }
     }
 
     /// Lets go of the buffer once done (called with the GIL held, so the release is
@@ -192,23 +182,6 @@ impl Completion {
         }
         s.callbacks.push((callback, future));
         None
-    }
-}
-
-/// What a future does once done, with the GIL: let go of its buffer, then call its callbacks.
-struct AfterDone {
-    callbacks: Vec<(Py<PyAny>, Py<PyAny>)>,
-    keep: Option<Keepalive>,
-}
-
-impl AfterDone {
-    fn run(self) {
-        Python::attach(|py| {
-            if let Some(keep) = self.keep {
-                keep.release(py);
-            }
-            run_callbacks(py, self.callbacks)
-        });
     }
 }
 

@@ -13,7 +13,7 @@ use crate::buffer::{acquire, Access, IoBuffer, Memory};
 use crate::completion::Completion;
 use crate::error::to_py;
 use crate::future::Future;
-use crate::io::{check_size, split, submit, submit_engine, Dir, Part};
+use crate::io::{check_size, split, submit, submit_one, Dir, Part};
 use crate::state::{self, Runtime};
 
 /// A file opened for I/O between it and GPU or host memory.
@@ -113,8 +113,7 @@ impl CuFile {
         if task_size.is_none_or(|t| t == 0 || t >= whole.len) {
             // One part (the common case): no lists on the way.
             let completion = Arc::new(Completion::new(1, b.keep));
-            // Without the GIL: a backend that serves the I/O at once runs it on this thread.
-            py.detach(|| submit_engine(&rt, &file, whole, &completion));
+            submit_one(&rt, &file, 0, whole, &completion);
             return Ok(Future::new(completion));
         }
         let parts: Vec<(usize, Part)> = split(whole, task_size)

@@ -134,44 +134,6 @@ pub fn submit(
     }
 }
 
-/// Starts `part` (the whole request) on the engine with nobody waiting: the engine worker that
-/// finishes it reports to `completion` (callbacks go to the pool), so no pool thread is held
-/// per future and small reads of many futures queued together are gathered into one copy.
-/// Parts the engine cannot take this way (a stream to synchronize first, a later part of a
-/// split request, nothing to move) go to the pool as `submit_one` sends them.
-pub fn submit_engine(
-    rt: &Arc<Runtime>,
-    file: &Arc<FileHandle>,
-    part: Part,
-    completion: &Arc<Completion>,
-) {
-    if part.sync.is_some() || part.tail || part.len == 0 {
-        return submit_one(rt, file, 0, part, completion);
-    }
-    let op = match part.dir {
-        Dir::Read => gdio::Op::Read,
-        Dir::Write => gdio::Op::Write,
-    };
-    let kind = match part.memory {
-        Memory::Host => Some(gdio::MemoryKind::Host),
-        Memory::Device(ordinal) => Some(gdio::MemoryKind::Device { ordinal }),
-        Memory::Any => None,
-    };
-    let (c, runtime) = (completion.clone(), rt.clone());
-    let done: Box<dyn FnOnce(gdio::Result<usize>) + Send> =
-        Box::new(move |r| c.part_done_elsewhere(0, r, &runtime.dispatch));
-    // SAFETY: `addr..addr+len` lies inside memory taken from a Python object by
-    // `buffer::acquire` (its kind is what that said), kept alive by the completion's
-    // `Keepalive` until this part reports (the hook holds the completion); reads were refused
-    // on read-only memory there.
-    let started = unsafe {
-        rt.driver.submit_raw_then(op, file, part.file_offset, (part.addr, part.len, kind), done)
-    };
-    if let Err(e) = started {
-        completion.part_done(0, Err(e));
-    }
-}
-
 /// Submits one `part` at offset `at` of the request to the runtime's pool, reporting to
 /// `completion`.
 pub fn submit_one(

@@ -538,36 +538,6 @@ impl Driver {
         Ok(IoHandle::new(started, self.stats.clone(), ()))
     }
 
-    /// Starts `op` on memory of any kind at `addr`, as [`Driver::submit_raw`] does, with
-    /// nobody waiting: `done` is called once with the result (bytes moved; for reads fewer
-    /// than asked only at the end of the file) when the I/O is over, on the engine worker that
-    /// finished it (keep it short: it holds that worker), or on this thread when a backend
-    /// served the I/O at once. On an error return `done` is never called. For front ends whose
-    /// futures complete by callback (the Python package): no thread waits per I/O, and small
-    /// reads queued together are gathered by the workers. `kind`: what the memory is, when the
-    /// caller knows (no driver query; a batch entry's `memory` vouches the same way); `None`:
-    /// the GPU driver classifies it.
-    ///
-    /// # Safety
-    /// `addr..addr+len` must be memory of this process valid for `op` (and, when `kind` is
-    /// given, all of it memory of that kind) and not accessed by anything else until `done` is
-    /// called.
-    pub unsafe fn submit_raw_then(
-        &self,
-        op: Op,
-        file: &Arc<FileHandle>,
-        file_offset: u64,
-        (addr, len, kind): (u64, usize, Option<MemoryKind>),
-        done: Box<dyn FnOnce(Result<usize>) + Send>,
-    ) -> Result<()> {
-        let buf = match kind {
-            Some(kind) if addr != 0 => BufferRef { addr, len, kind },
-            _ => self.raw(addr, len, None, file, file_offset)?,
-        };
-        // SAFETY: forwarded contract (a vouched kind is the caller's promise).
-        unsafe { self.router().start_then(op, file, buf, file_offset, kind.is_some(), done) }
-    }
-
     /// A batch of up to `capacity` I/Os in flight, with cuFile's batch semantics (see
     /// [`Batch`]). A capacity of 0 is an error.
     pub fn batch(&self, capacity: usize) -> Result<Batch> {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::backend::{select, Backend};
 use crate::config::Config;
-use crate::engine::{Bulk, DoneHook, EngineIo, Notifier};
+use crate::engine::{Bulk, EngineIo, Notifier};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::FileHandle;
 use crate::gpu::GpuRuntime;
@@ -110,7 +110,22 @@ impl Router {
         notifier: Option<Arc<Notifier>>,
         bulk: Option<&mut Bulk>,
     ) -> Result<Started> {
-        let (req, chosen) = self.choose(op, file, buf, offset)?;
+        for b in &self.backends {
+            b.prepare(file);
+        }
+        let req = Request {
+            op,
+            file: file.info(),
+            memory: buf.kind,
+            file_offset: offset,
+            buf_addr: buf.addr,
+            len: buf.len as u64,
+        };
+        let decision = select::decide(&self.backends, &req, &self.config);
+        let chosen = decision
+            .backend
+            .and_then(|name| self.backends.iter().find(|b| b.name() == name))
+            .ok_or_else(|| select::no_backend_error(&decision, &req))?;
         if let Some(engine) = chosen.engine() {
             // SAFETY: forwarded contract.
             let io = unsafe { engine.submit_with(op, file, buf, offset, notifier, bulk) };
@@ -132,82 +147,6 @@ impl Router {
             n.notify();
         }
         Ok(Started::Done(r))
-    }
-}
-
-impl Router {
-    /// The request and the backend that scores highest for it.
-    fn choose<'a, 'f>(
-        &'a self,
-        op: Op,
-        file: &'f Arc<FileHandle>,
-        buf: BufferRef,
-        offset: u64,
-    ) -> Result<(Request<'f>, &'a Arc<dyn Backend>)> {
-        for b in &self.backends {
-            b.prepare(file);
-        }
-        let req = Request {
-            op,
-            file: file.info(),
-            memory: buf.kind,
-            file_offset: offset,
-            buf_addr: buf.addr,
-            len: buf.len as u64,
-        };
-        let decision = select::decide(&self.backends, &req, &self.config);
-        let chosen = decision
-            .backend
-            .and_then(|name| self.backends.iter().find(|b| b.name() == name))
-            .ok_or_else(|| select::no_backend_error(&decision, &req))?;
-        Ok((req, chosen))
-    }
-
-    /// Starts `op` like [`Router::start`] with nobody waiting: `done` is called once with the
-    /// result (bytes moved), on an engine worker when the I/O is over, or on this thread when
-    /// a backend serves it at once. On an error return `done` is never called. `vouched`: the
-    /// caller promises `buf.kind` for the whole range (no pointer queries).
-    ///
-    /// # Safety
-    /// `buf` must stay valid for the I/O until `done` is called; a vouched kind must be true.
-    pub(crate) unsafe fn start_then(
-        &self,
-        op: Op,
-        file: &Arc<FileHandle>,
-        buf: BufferRef,
-        offset: u64,
-        vouched: bool,
-        done: Box<dyn FnOnce(Result<usize>) + Send>,
-    ) -> Result<()> {
-        if !vouched {
-            self.check_buffer(buf, file, offset)?;
-        }
-        let (req, chosen) = self.choose(op, file, buf, offset)?;
-        if let Some(engine) = chosen.engine() {
-            let (stats, name) = (self.stats.clone(), chosen.name());
-            let hook: DoneHook = Box::new(move |r| {
-                let r = r.map(|n| n as usize);
-                match &r {
-                    Ok(n) => stats.record_ok(name, *n as u64),
-                    Err(_) => stats.record_error(name),
-                }
-                done(r)
-            });
-            // SAFETY: forwarded contract.
-            let r = unsafe { engine.submit_then(op, file, buf, offset, hook) };
-            if r.is_err() {
-                self.stats.record_error(name);
-            }
-            return r;
-        }
-        let r = select::run(&self.backends, &req, &self.config, &self.stats, |b| match op {
-            // SAFETY: forwarded contract; the call returns after the I/O.
-            Op::Read => unsafe { b.read(file, buf, offset) },
-            // SAFETY: as above.
-            Op::Write => unsafe { b.write(file, buf, offset) },
-        });
-        done(r);
-        Ok(())
     }
 }
 

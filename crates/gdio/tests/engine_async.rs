@@ -12,8 +12,7 @@ use std::time::Duration;
 use common::*;
 use gdio::gpu::sim::SimRuntime;
 use gdio::{
-    BatchEntry, BatchState, Config, DirectIoPolicy, Driver, ErrorKind, FileHandle, MemoryKind, Op,
-    OpenOptions,
+    BatchEntry, BatchState, Config, DirectIoPolicy, Driver, ErrorKind, FileHandle, Op, OpenOptions,
 };
 use rand::Rng;
 
@@ -617,129 +616,5 @@ fn idle_workers_and_batch_waiters_that_poll_before_sleeping_miss_nothing() {
             }
             std::thread::sleep(Duration::from_micros(r.random_range(0..800)));
         }
-    }
-}
-
-#[test]
-fn reads_and_writes_that_report_by_callback_land_and_report_once() {
-    // `submit_raw_then`: nobody waits per I/O; each callback runs once with the bytes moved
-    // (or the error), and only after the bytes landed (the simulated GPU's copies land late).
-    let data = random_bytes(31, 3 * 1024 * 1024 + 77);
-    for (where_, d) in dirs() {
-        let path = write_file(d.path(), "cb.bin", &data);
-        let drv = slow_sim_driver(tiny_config(DirectIoPolicy::Off, 4), Duration::from_micros(200));
-        let f = Arc::new(FileHandle::open(&path).unwrap());
-        let mut r = rng(33);
-        let n = 200;
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, gdio::Result<usize>)>();
-        let mut host = vec![0u8; n * 65536];
-        let dev = drv.alloc_device(0, n * 65536).unwrap();
-        let mut asked = Vec::new();
-        for i in 0..n {
-            let len = r.random_range(1..=65536usize);
-            let off = r.random_range(0..data.len() as u64 + 1000);
-            let addr = if i % 2 == 0 {
-                host.as_mut_ptr() as u64 + (i * 65536) as u64
-            } else {
-                dev.addr() + (i * 65536) as u64
-            };
-            let tx = tx.clone();
-            // SAFETY: slot i of `host` / `dev` is this read's alone, and both outlive every
-            // callback (all are received below before they are read or dropped).
-            unsafe {
-                drv.submit_raw_then(
-                    Op::Read,
-                    &f,
-                    off,
-                    (
-                        addr,
-                        len,
-                        if i % 4 == 1 { Some(MemoryKind::Device { ordinal: 0 }) } else { None },
-                    ),
-                    Box::new(move |res| tx.send((i, res)).unwrap()),
-                )
-                .unwrap();
-            }
-            asked.push((off, len));
-        }
-        let mut seen = vec![false; n];
-        for _ in 0..n {
-            let (i, res) = rx.recv_timeout(Duration::from_secs(30)).expect("a callback never came");
-            assert!(!seen[i], "{where_}: read {i} reported twice");
-            seen[i] = true;
-            let (off, len) = asked[i];
-            let want = expect(&data, off, len);
-            assert_eq!(res.unwrap(), want.len(), "{where_}: read {i} at {off} of {len}");
-            let mut got = vec![0u8; want.len()];
-            if i % 2 == 0 {
-                got.copy_from_slice(&host[i * 65536..i * 65536 + want.len()]);
-            } else {
-                dev.copy_to_host(i * 65536, &mut got).unwrap();
-            }
-            assert_eq!(got, want, "{where_}: read {i} at {off} of {len}");
-        }
-        assert!(rx.try_recv().is_err(), "{where_}: more callbacks than I/Os");
-
-        // A write reports the bytes written; the file holds them.
-        let out = write_file(d.path(), "cb-out.bin", &[]);
-        let wf = Arc::new(
-            FileHandle::open_with(&out, OpenOptions::new().read(true).write(true)).unwrap(),
-        );
-        let src = random_bytes(35, 300_000);
-        let (wtx, wrx) = std::sync::mpsc::channel();
-        // SAFETY: `src` outlives the callback, received below.
-        unsafe {
-            drv.submit_raw_then(
-                Op::Write,
-                &wf,
-                4096,
-                (src.as_ptr() as u64, src.len(), Some(MemoryKind::Host)),
-                Box::new(move |res| wtx.send(res).unwrap()),
-            )
-            .unwrap();
-        }
-        assert_eq!(wrx.recv_timeout(Duration::from_secs(30)).unwrap().unwrap(), src.len());
-        let mut back = vec![0u8; src.len()];
-        std::fs::File::open(&out).unwrap().read_exact_at(&mut back, 4096).unwrap();
-        assert_eq!(back, src, "{where_}: written bytes");
-
-        // Bad input is an error from the call itself; its callback is never called, and
-        // nothing is written.
-        let (btx, brx) = std::sync::mpsc::channel::<gdio::Result<usize>>();
-        let before = std::fs::read(&out).unwrap();
-        // SAFETY: a null address is refused before any I/O.
-        let e = unsafe {
-            let btx = btx.clone();
-            drv.submit_raw_then(
-                Op::Write,
-                &wf,
-                0,
-                (0, 4096, None),
-                Box::new(move |r| btx.send(r).unwrap()),
-            )
-        }
-        .unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
-        // Writing through a handle opened read-only fails in the I/O (the callback says so) or
-        // at the call (its error); either way exactly one report.
-        let ro = Arc::new(FileHandle::open(&out).unwrap());
-        let cb = btx.clone();
-        // SAFETY: `src` outlives the callback, received below.
-        let started = unsafe {
-            drv.submit_raw_then(
-                Op::Write,
-                &ro,
-                0,
-                (src.as_ptr() as u64, 4096, None),
-                Box::new(move |r| cb.send(r).unwrap()),
-            )
-        };
-        if let Err(e) = started {
-            btx.send(Err(e)).unwrap();
-        }
-        let r = brx.recv_timeout(Duration::from_secs(30)).unwrap();
-        assert!(r.is_err(), "{where_}: a write through a read-only handle reported {r:?}");
-        assert!(brx.recv_timeout(Duration::from_millis(50)).is_err(), "a second report");
-        assert_eq!(std::fs::read(&out).unwrap(), before, "{where_}: a refused write wrote");
     }
 }

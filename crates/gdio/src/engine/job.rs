@@ -171,23 +171,6 @@ struct State {
 /// which direct and page-cache DMA.
 pub(crate) type JobOutcome = Result<(u64, u64, u64), Error>;
 
-/// Called once with a job's outcome (bytes moved, or the error) when it is done: on the worker
-/// that finished its last task, after the job's lock is let go. It must not block for long (it
-/// holds up that worker).
-pub type DoneHook = Box<dyn FnOnce(Result<u64, Error>) + Send>;
-
-/// A hook and the outcome to call it with, made under the job's lock and run after it.
-#[must_use]
-struct HookCall(Option<(DoneHook, Result<u64, Error>)>);
-
-impl HookCall {
-    fn run(self) {
-        if let Some((hook, r)) = self.0 {
-            hook(r);
-        }
-    }
-}
-
 /// One request in flight.
 pub struct Job {
     pub(crate) op: Op,
@@ -205,8 +188,6 @@ pub struct Job {
     pub(crate) direct_in_flight: usize,
     counters: Option<Arc<Counters>>,
     notifier: Option<Arc<Notifier>>,
-    /// Called with the outcome when the job is done (taken out then, so it runs once).
-    hook: Mutex<Option<DoneHook>>,
     state: Mutex<State>,
     /// `state.done`, readable without the lock (a batch polls many jobs; set with Release after
     /// the last byte landed, so an Acquire read that sees it sees the bytes).
@@ -260,7 +241,6 @@ impl Job {
             direct_in_flight: 1,
             counters,
             notifier: None,
-            hook: Mutex::new(None),
             state: Mutex::new(State { done, ..State::default() }),
             done: AtomicBool::new(done),
             cv: Condvar::new(),
@@ -270,16 +250,6 @@ impl Job {
     /// Completion of this job also notifies `n`.
     pub(crate) fn set_notifier(&mut self, n: Arc<Notifier>) {
         self.notifier = Some(n);
-    }
-
-    /// Completion of this job calls `hook` with its outcome.
-    pub(crate) fn set_hook(&mut self, hook: DoneHook) {
-        *self.hook.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(hook);
-    }
-
-    /// Takes the hook back uncalled (a job that could not be queued: its submitter reports).
-    pub(crate) fn take_hook(&self) -> Option<DoneHook> {
-        self.hook.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
     /// The file. Valid while the job is not done (see the `Send` impl).
@@ -319,9 +289,7 @@ impl Job {
                 s.canceled = true;
             }
         }
-        let call = self.complete_if_done(&mut s);
-        drop(s);
-        call.run();
+        self.complete_if_done(&mut s);
         true
     }
 
@@ -345,16 +313,12 @@ impl Job {
                 s.error.get_or_insert(e);
             }
         }
-        let call = self.complete_if_done(&mut s);
-        drop(s);
-        call.run();
+        self.complete_if_done(&mut s);
     }
 
-    /// Marks the job done when its last task is in (or it stopped with none in flight);
-    /// returns the hook call to make once the lock is let go.
-    fn complete_if_done(&self, s: &mut State) -> HookCall {
+    fn complete_if_done(&self, s: &mut State) {
         if s.done || s.finished < s.claimed || !(s.stopped || s.claimed == self.tasks.len()) {
-            return HookCall(None);
+            return;
         }
         s.done = true;
         self.done.store(true, Ordering::Release);
@@ -378,19 +342,12 @@ impl Job {
         if let Some(n) = &self.notifier {
             n.notify();
         }
-        let hook = self.take_hook();
-        HookCall(hook.map(|h| (h, self.outcome_of(s).map(|o| o.0))))
     }
 
-    /// Tells the notifier (and calls the hook) about a job that was done at creation (nothing
-    /// to move).
+    /// Tells the notifier about a job that was done at creation (nothing to move).
     pub(crate) fn notify_done(&self) {
         if let Some(n) = &self.notifier {
             n.notify();
-        }
-        if let Some(h) = self.take_hook() {
-            let r = self.outcome_of(&self.lock()).map(|o| o.0);
-            h(r);
         }
     }
 
@@ -423,10 +380,7 @@ impl Job {
     /// The outcome of a done job (call after [`Job::wait_until`] returned true). A write that
     /// failed says how many bytes of the whole request reached the file.
     pub(crate) fn outcome(&self) -> JobOutcome {
-        self.outcome_of(&self.lock())
-    }
-
-    fn outcome_of(&self, s: &State) -> JobOutcome {
+        let s = self.lock();
         if let Some(e) = &s.error {
             if self.op == Op::Write {
                 return Err(Error::new(

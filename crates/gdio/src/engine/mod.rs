@@ -26,7 +26,6 @@ use std::sync::Arc;
 
 pub use job::DirectChoice;
 
-pub use job::DoneHook;
 pub(crate) use job::Notifier;
 
 use crate::config::{Config, DirectIoPolicy};
@@ -396,27 +395,6 @@ impl Engine {
         unsafe { self.start(op, JobFile::Shared(file.clone()), buf, offset, notifier, bulk) }
     }
 
-    /// Like [`Engine::submit`], but nothing waits: `hook` is called once with the outcome when
-    /// the I/O is over (on the worker that finished it, or on this thread when there was
-    /// nothing to move). On an error return the hook was not and will not be called.
-    ///
-    /// # Safety
-    /// `buf` must describe memory of this process valid for `op`, not accessed by anything
-    /// else until `hook` is called.
-    pub(crate) unsafe fn submit_then(
-        &self,
-        op: Op,
-        file: &Arc<FileHandle>,
-        buf: BufferRef,
-        offset: u64,
-        hook: DoneHook,
-    ) -> Result<()> {
-        let f = JobFile::Shared(file.clone());
-        // SAFETY: forwarded contract; the job keeps the file alive itself. No EngineIo is
-        // made (its drop would wait): the queue and the workers hold the job, the hook reports.
-        unsafe { self.start_job(op, f, buf, offset, None, Some(hook), None) }.map(drop)
-    }
-
     /// Like [`Engine::submit`] on a borrowed file.
     ///
     /// # Safety
@@ -445,26 +423,6 @@ impl Engine {
         notifier: Option<Arc<Notifier>>,
         bulk: Option<&mut Bulk>,
     ) -> Result<EngineIo> {
-        // SAFETY: forwarded contract.
-        let job = unsafe { self.start_job(op, file, buf, offset, notifier, None, bulk)? };
-        Ok(EngineIo { job })
-    }
-
-    /// The job of [`Engine::start`], queued (or done at once).
-    ///
-    /// # Safety
-    /// As [`Engine::submit_borrowed`].
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn start_job(
-        &self,
-        op: Op,
-        file: JobFile,
-        buf: BufferRef,
-        offset: u64,
-        notifier: Option<Arc<Notifier>>,
-        hook: Option<DoneHook>,
-        bulk: Option<&mut Bulk>,
-    ) -> Result<Arc<Job>> {
         let fh = match &file {
             // SAFETY: the caller keeps the handle alive (contract).
             JobFile::Borrowed(p) => unsafe { &**p },
@@ -475,19 +433,14 @@ impl Engine {
         if let Some(n) = notifier {
             job.set_notifier(n);
         }
-        if let Some(h) = hook {
-            job.set_hook(h);
-        }
         let job = Arc::new(job);
         if job.is_done() {
             job.notify_done();
         } else if let Err(e) = self.queue(&job, bulk) {
-            // The caller hears of the error from this return, not from the hook.
-            drop(job.take_hook());
             job.cancel();
             return Err(e.with_range(offset, len));
         }
-        Ok(job)
+        Ok(EngineIo { job })
     }
 
     /// Checks `op` of `len` bytes at `offset` as a submission would, without starting it.
