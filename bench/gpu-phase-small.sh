@@ -2,8 +2,7 @@
 # Small requests into GPU memory under the engine's queueing, gathering and polling knobs
 # (issue 7: 4 KiB batch reads toward 1,000,000 I/Os per second): the engine microbenchmark per
 # knob set (every row checks every byte), then the default `gdio bench` under the polling knob.
-# SMALL_ROWS picks the parts: full (256 kept in flight against rounds of 256), minp
-# (gather_min_pieces), queue
+# SMALL_ROWS picks the parts: full (256 kept in flight against rounds of 256), queue
 # (batch_queue_group), poll (completion_poll_us), shapes
 # (the other small shapes, defaults against gathering off), bench.
 # usage (through bench/gpu-session.sh small): bench/gpu-phase-small.sh OUTDIR
@@ -23,16 +22,6 @@ if [[ $parts == *full* ]]; then # 256 kept in flight (batch-full) against rounds
     row "gpu 4K x256 batch rounds" -- gpu 4 256 batch
     for r in 16 64 128; do
       row "gpu 4K x256 batch kept full, refill $r" MICRO_REFILL=$r -- gpu 4 256 batch-full
-    done
-  done
-fi
-if [[ $parts == *minp* ]]; then # gather_min_pieces: fewer, larger gathered groups
-  for rep in 1 2; do
-    for m in 1 8 16 32; do
-      row "gpu 4K x256 batch kept full, min pieces $m" GDIO_GATHER_MIN_PIECES=$m -- gpu 4 256 batch-full
-      row "gpu 4K x256 batch rounds, min pieces $m" GDIO_GATHER_MIN_PIECES=$m -- gpu 4 256 batch
-      row "gpu 4K x64 batch rounds, min pieces $m" GDIO_GATHER_MIN_PIECES=$m -- gpu 4 64 batch
-      row "gpu 64K x64 async, min pieces $m" GDIO_GATHER_MIN_PIECES=$m -- gpu 64 64 async
     done
   done
 fi
