@@ -218,6 +218,9 @@ def main():
             # is read on GPU 0's link and copied to GPU 1 over NVLink).
             ("gdio-cli-spread", {}, ["--spread-reads"], "gpu:0,1"),
             ("gdio-cli-spread-t24", {"GDIO_THREADS": "24"}, ["--spread-reads"], "gpu:0,1"),
+            # Markers polled every 50 us instead of 4 (fewer driver calls from many workers).
+            ("gdio-cli-spread-p50", {"GDIO_COMPLETION_POLL_US": "50"}, ["--spread-reads"], "gpu:0,1"),
+            ("gdio-cli-p50", {"GDIO_COMPLETION_POLL_US": "50"}, [], "gpu:0,1"),
         ):
             if row not in rows:
                 continue
