@@ -6,8 +6,9 @@
 # one per GPU, reach together; beside it the one-GPU figure of the same run (part procs).
 # Part probe: the same in ONE process (`multi_gpu_probe`: each GPU reads its half, 1 GiB
 # requests, two in flight per GPU), one engine shared by both GPUs (12 and 24 workers) against
-# an engine per GPU (12 workers each), at the default marker polling (every 4 us) and every
-# 50 us (do many workers asking the driver about their copies hold each other up?).
+# an engine per GPU (12 workers each), the build before a change (.dev/before) and after it;
+# one row polls markers every 50 us instead of 4 (do many workers asking the driver about
+# their copies hold each other up?).
 # TWO_PARTS picks the parts (default procs,probe).
 # usage (through bench/gpu-session.sh twogpu): bench/gpu-phase-twogpu.sh OUTDIR
 set -uo pipefail
@@ -22,10 +23,13 @@ one() { # threads target json
 parts=${TWO_PARTS:-procs,probe}
 if [[ $parts == *probe* ]]; then
   for rep in 1 2; do
-    for m in "shared 12" "shared 24" "per-gpu 12" "shared 24 50" "per-gpu 12 50"; do
+    for m in "before shared 12" "before shared 24" "before per-gpu 12" "before shared 24 50" \
+      "after shared 12" "after shared 24" "after per-gpu 12"; do
       set -- $m
-      poll=(); [ -n "${3:-}" ] && poll=(GDIO_COMPLETION_POLL_US=$3)
-      echo "rep $rep, poll every ${3:-4} us: $(env "${poll[@]}" .dev/bin/multi_gpu_probe "$f" "$1" "$2" 1024 2 4 2>&1 | tail -1)"
+      b=.dev/bin/multi_gpu_probe; [ "$1" = before ] && b=.dev/before/multi_gpu_probe
+      [ -x "$b" ] || continue
+      poll=(); [ -n "${4:-}" ] && poll=(GDIO_COMPLETION_POLL_US=$4)
+      echo "rep $rep $1, poll every ${4:-4} us: $(env "${poll[@]}" "$b" "$f" "$2" "$3" 1024 2 4 2>&1 | tail -1)"
     done
   done
 fi
