@@ -4,7 +4,6 @@
 //!
 //! - [`plan`]: splitting requests into aligned tasks and tasks into buffered/direct pieces.
 //! - `job`: one request in flight and the state its caller waits on.
-//! - `caller_wait`: how a synchronous caller waits (spinning on spare cores, then blocking).
 //! - `pool`: the worker threads.
 //! - `lane`: a worker's stream and bounce ring for one GPU.
 //! - `transfer`: what a worker does with a task.
@@ -12,7 +11,6 @@
 //! - `ring`: which reads a worker issues through its own io_uring (`io_engine`).
 
 mod caller_lane;
-mod caller_wait;
 mod gather;
 mod job;
 mod lane;
@@ -77,7 +75,6 @@ pub struct EngineCounters {
 pub struct Engine {
     runtime: Arc<dyn GpuRuntime>,
     pool: Pool,
-    caller_wait: caller_wait::CallerWait,
     config: Config,
     counters: Arc<Counters>,
     io: Arc<ring::IoChoice>,
@@ -114,13 +111,7 @@ impl Engine {
         };
         let counters: Arc<Counters> = Arc::default();
         let io = Arc::new(ring::IoChoice::new(config.io_engine));
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Engine {
-            caller_wait: caller_wait::CallerWait::new(
-                std::time::Duration::from_micros(config.completion_spin_us),
-                config.threads,
-                cores,
-            ),
             pool: Pool::new(
                 runtime.clone(),
                 config.threads.max(1),
@@ -297,14 +288,8 @@ impl Engine {
         queued.map_err(|e| e.with_path(job.file().path()))
     }
 
-    /// Waits for `job` as a synchronous caller does, and returns its outcome.
-    fn transfer(&self, job: &Job) -> Result<Transfer> {
-        self.caller_wait.wait(job);
-        Self::outcome(job)
-    }
-
-    /// The outcome of a done job.
-    fn outcome(job: &Job) -> Result<Transfer> {
+    fn transfer(job: &Job) -> Result<Transfer> {
+        job.wait_until(None);
         let (bytes, direct_bytes, mapped_bytes) = job.outcome()?;
         Ok(Transfer { bytes, direct_bytes, mapped_bytes })
     }
@@ -332,7 +317,7 @@ impl Engine {
             }
         };
         if inline {
-            let t = self.transfer(&job);
+            let t = Self::transfer(&job);
             if op == Op::Write && t.is_ok() {
                 file.note_written_end(offset + len);
             }
@@ -344,7 +329,7 @@ impl Engine {
             job.cancel();
             return Err(e.with_range(offset, len));
         }
-        let t = self.transfer(&job);
+        let t = Self::transfer(&job);
         if op == Op::Write && t.is_ok() {
             file.note_written_end(offset + len);
         }
@@ -512,8 +497,7 @@ impl EngineIo {
 
     /// Blocks until the I/O has finished and returns what it moved.
     pub fn wait(&self) -> Result<Transfer> {
-        self.job.wait_until(None);
-        let t = Engine::outcome(&self.job);
+        let t = Engine::transfer(&self.job);
         if self.job.op == Op::Write && self.job.len > 0 && t.is_ok() {
             self.job.file().note_written_end(self.job.offset + self.job.len);
         }
