@@ -3,7 +3,8 @@
 # (issue 7: 4 KiB batch reads toward 1,000,000 I/Os per second): the engine microbenchmark per
 # knob set (every row checks every byte), then the default `gdio bench` under the polling knob.
 # SMALL_ROWS picks the parts: full (256 kept in flight against rounds of 256), queue
-# (batch_queue_group), poll (completion_poll_us), shapes
+# (batch_queue_group), poll (completion_poll_us), threads (the worker count, kept in flight),
+# shapes
 # (the other small shapes, defaults against gathering off), bench.
 # usage (through bench/gpu-session.sh small): bench/gpu-phase-small.sh OUTDIR
 set -uo pipefail
@@ -22,6 +23,13 @@ if [[ $parts == *full* ]]; then # 256 kept in flight (batch-full) against rounds
     row "gpu 4K x256 batch rounds" -- gpu 4 256 batch
     for r in 16 64 128; do
       row "gpu 4K x256 batch kept full, refill $r" MICRO_REFILL=$r -- gpu 4 256 batch-full
+    done
+  done
+fi
+if [[ $parts == *threads* ]]; then # does the 4 KiB kept-full row want more or fewer workers?
+  for rep in 1 2; do
+    for t in ${SMALL_THREADS:-8 12 16}; do
+      row "gpu 4K x256 batch kept full, $t workers" GDIO_THREADS=$t -- gpu 4 256 batch-full
     done
   done
 fi

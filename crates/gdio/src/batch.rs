@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::engine::{Bulk, Notifier};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::FileHandle;
+use crate::gpu::GpuRuntime;
 use crate::memory::{BufferRef, MemoryKind};
 use crate::request::Op;
 use crate::submit::{Router, Started};
@@ -106,6 +107,41 @@ impl std::fmt::Debug for Batch {
 /// Distinct buffer bases whose kind one [`Batch::submit`] call remembers.
 const KIND_CACHE: usize = 8;
 
+/// A buffer base of one [`Batch::submit`] call: its kind, and for device memory the
+/// allocation that holds it.
+#[derive(Debug, Clone, Copy)]
+struct Base {
+    addr: u64,
+    kind: MemoryKind,
+    /// `(start, len)` of the device allocation holding `addr`, where the runtime can tell.
+    allocation: Option<(u64, u64)>,
+}
+
+impl Base {
+    fn of(runtime: &dyn GpuRuntime, addr: u64) -> Base {
+        let kind = runtime.classify(addr);
+        let allocation = match kind {
+            MemoryKind::Device { ordinal } if ordinal < runtime.device_count() => {
+                runtime.device_allocation(addr)
+            }
+            _ => None,
+        };
+        Base { addr, kind, allocation }
+    }
+
+    /// True when `len` bytes at `addr` lie inside this base's device allocation, which is all
+    /// that [`Router::check_buffer`] would establish with two pointer queries (null and
+    /// wrapping addresses are checked apart).
+    fn holds(&self, addr: u64, len: usize) -> bool {
+        let Some((start, size)) = self.allocation else { return false };
+        let last = match addr.checked_add((len as u64).max(1) - 1) {
+            Some(l) => l,
+            None => return false,
+        };
+        addr >= start && last < start.saturating_add(size)
+    }
+}
+
 fn invalid(msg: String) -> Error {
     Error::new(ErrorKind::InvalidInput, msg).with_errno(libc::EINVAL)
 }
@@ -171,9 +207,11 @@ impl Batch {
             )));
         }
         let mut bufs = Vec::with_capacity(entries.len());
-        // The kinds of the buffer bases seen in this call: entries usually share one buffer,
-        // and asking the driver is a pointer query per entry (a CUDA call on a GPU machine).
-        let mut kinds: Vec<(u64, MemoryKind)> = Vec::new();
+        // The buffer bases seen in this call, with their kind and (device memory) the
+        // allocation that holds them: entries usually share one buffer, and asking the driver
+        // is a pointer query (a CUDA call on a GPU machine) that 4 KiB reads cannot afford
+        // once per entry, let alone twice.
+        let mut bases: Vec<Base> = Vec::new();
         for (i, e) in entries.iter().enumerate() {
             let at = |err: Error| {
                 Error::new(err.kind(), format!("batch entry {i}: {}", err.message()))
@@ -189,18 +227,20 @@ impl Batch {
             let buf = match e.memory {
                 Some(kind) => BufferRef { addr, len: e.len, kind },
                 None => {
-                    let kind = match kinds.iter().find(|(b, _)| *b == e.buf_base) {
-                        Some(&(_, k)) => k,
+                    let base = match bases.iter().find(|b| b.addr == e.buf_base) {
+                        Some(b) => *b,
                         None => {
-                            let k = self.router.runtime.classify(e.buf_base);
-                            if kinds.len() < KIND_CACHE {
-                                kinds.push((e.buf_base, k));
+                            let b = Base::of(self.router.runtime.as_ref(), e.buf_base);
+                            if bases.len() < KIND_CACHE {
+                                bases.push(b);
                             }
-                            k
+                            b
                         }
                     };
-                    let buf = BufferRef { addr, len: e.len, kind };
-                    self.router.check_buffer(buf, &e.file, e.file_offset).map_err(at)?;
+                    let buf = BufferRef { addr, len: e.len, kind: base.kind };
+                    if !base.holds(addr, e.len) {
+                        self.router.check_buffer(buf, &e.file, e.file_offset).map_err(at)?;
+                    }
                     buf
                 }
             };

@@ -618,3 +618,46 @@ fn idle_workers_and_batch_waiters_that_poll_before_sleeping_miss_nothing() {
         }
     }
 }
+
+/// A batch of many small reads into one device buffer asks the runtime about that buffer once
+/// per `submit` (its kind and its allocation), not twice per entry, and still lands every
+/// byte where it belongs; an entry that runs past the allocation is still refused.
+#[test]
+fn batch_entries_of_one_device_buffer_cost_one_pointer_query_each_submit() {
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(77, 4 << 20);
+    let p = write_file(d.path(), "q", &data);
+    let f = Arc::new(FileHandle::open(&p).unwrap());
+    let rt = Arc::new(SimRuntime::new(1, Duration::ZERO));
+    let drv = Driver::with_runtime(tiny_config(DirectIoPolicy::Off, 4), rt.clone()).unwrap();
+    let n = 256usize;
+    let dev = drv.alloc_device(0, n * 4096).unwrap();
+    let mut r = rng(78);
+    let offs: Vec<u64> = (0..n).map(|_| r.random_range(0..(4u64 << 20) - 4096)).collect();
+    let entries: Vec<BatchEntry> = offs
+        .iter()
+        .enumerate()
+        .map(|(k, &off)| batch_entry(&f, Op::Read, off, dev.addr(), (k * 4096) as u64, 4096))
+        .collect();
+    let mut batch = drv.batch(n).unwrap();
+    let before = rt.pointer_queries();
+    // SAFETY: `dev` outlives the batch; every entry has a slot of its own.
+    unsafe { batch.submit(&entries) }.unwrap();
+    let asked = rt.pointer_queries() - before;
+    assert!(asked <= 2, "{asked} pointer queries for {n} entries of one buffer");
+    let st = batch.get_status(n, n, None).unwrap();
+    assert_eq!(st.events.len(), n);
+    assert!(st.events.iter().all(|e| matches!(e.state, BatchState::Complete(4096))));
+    let mut back = vec![0u8; n * 4096];
+    dev.copy_to_host(0, &mut back).unwrap();
+    for (k, &off) in offs.iter().enumerate() {
+        let want = &data[off as usize..off as usize + 4096];
+        assert!(back[k * 4096..(k + 1) * 4096] == *want, "slot {k} (file offset {off})");
+    }
+    // The last entry runs one byte past the allocation: refused, nothing submitted.
+    let past = batch_entry(&f, Op::Read, 0, dev.addr(), (n * 4096 - 4095) as u64, 4096);
+    // SAFETY: refused before anything runs.
+    let e = unsafe { batch.submit(&[entries[0].clone(), past]) }.unwrap_err();
+    assert!(e.to_string().contains("batch entry 1"), "{e}");
+    assert_eq!(batch.outstanding(), 0);
+}

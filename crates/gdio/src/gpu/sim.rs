@@ -30,6 +30,9 @@ pub struct SimRuntime {
     streams: Arc<Mutex<BTreeMap<u64, UserStream>>>,
     /// Bytes copied GPU to GPU, by (from, to).
     peer_bytes: Arc<Mutex<BTreeMap<(usize, usize), u64>>>,
+    /// Pointer queries answered (`classify`, `device_allocation`): each a driver call on a
+    /// real GPU.
+    pointer_queries: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for SimRuntime {
@@ -51,7 +54,14 @@ impl SimRuntime {
             copy_delay,
             streams: Arc::default(),
             peer_bytes: Arc::default(),
+            pointer_queries: Arc::default(),
         }
+    }
+
+    /// Pointer queries answered so far ([`GpuRuntime::classify`],
+    /// [`GpuRuntime::device_allocation`]): each a driver call on a real GPU.
+    pub fn pointer_queries(&self) -> u64 {
+        self.pointer_queries.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Bytes copied so far from simulated GPU `from` to GPU `to` ([`GpuRuntime::copy_peer`]).
@@ -133,6 +143,7 @@ impl GpuRuntime for SimRuntime {
         None
     }
     fn classify(&self, addr: u64) -> MemoryKind {
+        self.pointer_queries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let a = self.lock();
         if let Some((&start, &(ordinal, len))) = a.device.range(..=addr).next_back() {
             if addr < start + len as u64 {
@@ -147,6 +158,7 @@ impl GpuRuntime for SimRuntime {
         MemoryKind::Host
     }
     fn device_allocation(&self, addr: u64) -> Option<(u64, u64)> {
+        self.pointer_queries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let a = self.lock();
         let (&start, &(_, len)) = a.device.range(..=addr).next_back()?;
         (addr < start + len as u64).then_some((start, len as u64))
