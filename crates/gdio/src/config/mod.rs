@@ -188,11 +188,6 @@ pub struct Config {
     /// task each, 39.2 split; no change at 32 in flight). With every worker busy nothing is
     /// split. 0: never.
     pub split_min_bytes: usize,
-    /// The thread that asked for a split read (`split_min_bytes`) reads pieces of it too,
-    /// through its own stream and bounce buffers, instead of sleeping until the workers'
-    /// pieces land: one wake-up fewer per request and one more reader while few requests are
-    /// in flight. False: the workers read every piece.
-    pub split_caller_reads: bool,
     /// Pinned bounce and staging buffers are anonymous memory on transparent huge pages,
     /// registered with `cuMemHostRegister` (true), or come from `cuMemHostAlloc` (false).
     /// Measured on the H200 machine: 96 MiB pinned from 12 threads in 11 ms against 55, copies
@@ -264,7 +259,6 @@ impl Default for Config {
             numa_affinity: true,
             inline_max_bytes: 256 << 10,
             split_min_bytes: 2 << 20,
-            split_caller_reads: true,
             pinned_huge_pages: true,
             direct_io: DirectIoPolicy::Auto,
             io_engine: IoEngine::Auto,

@@ -28,19 +28,18 @@ thread_local! {
     static LANES: RefCell<Vec<Owned>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Runs the tasks of `job` (device memory of GPU `ordinal`) that are still unclaimed on the
-/// calling thread, each finished before the next is claimed; returns how many it ran. `None`,
-/// having claimed nothing, when the calling thread cannot have a lane (its stream or buffers
-/// cannot be made, or the thread is exiting): then the workers take the job.
+/// Runs the tasks of `job` (device memory of GPU `ordinal`) on the calling thread. Returns
+/// false, having claimed nothing, when the calling thread cannot have a lane (its stream or
+/// buffers cannot be made, or the thread is exiting): then the workers take the job.
 pub(crate) fn run(
     runtime: &Arc<dyn GpuRuntime>,
     shape: LaneShape,
     ordinal: usize,
     job: &Job,
-) -> Option<usize> {
+) -> bool {
     let key = Arc::as_ptr(runtime) as *const () as usize;
     let ran = LANES.try_with(|cell| {
-        let Ok(mut lanes) = cell.try_borrow_mut() else { return None };
+        let Ok(mut lanes) = cell.try_borrow_mut() else { return false };
         let i = match lanes
             .iter()
             .position(|o| o.runtime == key && o.ordinal == ordinal && o.size == shape.size)
@@ -51,20 +50,18 @@ pub(crate) fn run(
                 let Ok(lane) =
                     Lane::new(runtime, ordinal, shape.size, (2, 2), shape.polling, false)
                 else {
-                    return None;
+                    return false;
                 };
                 lanes.push(Owned { runtime: key, ordinal, size: shape.size, lane });
                 lanes.len() - 1
             }
         };
-        let mut ran = 0;
         while let Some(task) = job.claim() {
             run_task(job, task, &mut lanes[i].lane);
-            ran += 1;
         }
-        Some(ran)
+        true
     });
-    ran.ok().flatten()
+    ran.unwrap_or(false)
 }
 
 /// One task on `l`, finished before returning (its copies waited for).

@@ -56,8 +56,6 @@ pub(crate) struct Counters {
     pub gathered_reads: AtomicU64,
     /// One-task reads spread over idle workers (`split_min_bytes`).
     pub split_reads: AtomicU64,
-    /// Pieces of split reads that the calling thread read itself (`split_caller_reads`).
-    pub split_caller_pieces: AtomicU64,
 }
 
 /// Told when a job completes (a batch waits on one of these for all its entries). A
@@ -188,8 +186,6 @@ pub struct Job {
     pub(crate) buffered_chunk: u64,
     /// `O_DIRECT` reads a worker keeps in flight for this job's cold ranges in GPU memory.
     pub(crate) direct_in_flight: usize,
-    /// A one-task read split over idle workers (`split_min_bytes`).
-    pub(crate) split: bool,
     counters: Option<Arc<Counters>>,
     notifier: Option<Arc<Notifier>>,
     state: Mutex<State>,
@@ -243,7 +239,6 @@ impl Job {
             page_cache_dma: false,
             buffered_chunk: u64::MAX,
             direct_in_flight: 1,
-            split: false,
             counters,
             notifier: None,
             state: Mutex::new(State { done, ..State::default() }),

@@ -69,9 +69,6 @@ pub struct EngineCounters {
     pub io_uring_reads: u64,
     /// One-task reads into GPU memory split over idle workers (`split_min_bytes`).
     pub split_reads: u64,
-    /// Pieces of those split reads that the calling thread read itself
-    /// (`split_caller_reads`).
-    pub split_caller_pieces: u64,
 }
 
 /// The engine: a worker pool over one GPU runtime.
@@ -152,7 +149,6 @@ impl Engine {
             direct_write_bytes: c.direct_write.load(Ordering::Relaxed),
             gathered_reads: c.gathered_reads.load(Ordering::Relaxed),
             split_reads: c.split_reads.load(Ordering::Relaxed),
-            split_caller_pieces: c.split_caller_pieces.load(Ordering::Relaxed),
             io_uring_reads: self.io.uring_reads.load(Ordering::Relaxed),
         }
     }
@@ -236,11 +232,9 @@ impl Engine {
         };
         let align = transfer::direct_align(fh);
         let mut tasks = plan::split(offset, len, self.config.task_size as u64, align);
-        let mut split = false;
         if tasks.len() == 1 && op == Op::Read && matches!(buf.kind, MemoryKind::Device { .. }) {
             if let Some(size) = self.split_size(len) {
                 tasks = plan::split(offset, len, size, align);
-                split = tasks.len() > 1;
                 self.counters.split_reads.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -257,7 +251,6 @@ impl Engine {
         job.buffered_chunk = self.config.buffered_chunk_size.max(4096) as u64;
         job.direct_in_flight = self.config.direct_reads_in_flight.clamp(1, 64);
         job.page_cache_dma = self.config.page_cache_dma && op == Op::Read;
-        job.split = split;
         job
     }
 
@@ -314,7 +307,7 @@ impl Engine {
             MemoryKind::Device { ordinal } => {
                 !job.page_cache_dma
                     && len <= self.config.inline_max_bytes as u64
-                    && caller_lane::run(&self.runtime, self.pool.shape(), ordinal, &job).is_some()
+                    && caller_lane::run(&self.runtime, self.pool.shape(), ordinal, &job)
             }
             _ => {
                 if let Some(task) = job.claim() {
@@ -330,33 +323,11 @@ impl Engine {
             }
             return t;
         }
-        // A one-task read split over idle workers: the caller, which would only sleep until
-        // the pieces land, reads pieces too (`split_caller_reads`), through its own lane.
-        let caller_reads = match buf.kind {
-            MemoryKind::Device { ordinal }
-                if job.split && !job.page_cache_dma && self.config.split_caller_reads =>
-            {
-                Some(ordinal)
-            }
-            _ => None,
-        };
         let job = Arc::new(job);
-        let queued = match caller_reads {
-            Some(_) => self
-                .pool
-                .submit(&job, job.tasks.len() - 1)
-                .map_err(|e| e.with_path(job.file().path())),
-            None => self.queue(&job, None),
-        };
-        if let Err(e) = queued {
+        if let Err(e) = self.queue(&job, None) {
             // Nothing was queued: cancel so the job counts as done before it is dropped.
             job.cancel();
             return Err(e.with_range(offset, len));
-        }
-        if let Some(ordinal) = caller_reads {
-            if let Some(n) = caller_lane::run(&self.runtime, self.pool.shape(), ordinal, &job) {
-                self.counters.split_caller_pieces.fetch_add(n as u64, Ordering::Relaxed);
-            }
         }
         let t = Self::transfer(&job);
         if op == Op::Write && t.is_ok() {
