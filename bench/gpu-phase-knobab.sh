@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# One build under two settings of a knob, alternating in one run: KNOBAB_A and KNOBAB_B are
-# environment assignments ("GDIO_X=1,GDIO_Y=2" for several). Rows: KvikIO compat OFF through
+# One build under several settings of its knobs, alternating in one run: KNOBAB_SETTINGS is a
+# space-separated list of settings, each environment assignments joined by commas
+# ("GDIO_NONE=1 GDIO_X=1,GDIO_Y=2"; or KNOBAB_A and KNOBAB_B for two). Rows: KvikIO compat OFF through
 # gdio's libcufile.so.0 on the 8 GiB ext4-cached file (4 MiB tasks) at KNOBAB_THREADS threads
 # beside KvikIO compat ON (issue 9), the request-shape rows KNOBAB_SHAPES on tmpfs and the
 # default `gdio bench` (issue 7), KNOBAB_REPS times. KNOBAB_PARTS picks kvikio and/or bench.
 # usage (through bench/gpu-session.sh knobab): bench/gpu-phase-knobab.sh OUTDIR
 set -uo pipefail
 out=${1:-/tmp/knobab}; mkdir -p "$out"
-a=${KNOBAB_A:?KNOBAB_A: the first setting, e.g. GDIO_SPLIT_CALLER_READS=false}
-b=${KNOBAB_B:?KNOBAB_B: the second setting}
+read -ra settings <<<"${KNOBAB_SETTINGS:-${KNOBAB_A:?KNOBAB_SETTINGS or KNOBAB_A and KNOBAB_B} ${KNOBAB_B:?}}"
 parts=${KNOBAB_PARTS:-kvikio,bench}
 ext4=/tmp/gdio-bench-8g.bin shm=/dev/shm/gdio-bench-8g.bin
 cat "$ext4" "$shm" >/dev/null
@@ -19,7 +19,7 @@ row() { "$GDIO" bench --json --file "$shm" --mode read --iterations 3 --io-size 
 for rep in $(seq "${KNOBAB_REPS:-2}"); do
   if [[ $parts == *kvikio* ]]; then
     for t in ${KNOBAB_THREADS:-8 16 32}; do
-      for v in "$a" "$b"; do
+      for v in "${settings[@]}"; do
         echo "rep $rep t$t KvikIO OFF on gdio $v: $(env ${v//,/ } LD_PRELOAD="$LIB" python3 bench/cufile_kvikio_read.py off "$ext4" "$t" 3 2>>"$out/stderr.txt" | gbps)"
       done
       echo "rep $rep t$t KvikIO ON: $(python3 bench/cufile_kvikio_read.py on "$ext4" "$t" 3 2>>"$out/stderr.txt" | gbps)"
@@ -27,11 +27,11 @@ for rep in $(seq "${KNOBAB_REPS:-2}"); do
   fi
   if [[ $parts == *bench* ]]; then
     for shape in ${KNOBAB_SHAPES:-1M:32 4M:16 16M:8 64M:4}; do
-      for v in "$a" "$b"; do
+      for v in "${settings[@]}"; do
         echo "rep $rep ${shape/:/ x } $v: $(export ${v//,/ }; row "${shape%%:*}" "${shape##*:}")"
       done
     done
-    for v in "$a" "$b"; do
+    for v in "${settings[@]}"; do
       echo "rep $rep default bench $v: $(env ${v//,/ } "$GDIO" bench --json | python3 -c "import json,sys; print(' '.join(f\"{r['op']} {r['gbps']:.2f} GB/s (verified {r['verified']})\" for r in json.load(sys.stdin)['results']))")"
     done
   fi

@@ -3,8 +3,9 @@
 # (issue 7: 4 KiB batch reads toward 1,000,000 I/Os per second): the engine microbenchmark per
 # knob set (every row checks every byte), then the default `gdio bench` under the polling knob.
 # SMALL_ROWS picks the parts: full (256 kept in flight against rounds of 256), queue
-# (batch_queue_group), poll (completion_poll_us), threads (the worker count, kept in flight),
-# shapes
+# (batch_queue_group), poll (completion_poll_us), knobs (the small shapes under each of
+# SMALL_KNOBS, space-separated settings of comma-joined variables, default the worker count and
+# gather_min_pieces), shapes
 # (the other small shapes, defaults against gathering off), bench.
 # usage (through bench/gpu-session.sh small): bench/gpu-phase-small.sh OUTDIR
 set -uo pipefail
@@ -14,7 +15,7 @@ parts=${SMALL_ROWS:-queue,poll,shapes,bench}
 row() { # label env... -- mem kib inflight mode
   local label=$1; shift; local envs=()
   while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-  echo "$label | $(env "${envs[@]}" $mb "$1" "$2" "$3" 2 "$4" 2>&1 | tail -1)"
+  echo "$label | $(env "${envs[@]}" $mb "$1" "$2" "$3" "${SMALL_SECS:-2}" "$4" 2>&1 | tail -1)"
 }
 if [[ $parts == *full* ]]; then # 256 kept in flight (batch-full) against rounds of 256 (batch)
   for rep in 1 2; do
@@ -26,10 +27,13 @@ if [[ $parts == *full* ]]; then # 256 kept in flight (batch-full) against rounds
     done
   done
 fi
-if [[ $parts == *threads* ]]; then # does the 4 KiB kept-full row want more or fewer workers?
+if [[ $parts == *knobs* ]]; then # the small shapes under each knob setting, alternating
   for rep in 1 2; do
-    for t in ${SMALL_THREADS:-8 12 16}; do
-      row "gpu 4K x256 batch kept full, $t workers" GDIO_THREADS=$t -- gpu 4 256 batch-full
+    for shape in ${SMALL_SHAPES:-4:256:batch-full 4:256:batch 4:64:batch 64:64:async}; do
+      IFS=: read -r kib depth mode <<<"$shape"
+      for v in ${SMALL_KNOBS:-GDIO_NONE=1 GDIO_THREADS=8 GDIO_GATHER_MIN_PIECES=8 GDIO_GATHER_MIN_PIECES=16}; do
+        row "gpu ${kib}K x$depth $mode, $v" ${v//,/ } -- gpu "$kib" "$depth" "$mode"
+      done
     done
   done
 fi
