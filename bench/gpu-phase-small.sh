@@ -4,8 +4,8 @@
 # knob set (every row checks every byte), then the default `gdio bench` under the polling knob.
 # SMALL_ROWS picks the parts: full (256 kept in flight against rounds of 256), queue
 # (batch_queue_group), poll (completion_poll_us), knobs (the small shapes under each of
-# SMALL_KNOBS, space-separated settings of comma-joined variables, default the worker count and
-# gather_min_pieces), shapes
+# SMALL_KNOBS, space-separated settings of comma-joined variables; default the worker count and
+# the polling interval), shapes
 # (the other small shapes, defaults against gathering off), bench.
 # usage (through bench/gpu-session.sh small): bench/gpu-phase-small.sh OUTDIR
 set -uo pipefail
@@ -31,7 +31,7 @@ if [[ $parts == *knobs* ]]; then # the small shapes under each knob setting, alt
   for rep in 1 2; do
     for shape in ${SMALL_SHAPES:-4:256:batch-full 4:256:batch 4:64:batch 64:64:async}; do
       IFS=: read -r kib depth mode <<<"$shape"
-      for v in ${SMALL_KNOBS:-GDIO_NONE=1 GDIO_THREADS=8 GDIO_GATHER_MIN_PIECES=8 GDIO_GATHER_MIN_PIECES=16}; do
+      for v in ${SMALL_KNOBS:-GDIO_NONE=1 GDIO_THREADS=8 GDIO_COMPLETION_POLL_US=16}; do
         row "gpu ${kib}K x$depth $mode, $v" ${v//,/ } -- gpu "$kib" "$depth" "$mode"
       done
     done

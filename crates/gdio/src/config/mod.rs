@@ -147,11 +147,6 @@ pub struct Config {
     /// gathered: only requests already queued are, and a worker takes at most its share of the
     /// queue (queued / `threads` + 1), so the other workers keep reading in parallel.
     pub gather_max_pieces: usize,
-    /// A worker's share of a queue of small reads is at least this many (up to
-    /// `gather_max_pieces` and what is queued), even when queued / `threads` is fewer: fewer,
-    /// larger groups, so fewer batched copies and markers per read (each costs a trip through
-    /// the GPU driver's locks), while the other workers take the rest. 0 or 1: the share alone.
-    pub gather_min_pieces: usize,
     /// Bytes one gathered group fills at most (also at most `bounce_buffer_size`); 0 turns
     /// gathering off.
     pub gather_max_bytes: usize,
@@ -254,7 +249,6 @@ impl Default for Config {
             bounce_buffers_per_thread: 2,
             direct_reads_in_flight: 2,
             gather_max_pieces: 64,
-            gather_min_pieces: 1,
             gather_max_bytes: 1 << 20,
             gather_piece_size: 64 << 10,
             gather_batch_copy: true,

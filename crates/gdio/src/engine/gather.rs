@@ -26,8 +26,6 @@ const PIECE_ALIGN: usize = 512;
 pub(crate) struct GatherShape {
     /// Pieces per group at most (under 2: off).
     pub max_pieces: usize,
-    /// A worker's share of queued candidates is at least this many (`gather_min_pieces`).
-    pub min_pieces: usize,
     /// Bytes per group at most (also at most a bounce buffer).
     pub max_bytes: usize,
     /// Reads of at most this many bytes are candidates.
@@ -41,7 +39,6 @@ impl GatherShape {
     pub(crate) fn from_config(config: &Config) -> GatherShape {
         GatherShape {
             max_pieces: config.gather_max_pieces,
-            min_pieces: config.gather_min_pieces,
             max_bytes: config.gather_max_bytes.min(config.bounce_buffer_size),
             piece_size: config.gather_piece_size,
             batch_copy: config.gather_batch_copy,

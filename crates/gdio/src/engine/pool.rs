@@ -410,13 +410,12 @@ const HOST_RUN_MAX: usize = 32;
 
 /// When `first` may be gathered and more like it are queued right behind it: takes them off
 /// the queue (at most this worker's share of it, so the other workers keep reading in
-/// parallel, but at least `gather_min_pieces` when that many are queued) and returns them.
-/// Only work already queued is taken; nothing waits for more.
+/// parallel) and returns them. Only work already queued is taken; nothing waits for more.
 fn take_group(q: &mut Queue, first: &Work, shared: &Shared) -> Vec<Arc<Job>> {
     let mut group = Vec::new();
     let Work::Job(job) = first else { return group };
     let Some(ordinal) = shared.gather.candidate(job) else { return group };
-    let share = (q.jobs.len() + 1).div_ceil(shared.threads.max(1)).max(shared.gather.min_pieces);
+    let share = (q.jobs.len() + 1).div_ceil(shared.threads.max(1));
     let limit = shared.gather.max_pieces.min(share);
     while group.len() + 1 < limit {
         match q.jobs.front() {
