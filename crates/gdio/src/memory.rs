@@ -2,6 +2,15 @@
 
 use std::fmt;
 
+/// The host's page size in bytes (`sysconf(_SC_PAGESIZE)`; 4096 where that fails). Asked of
+/// libc, not read from the auxiliary vector's vDSO image as `rustix::param::page_size` does:
+/// under valgrind that image is listed but not mapped, and reading it crashed the process.
+pub(crate) fn page_size() -> usize {
+    // SAFETY: sysconf reads a constant of the C library; no memory of ours is involved.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(n).ok().filter(|n| n.is_power_of_two()).unwrap_or(4096)
+}
+
 /// Where a buffer lives. Decides which backend may serve an I/O and how bytes travel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MemoryKind {

@@ -84,7 +84,7 @@ pub(crate) fn read_to_device(
     if len == 0 {
         return Ok(TaskResult::default());
     }
-    let page = rustix::param::page_size() as u64;
+    let page = crate::memory::page_size() as u64;
     let start = task.offset / page * page;
     let shift = (task.offset - start) as usize;
     let map_len = (shift as u64 + len).div_ceil(page) * page;

@@ -47,7 +47,7 @@ impl Residency {
 }
 
 fn page_size() -> u64 {
-    rustix::param::page_size() as u64
+    crate::memory::page_size() as u64
 }
 
 /// Residency by `cachestat(2)`; `None` where the kernel lacks it.

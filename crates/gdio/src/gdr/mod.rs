@@ -55,5 +55,5 @@ pub fn runtime_version() -> (u32, u32) {
 }
 
 pub(crate) fn host_page_size() -> usize {
-    rustix::param::page_size()
+    crate::memory::page_size()
 }

@@ -29,11 +29,14 @@ pub(crate) fn page_layout(len: usize) -> Result<Layout> {
         .map_err(|_| Error::new(ErrorKind::InvalidInput, format!("cannot lay out {len} bytes")))
 }
 
-/// Allocates `len` bytes aligned to 4096 from the global allocator.
+/// Allocates `len` zeroed bytes aligned to 4096 from the global allocator. Zeroed, unlike
+/// `cuMemAlloc`'s memory, so that reading back bytes nothing wrote (a test comparing a whole
+/// simulated device buffer before and after a refused I/O) reads defined values: valgrind's
+/// memcheck runs the tests that do.
 pub(crate) fn alloc_aligned(len: usize) -> Result<*mut u8> {
     let layout = page_layout(len)?;
     // SAFETY: the layout has a non-zero size.
-    let p = unsafe { std::alloc::alloc(layout) };
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
     if p.is_null() {
         return Err(Error::new(
             ErrorKind::Io,
