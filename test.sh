@@ -5,12 +5,13 @@
 #   ./test.sh           all
 #   ./test.sh rust      Rust only
 #   ./test.sh python    Python only
-#   ./test.sh memcheck  the engine's, batch, stream-ordered and cuFile ABI tests (host memory and
-#                       the simulated GPU) under valgrind's memcheck: I/O dropped, canceled or
-#                       refused in flight must never touch freed or undefined memory (skipped,
-#                       saying so, where valgrind is not installed)
-# Needs: Rust, Python ≥ 3.11 with venv, a C compiler; valgrind for memcheck. The venv lives in target/py-venv
-# (GDIO_VENV to change); pip fetches maturin, pytest and numpy from PyPI the first time.
+#   ./test.sh memcheck  the engine's, batch, stream-ordered, safetensors and cuFile ABI tests
+#                       (host memory and the simulated GPU) under valgrind's memcheck: I/O
+#                       dropped, canceled or refused in flight must never touch freed or
+#                       undefined memory (skipped, saying so, where valgrind is not installed)
+# Needs: Rust, Python ≥ 3.11 with venv, a C compiler; valgrind for memcheck. The venv lives in
+# target/py-venv (GDIO_VENV to change); pip fetches maturin, pytest and numpy from PyPI the
+# first time.
 set -euo pipefail
 cd "$(dirname "$0")"
 what="${1:-all}"
@@ -44,11 +45,12 @@ if [ "$what" = all ] || [ "$what" = memcheck ]; then
     echo "memcheck: SKIPPED: valgrind is not installed (apt-get install valgrind)"
   else
     # Test binaries by name (debug build, as cargo test built them above), each run whole under
-    # memcheck; the library's unit tests only for the engine and the GPU runtimes.
+    # memcheck; of the library's unit tests those of the engine, the GPU runtimes, files,
+    # safetensors, stream-ordered I/O and batches.
     list=$(
       { cargo test --locked -q -p gdio --no-run --message-format=json --lib --test engine_async \
           --test stream_ordered --test engine_gather --test engine_split --test engine_host \
-          --test bad_input --test write_partial --test policy_retry
+          --test bad_input --test write_partial --test policy_retry --test safetensors
         cargo test --locked -q -p gdio-cufile --no-run --message-format=json --test api \
           --test sim_gpu --test concurrent; } 2>/dev/null | python3 -c '
 import json, sys
@@ -61,7 +63,7 @@ for line in sys.stdin:
     [ -n "$list" ] || { echo "memcheck: no test binaries were built" >&2; exit 1; }
     log=$(mktemp)
     while read -r name bin; do
-      filter=(); [ "$name" = lib ] && filter=(engine:: gpu::)
+      filter=(); [ "$name" = lib ] && filter=(engine:: gpu:: safetensors:: file:: stream_io batch)
       t0=$SECONDS
       if valgrind -q --error-exitcode=99 "$bin" --test-threads 2 "${filter[@]}" >"$log" 2>&1; then
         echo "memcheck $name: clean ($(grep -o '[0-9]* passed' "$log" | head -1), $((SECONDS - t0)) s)"
