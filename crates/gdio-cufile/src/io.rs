@@ -5,31 +5,12 @@
 use std::ffi::c_void;
 use std::time::Instant;
 
-use gdio::memory::{BufferRef, IoBuf, IoBufMut};
+use gdio::memory::{BufferRef, KnownBuffer};
 use gdio::{Error, ErrorKind, MemoryKind, Op};
 
 use crate::abi::code;
 use crate::log::{self, Level};
 use crate::session::{self, Session};
-
-/// Memory named by address, with a kind already known (from a registration or one query).
-struct RawMem(BufferRef);
-
-// SAFETY: a RawMem is built only in `sync_io`, from the C caller's address, which cuFile's
-// contract makes valid memory of that caller for the whole call; it is used for that one
-// synchronous call and never handed to an asynchronous API.
-unsafe impl IoBufMut for RawMem {
-    fn io_ref_mut(&mut self, _classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
-        self.0
-    }
-}
-
-// SAFETY: as above.
-unsafe impl IoBuf for RawMem {
-    fn io_ref(&self, _classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
-        self.0
-    }
-}
 
 /// Sets the calling thread's `errno`.
 pub fn set_errno(e: i32) {
@@ -113,7 +94,10 @@ pub fn sync_io(
         return -(code::INVALID_VALUE as isize);
     };
     let kind = kind_of(&session, base_addr, buf_offset as u64, size, addr);
-    let mem = RawMem(BufferRef { addr, len: size, kind });
+    // SAFETY: cuFile's contract makes `addr .. + size` the C caller's memory, valid for the
+    // whole call and not used otherwise meanwhile; `kind` comes from its registration or one
+    // query. The value serves this synchronous call only.
+    let mem = unsafe { KnownBuffer::new(BufferRef { addr, len: size, kind }) };
     let start = Instant::now();
     let r = match op {
         Op::Read => {

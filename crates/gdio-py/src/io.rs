@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use gdio::memory::{BufferRef, IoBuf, IoBufMut};
+use gdio::memory::{BufferRef, KnownBuffer};
 use gdio::{Driver, Error, ErrorKind, FileHandle, MemoryKind};
 
 use crate::buffer::Memory;
@@ -58,10 +58,18 @@ impl Part {
             stream::synchronize(driver, ordinal, s)?;
         }
         let (f, off, a, n) = (file, self.file_offset, self.addr, self.len);
-        // GPU memory whose ordinal the import already asked the driver for: no second pointer
-        // query per part (one per 64 KiB future adds up).
-        let known =
-            |ordinal| KnownMem(BufferRef { addr: a, len: n, kind: MemoryKind::Device { ordinal } });
+        // GPU memory whose ordinal the import already found: no second pointer query per part
+        // (one per 64 KiB future adds up).
+        let known = |ordinal| {
+            // SAFETY: as below; the value serves this one synchronous call.
+            unsafe {
+                KnownBuffer::new(BufferRef {
+                    addr: a,
+                    len: n,
+                    kind: MemoryKind::Device { ordinal },
+                })
+            }
+        };
         // SAFETY: `addr..addr+len` lies inside memory taken from a Python object by
         // `buffer::acquire` (bounds checked by `split`), kept alive by its `Keepalive` until
         // this part reports; reads were refused on read-only memory there.
@@ -85,25 +93,6 @@ impl Part {
                     .with_path(file.path())
                     .with_range(self.file_offset, self.len as u64))
             })
-    }
-}
-
-/// GPU memory of a Python object named by address, with the kind its import found.
-struct KnownMem(BufferRef);
-
-// SAFETY: a KnownMem is built only in `Part::run`, from a range of memory acquired from a Python
-// object (kept alive and bounds-checked, see there) whose kind the import classified; it serves
-// that one synchronous call.
-unsafe impl IoBufMut for KnownMem {
-    fn io_ref_mut(&mut self, _classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
-        self.0
-    }
-}
-
-// SAFETY: as above.
-unsafe impl IoBuf for KnownMem {
-    fn io_ref(&self, _classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
-        self.0
     }
 }
 

@@ -74,7 +74,7 @@ pub use driver::{Decision, Driver};
 pub use error::{CodeDomain, Error, ErrorKind, Result};
 pub use file::{FileHandle, FileInfo, OpenOptions};
 pub use gpu::{DeviceBuffer, PinnedBuffer};
-pub use memory::{BufferRef, IoBuf, IoBufMut, MemoryKind};
+pub use memory::{BufferRef, IoBuf, IoBufMut, KnownBuffer, MemoryKind};
 pub use request::Op;
 pub use stats::{BackendStats, StatsSnapshot};
 pub use stream_io::StreamIoParams;

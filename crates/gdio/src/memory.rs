@@ -127,6 +127,41 @@ pub unsafe trait IoBuf {
     fn io_ref(&self, classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef;
 }
 
+/// Memory named by address whose kind the caller already knows (from a buffer registration,
+/// or the one pointer query it made itself): an [`IoBuf`]/[`IoBufMut`] the driver takes as
+/// it is, with no pointer query of its own. For front ends that receive raw addresses (the
+/// cuFile C ABI, Python buffers).
+#[derive(Debug, Clone, Copy)]
+pub struct KnownBuffer(BufferRef);
+
+impl KnownBuffer {
+    /// Wraps `buf`.
+    ///
+    /// # Safety
+    /// `buf.addr .. buf.addr + buf.len` must be memory of this process of kind `buf.kind`,
+    /// valid for every I/O the value is given to (writes for a read, reads for a write) and not
+    /// used by anything else until that I/O is over: until the call returns, or for
+    /// [`Driver::submit_read`](crate::Driver::submit_read) and the other asynchronous calls,
+    /// until the I/O is reported done.
+    pub unsafe fn new(buf: BufferRef) -> KnownBuffer {
+        KnownBuffer(buf)
+    }
+}
+
+// SAFETY: `KnownBuffer::new`'s caller vouches for the range, its kind and its exclusive use.
+unsafe impl IoBufMut for KnownBuffer {
+    fn io_ref_mut(&mut self, _classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
+        self.0
+    }
+}
+
+// SAFETY: as above.
+unsafe impl IoBuf for KnownBuffer {
+    fn io_ref(&self, _classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
+        self.0
+    }
+}
+
 // SAFETY: the range is the slice or vector itself; a moved vector keeps its heap buffer.
 unsafe impl IoBufMut for [u8] {
     fn io_ref_mut(&mut self, classify: &dyn Fn(u64) -> MemoryKind) -> BufferRef {
