@@ -47,12 +47,14 @@ if [ "$what" = all ] || [ "$what" = memcheck ]; then
     # Test binaries by name (debug build, as cargo test built them above), each run whole under
     # memcheck; of the library's unit tests those of the engine, the GPU runtimes, files,
     # safetensors, stream-ordered I/O and batches.
+    lib_tests=(engine_async stream_ordered engine_gather engine_split engine_host bad_input
+      write_partial policy_retry safetensors)
+    cufile_tests=(api sim_gpu concurrent)
     list=$(
-      { cargo test --locked -q -p gdio --no-run --message-format=json --lib --test engine_async \
-          --test stream_ordered --test engine_gather --test engine_split --test engine_host \
-          --test bad_input --test write_partial --test policy_retry --test safetensors
-        cargo test --locked -q -p gdio-cufile --no-run --message-format=json --test api \
-          --test sim_gpu --test concurrent; } 2>/dev/null | python3 -c '
+      { cargo test --locked -q -p gdio --no-run --message-format=json --lib \
+          "${lib_tests[@]/#/--test=}"
+        cargo test --locked -q -p gdio-cufile --no-run --message-format=json \
+          "${cufile_tests[@]/#/--test=}"; } 2>/dev/null | python3 -c '
 import json, sys
 for line in sys.stdin:
     m = json.loads(line)
@@ -60,7 +62,9 @@ for line in sys.stdin:
         t = m["target"]
         print(("lib" if t["kind"] == ["lib"] else t["name"]) + " " + m["executable"])
 ')
-    [ -n "$list" ] || { echo "memcheck: no test binaries were built" >&2; exit 1; }
+    for name in lib "${lib_tests[@]}" "${cufile_tests[@]}"; do
+      grep -q "^$name " <<<"$list" || { echo "memcheck: test binary $name was not built" >&2; exit 1; }
+    done
     log=$(mktemp)
     while read -r name bin; do
       filter=(); [ "$name" = lib ] && filter=(engine:: gpu:: safetensors:: file:: stream_io batch)

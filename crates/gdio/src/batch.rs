@@ -134,10 +134,7 @@ impl Base {
     /// wrapping addresses are checked apart).
     fn holds(&self, addr: u64, len: usize) -> bool {
         let Some((start, size)) = self.allocation else { return false };
-        let last = match addr.checked_add((len as u64).max(1) - 1) {
-            Some(l) => l,
-            None => return false,
-        };
+        let Some(last) = addr.checked_add((len as u64).max(1) - 1) else { return false };
         addr >= start && last < start.saturating_add(size)
     }
 }
