@@ -11,7 +11,7 @@ use super::files::{self, Input};
 use super::pass::{self, Histogram, Mover, Shape};
 use super::progress::Progress;
 use super::reference::Memory;
-use super::report::{BenchReport, OpResult};
+use super::report::{BenchReport, OpResult, WorkerShares};
 use super::{hostmem, limits, BenchArgs, Mode};
 
 /// Where the bench puts data.
@@ -79,24 +79,34 @@ impl Measured {
     }
 }
 
-/// The engine's byte counters moved by the timed passes: (buffered, direct, page-cache DMA).
-fn counter_delta(
-    before: gdio::engine::EngineCounters,
-    after: gdio::engine::EngineCounters,
-    write: bool,
-) -> (u64, u64, u64) {
-    if write {
-        (
-            after.buffered_write_bytes - before.buffered_write_bytes,
-            after.direct_write_bytes - before.direct_write_bytes,
-            0,
-        )
-    } else {
-        (
-            after.buffered_read_bytes - before.buffered_read_bytes,
-            after.direct_read_bytes - before.direct_read_bytes,
-            after.page_cache_dma_bytes - before.page_cache_dma_bytes,
-        )
+/// What the engine's counters say about the timed passes: the bytes by path, and where the
+/// workers' time went.
+#[derive(Debug, Default, Clone, Copy)]
+struct Moved {
+    buffered: u64,
+    direct: u64,
+    page_cache_dma: u64,
+    time: gdio::engine::WorkerTime,
+}
+
+impl Moved {
+    /// Adds what the counters moved from `before` to `after` (a write's or a read's bytes).
+    fn add(
+        &mut self,
+        before: gdio::engine::EngineCounters,
+        after: gdio::engine::EngineCounters,
+        write: bool,
+    ) {
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        if write {
+            self.buffered += d(after.buffered_write_bytes, before.buffered_write_bytes);
+            self.direct += d(after.direct_write_bytes, before.direct_write_bytes);
+        } else {
+            self.buffered += d(after.buffered_read_bytes, before.buffered_read_bytes);
+            self.direct += d(after.direct_read_bytes, before.direct_read_bytes);
+            self.page_cache_dma += d(after.page_cache_dma_bytes, before.page_cache_dma_bytes);
+        }
+        self.time = self.time.plus(&after.worker_time.since(&before.worker_time));
     }
 }
 
@@ -320,7 +330,7 @@ impl<'a> Bench<'a> {
         verified: bool,
         backend: String,
         limit: Option<f64>,
-        moved: (u64, u64, u64),
+        moved: Moved,
     ) -> OpResult {
         let bytes = self.size();
         let secs = median(&m.seconds);
@@ -343,15 +353,28 @@ impl<'a> Bench<'a> {
             latency_p50_ms: m.hist.quantile_ms(0.5),
             latency_p99_ms: m.hist.quantile_ms(0.99),
             cpu_seconds: median(&m.cpu),
-            buffered_bytes: moved.0,
-            direct_bytes: moved.1,
-            page_cache_dma_bytes: moved.2,
+            buffered_bytes: moved.buffered,
+            direct_bytes: moved.direct,
+            page_cache_dma_bytes: moved.page_cache_dma,
+            workers: self.worker_shares(op == "write", m.seconds.iter().sum(), moved.time),
             cold: self.args.cold,
             fsync_seconds: None,
             backend,
             limit_gbps: limit,
             ratio_to_limit: limit.filter(|l| *l > 0.0).map(|l| gbps / l),
         }
+    }
+
+    /// Where the engine's workers spent `seconds` of timed passes (`write`: the write workers).
+    fn worker_shares(
+        &self,
+        write: bool,
+        seconds: f64,
+        time: gdio::engine::WorkerTime,
+    ) -> WorkerShares {
+        let c = self.driver.engine().config();
+        let threads = if write { c.write_threads } else { c.threads }.max(1);
+        WorkerShares::new(threads, seconds, time)
     }
 
     /// A plain `pread` of the input into host memory with `shape` (the limit of a host row),
@@ -380,7 +403,7 @@ impl<'a> Bench<'a> {
         let direct = matches!(self.mem, Memory::Device(_));
         let progress = Progress::new("read".into(), size * self.passes() as u64, self.args.json);
         let mut m = Measured::default();
-        let mut moved = (0, 0, 0);
+        let mut moved = Moved::default();
         for i in 0..self.passes() {
             if self.args.cold {
                 data::drop_cache(&self.input.file.file, &self.input.file.display)?;
@@ -399,8 +422,7 @@ impl<'a> Bench<'a> {
             let p = pass::run(&mover, size, shape, 0x5eed + i as u64, &progress)?;
             if i >= self.args.warmup {
                 m.push(p);
-                let d = counter_delta(before, self.driver.engine().counters(), false);
-                moved = (moved.0 + d.0, moved.1 + d.1, moved.2 + d.2);
+                moved.add(before, self.driver.engine().counters(), false);
             }
         }
         drop(progress);
@@ -489,7 +511,7 @@ impl<'a> Bench<'a> {
         let device = matches!(self.mem, Memory::Device(_));
         let progress = Progress::new("write".into(), size * self.passes() as u64, self.args.json);
         let mut m = Measured::default();
-        let mut moved = (0, 0, 0);
+        let mut moved = Moved::default();
         for i in 0..self.passes() {
             // Each timed write goes to an empty file, as a checkpoint write does (the output is
             // the bench's own file, or one --overwrite allowed it to replace).
@@ -505,8 +527,7 @@ impl<'a> Bench<'a> {
             let p = pass::run(&mover, size, shape, 0x5eed + i as u64, &progress)?;
             if i >= self.args.warmup {
                 m.push(p);
-                let d = counter_delta(before, self.driver.engine().counters(), true);
-                moved = (moved.0 + d.0, moved.1 + d.1, moved.2 + d.2);
+                moved.add(before, self.driver.engine().counters(), true);
             }
         }
         drop(progress);

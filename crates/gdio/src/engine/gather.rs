@@ -6,12 +6,14 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::job::{Counters, DirectChoice, Job, TaskResult};
 use super::lane::Lane;
 use super::plan::Task;
 use super::ring::{Shape, WorkerRing};
 use super::transfer::{self, ReadPath};
+use super::worker_time::{timed, Phase};
 use crate::config::Config;
 use crate::file::{posix, uring};
 use crate::memory::MemoryKind;
@@ -90,7 +92,7 @@ pub(crate) fn run_group(
     ring: &mut WorkerRing,
 ) -> Vec<(Arc<Job>, Task)> {
     let mut rest = Vec::new();
-    let slot = match lane.take_slot() {
+    let slot = match timed(Some(&counters.time), Phase::BufferWait, || lane.take_slot()) {
         Ok(s) => s,
         Err(e) => {
             for job in jobs {
@@ -117,6 +119,7 @@ pub(crate) fn run_group(
         placed.push((job.clone(), task, at));
         at = (at + len).div_ceil(PIECE_ALIGN) * PIECE_ALIGN;
     }
+    let read_from = Instant::now();
     let results: Vec<Result<usize, i32>> = match ring.for_reads(placed.len(), Shape::Gathered) {
         Some(r) => {
             let reads: Vec<uring::Read<'_>> = placed
@@ -149,6 +152,7 @@ pub(crate) fn run_group(
             })
             .collect(),
     };
+    counters.time.add(Phase::FileIo, read_from);
     let mut pieces: Vec<Piece> = Vec::with_capacity(placed.len());
     for ((job, task, at), r) in placed.into_iter().zip(results) {
         match r {
@@ -178,6 +182,7 @@ pub(crate) fn run_group(
             (p.job.buf.addr + p.task.rel, src as *const u8, p.got as usize)
         })
         .collect();
+    let copy_from = Instant::now();
     let queued = if shape.batch_copy {
         // SAFETY: each device range lies inside its job's buffer (valid until the job is done,
         // which is after the marker below is reached); the pinned sources stay untouched until
@@ -189,7 +194,9 @@ pub(crate) fn run_group(
             unsafe { lane.stream.copy_to_device(dst, src, len) }
         })
     };
-    match queued.and_then(|()| lane.record(slot)) {
+    let recorded = queued.and_then(|()| lane.record(slot));
+    counters.time.add(Phase::CopyQueue, copy_from);
+    match recorded {
         Ok(seq) => {
             counters.gathered_reads.fetch_add(pieces.len() as u64, Ordering::Relaxed);
             let done = pieces

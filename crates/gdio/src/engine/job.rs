@@ -56,6 +56,8 @@ pub(crate) struct Counters {
     pub gathered_reads: AtomicU64,
     /// One-task reads spread over idle workers (`split_min_bytes`).
     pub split_reads: AtomicU64,
+    /// Where the workers' time went.
+    pub time: super::worker_time::Clock,
 }
 
 /// Told when a job completes (a batch waits on one of these for all its entries). A
@@ -245,6 +247,11 @@ impl Job {
             done: AtomicBool::new(done),
             cv: Condvar::new(),
         }
+    }
+
+    /// The engine's worker clock, when this job counts into an engine's counters.
+    pub(crate) fn clock(&self) -> Option<&super::worker_time::Clock> {
+        self.counters.as_deref().map(|c| &c.time)
     }
 
     /// Completion of this job also notifies `n`.

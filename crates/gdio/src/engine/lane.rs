@@ -23,6 +23,8 @@ struct Deferred {
     job: Arc<Job>,
     task: Task,
     result: TaskResult,
+    /// When its last copy was queued (for the engine's landing time).
+    queued: Instant,
 }
 
 impl Deferred {
@@ -30,6 +32,9 @@ impl Deferred {
     fn finish(&self, error: Option<Error>) {
         if self.taken.swap(true, Ordering::AcqRel) {
             return;
+        }
+        if let Some(clock) = self.job.clock() {
+            clock.landed(self.queued);
         }
         match error {
             None => self.job.finish(self.task, self.result, None),
@@ -196,7 +201,8 @@ impl Lane {
         task: Task,
         result: TaskResult,
     ) {
-        let d = Arc::new(Deferred { taken: AtomicBool::new(false), job, task, result });
+        let queued = Instant::now();
+        let d = Arc::new(Deferred { taken: AtomicBool::new(false), job, task, result, queued });
         if self.callbacks {
             let cb = d.clone();
             self.ask_callback(Box::new(move || cb.finish(None)));
@@ -212,10 +218,11 @@ impl Lane {
         slot: usize,
         tasks: Vec<(Arc<Job>, Task, TaskResult)>,
     ) {
+        let queued = Instant::now();
         let tasks: Vec<Arc<Deferred>> = tasks
             .into_iter()
             .map(|(job, task, result)| {
-                Arc::new(Deferred { taken: AtomicBool::new(false), job, task, result })
+                Arc::new(Deferred { taken: AtomicBool::new(false), job, task, result, queued })
             })
             .collect();
         if self.callbacks && !tasks.is_empty() {

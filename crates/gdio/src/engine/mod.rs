@@ -9,6 +9,7 @@
 //! - `transfer`: what a worker does with a task.
 //! - `gather`: small reads of many requests to one GPU sent as one group.
 //! - `ring`: which reads a worker issues through its own io_uring (`io_engine`).
+//! - `worker_time`: where the workers' time went (file I/O, buffers, copies, idle).
 
 mod caller_lane;
 mod gather;
@@ -20,11 +21,13 @@ pub mod plan;
 mod pool;
 mod ring;
 mod transfer;
+mod worker_time;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub use job::DirectChoice;
+pub use worker_time::WorkerTime;
 
 pub(crate) use job::Notifier;
 
@@ -69,6 +72,8 @@ pub struct EngineCounters {
     pub io_uring_reads: u64,
     /// One-task reads into GPU memory split over idle workers (`split_min_bytes`).
     pub split_reads: u64,
+    /// Where the workers' time went (summed over workers).
+    pub worker_time: WorkerTime,
 }
 
 /// The engine: a worker pool over one GPU runtime.
@@ -150,6 +155,7 @@ impl Engine {
             gathered_reads: c.gathered_reads.load(Ordering::Relaxed),
             split_reads: c.split_reads.load(Ordering::Relaxed),
             io_uring_reads: self.io.uring_reads.load(Ordering::Relaxed),
+            worker_time: c.time.snapshot(),
         }
     }
 
@@ -302,6 +308,7 @@ impl Engine {
         // A single task runs on the calling thread: no hand-off, no wake-up. Host memory in
         // place; device memory through the thread's own lane when it is small (not for
         // page-cache DMA): a lone thread cannot overlap a large task's copy with more reads.
+        let since = std::time::Instant::now();
         let inline = match buf.kind {
             _ if job.tasks.len() != 1 => false,
             MemoryKind::Device { ordinal } => {
@@ -317,6 +324,7 @@ impl Engine {
             }
         };
         if inline {
+            self.counters.time.add(worker_time::Phase::Inline, since);
             let t = Self::transfer(&job);
             if op == Op::Write && t.is_ok() {
                 file.note_written_end(offset + len);

@@ -17,6 +17,7 @@ use super::numa::{self, GpuNodes};
 use super::plan::Task;
 use super::ring::{IoChoice, WorkerRing};
 use super::transfer::{self, ReadPath};
+use super::worker_time::{self, timed, Phase};
 use crate::error::{Error, Result};
 use crate::gpu::GpuRuntime;
 use crate::memory::MemoryKind;
@@ -297,6 +298,7 @@ fn lane<'a>(
 }
 
 fn worker_main(shared: Arc<Shared>) {
+    worker_time::mark_worker();
     let mut lanes: HashMap<usize, Lane> = HashMap::new();
     let mut ring = WorkerRing::new(shared.io.clone());
     // Polled its copies since it last ran a task: a lane whose stream finishes tasks with
@@ -346,7 +348,9 @@ fn worker_main(shared: Arc<Shared>) {
             // Nothing queued: wait for this worker's copies in flight. Poll for up to `spin`
             // (new work ends the wait at once), then block on the markers.
             None => {
-                wait_for_copies(&mut lanes, &shared);
+                timed(Some(&shared.counters.time), Phase::Draining, || {
+                    wait_for_copies(&mut lanes, &shared)
+                });
                 polled = true;
                 continue;
             }
@@ -506,7 +510,7 @@ fn run_task(
     ring: &mut WorkerRing,
 ) {
     let MemoryKind::Device { ordinal } = job.buf.kind else {
-        return run_host_task(job, task, ring);
+        return timed(job.clock(), Phase::FileIo, || run_host_task(job, task, ring));
     };
     let l = match lane(lanes, shared, ordinal) {
         Ok(l) => l,

@@ -5,6 +5,7 @@ use super::job::{DirectChoice, Job, TaskResult};
 use super::lane::Lane;
 use super::plan::{pieces, Task};
 use super::ring::{Shape, WorkerRing};
+use super::worker_time::{timed, Phase};
 use crate::error::{Error, Result};
 use crate::file::uring::{self, Ring};
 use crate::file::{posix, residency, FileHandle};
@@ -379,7 +380,7 @@ fn read_chunks(
             let off = task.offset + pos;
             let (cap, shift) = chunk_geometry(lane, direct, align, off, job.buffered_chunk);
             let n = cap.min(task.len - pos);
-            let slot = lane.take_slot()?;
+            let slot = timed(job.clock(), Phase::BufferWait, || lane.take_slot())?;
             // SAFETY: `shift + n <= buffer size` by `chunk_geometry`; the slot's previous copy
             // is done.
             let buf = unsafe { lane.buffers[slot].as_mut_ptr().add(shift as usize) };
@@ -392,24 +393,27 @@ fn read_chunks(
             unsafe { read_range(file, buf as *mut u8, off, n, direct, align) }
         };
         let shape = if direct && chunks.len() > 1 { Shape::ColdInFlight } else { Shape::Single };
-        let results: Vec<Result<(u64, u64)>> = match ring.for_reads(chunks.len(), shape) {
-            Some(r) => {
-                let ranges: Vec<(usize, u64, u64)> =
-                    chunks.iter().map(|&(_, buf, off, n)| (buf, off, n)).collect();
-                // SAFETY: as for `read` above; the chunks' bounce ranges are disjoint.
-                unsafe { read_ranges_uring(file, r, &ranges, direct, align) }
-            }
-            None if chunks.len() == 1 => vec![read(&chunks[0])],
-            None => read_concurrently(&chunks, &read),
-        };
+        let results: Vec<Result<(u64, u64)>> =
+            timed(job.clock(), Phase::FileIo, || match ring.for_reads(chunks.len(), shape) {
+                Some(r) => {
+                    let ranges: Vec<(usize, u64, u64)> =
+                        chunks.iter().map(|&(_, buf, off, n)| (buf, off, n)).collect();
+                    // SAFETY: as for `read` above; the chunks' bounce ranges are disjoint.
+                    unsafe { read_ranges_uring(file, r, &ranges, direct, align) }
+                }
+                None if chunks.len() == 1 => vec![read(&chunks[0])],
+                None => read_concurrently(&chunks, &read),
+            });
         for (&(slot, buf, _, n), r) in chunks.iter().zip(results) {
             let (got, d) = r?;
             if got > 0 {
                 let dst = job.buf.addr + task.rel + ran.result.bytes;
-                // SAFETY: the device range lies inside the job's buffer; the pinned source
-                // stays untouched until the slot's marker is waited for.
-                unsafe { lane.stream.copy_to_device(dst, buf as *const u8, got as usize)? };
-                ran.last = Some((lane.record(slot)?, slot));
+                ran.last = Some(timed(job.clock(), Phase::CopyQueue, || -> Result<_> {
+                    // SAFETY: the device range lies inside the job's buffer; the pinned source
+                    // stays untouched until the slot's marker is waited for.
+                    unsafe { lane.stream.copy_to_device(dst, buf as *const u8, got as usize)? };
+                    Ok((lane.record(slot)?, slot))
+                })?);
             }
             ran.result.bytes += got;
             ran.result.direct_bytes += d;
@@ -463,9 +467,11 @@ fn write_chunks(job: &Job, task: Task, lane: &mut Lane, res: &mut TaskResult) ->
     let mut queued = 0u64;
     let flush =
         |lane: &mut Lane, p: (usize, *const u8, u64, u64), res: &mut TaskResult| -> Result<()> {
-            lane.stream.wait(p.0)?;
+            timed(job.clock(), Phase::BufferWait, || lane.stream.wait(p.0))?;
             // SAFETY: the pinned range holds `p.3` bytes copied from the device (waited for above).
-            match unsafe { write_range(file, p.1, p.2, p.3, direct, align) } {
+            match timed(job.clock(), Phase::FileIo, || unsafe {
+                write_range(file, p.1, p.2, p.3, direct, align)
+            }) {
                 Ok(d) => {
                     res.direct_bytes += d;
                     res.bytes += p.3;
@@ -481,14 +487,17 @@ fn write_chunks(job: &Job, task: Task, lane: &mut Lane, res: &mut TaskResult) ->
         let off = task.offset + queued;
         let (cap, shift) = chunk_geometry(lane, direct, align, off, job.buffered_chunk);
         let n = cap.min(task.len - queued);
-        let slot = lane.take_slot()?;
+        let slot = timed(job.clock(), Phase::BufferWait, || lane.take_slot())?;
         // SAFETY: `shift + n <= buffer size` by `chunk_geometry`; the slot is free.
         let buf = unsafe { lane.buffers[slot].as_mut_ptr().add(shift as usize) };
         let src = job.buf.addr + task.rel + queued;
-        // SAFETY: the device range lies inside the job's buffer; `buf` has room for `n` bytes
-        // and is not read before the slot's marker is waited for.
-        unsafe { lane.stream.copy_to_host(buf, src, n as usize)? };
-        lane.record(slot)?;
+        timed(job.clock(), Phase::CopyQueue, || -> Result<()> {
+            // SAFETY: the device range lies inside the job's buffer; `buf` has room for `n`
+            // bytes and is not read before the slot's marker is waited for.
+            unsafe { lane.stream.copy_to_host(buf, src, n as usize)? };
+            lane.record(slot)?;
+            Ok(())
+        })?;
         if let Some(p) = pending.take() {
             flush(lane, p, res)?;
         }
