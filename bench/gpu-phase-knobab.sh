@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One build under several settings of its knobs, alternating in one run: KNOBAB_SETTINGS is a
 # space-separated list of settings, each environment assignments joined by commas
-# ("GDIO_NONE=1 GDIO_X=1,GDIO_Y=2"; or KNOBAB_A and KNOBAB_B for two). Rows: KvikIO compat OFF through
+# ("GDIO_NONE=1 GDIO_X=1,GDIO_Y=2"; or KNOBAB_A and KNOBAB_B for two; LIB=path puts another
+# build's libcufile.so.0 under KvikIO, as LIB=.dev/before/libcufile.so.0). Rows: KvikIO compat OFF through
 # gdio's libcufile.so.0 on the 8 GiB ext4-cached file (4 MiB tasks) at KNOBAB_THREADS threads
 # beside KvikIO compat ON (issue 9), the request-shape rows KNOBAB_SHAPES on tmpfs and the
 # default `gdio bench` (issue 7), KNOBAB_REPS times. KNOBAB_PARTS picks kvikio and/or bench.
@@ -20,7 +21,7 @@ for rep in $(seq "${KNOBAB_REPS:-2}"); do
   if [[ $parts == *kvikio* ]]; then
     for t in ${KNOBAB_THREADS:-8 16 32}; do
       for v in "${settings[@]}"; do
-        echo "rep $rep t$t KvikIO OFF on gdio $v: $(env ${v//,/ } LD_PRELOAD="$LIB" python3 bench/cufile_kvikio_read.py off "$ext4" "$t" 3 2>>"$out/stderr.txt" | gbps)"
+        echo "rep $rep t$t KvikIO OFF on gdio $v: $(export ${v//,/ }; LD_PRELOAD="$LIB" python3 bench/cufile_kvikio_read.py off "$ext4" "$t" 3 2>>"$out/stderr.txt" | gbps)"
       done
       echo "rep $rep t$t KvikIO ON: $(python3 bench/cufile_kvikio_read.py on "$ext4" "$t" 3 2>>"$out/stderr.txt" | gbps)"
     done

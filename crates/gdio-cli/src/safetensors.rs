@@ -18,6 +18,7 @@ use serde_json::json;
 use crate::bench::progress::Progress;
 use crate::out::outln;
 use crate::units::{format_size, parse_size};
+use crate::worker_shares::WorkerShares;
 
 /// Arguments of `gdio load`.
 #[derive(Debug, Args)]
@@ -228,11 +229,17 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
         merge_gap: 0,
         spread_reads: a.spread_reads,
     };
+    let time_before = driver.engine().counters().worker_time;
     let run = match run_load(&driver, &ckpt, targets, &a.tensors, &options, a.json) {
         Ok(r) => r,
         Err(e) => return fail("load", e),
     };
     let seconds = start.elapsed().as_secs_f64();
+    let workers = WorkerShares::new(
+        driver.engine().config().threads.max(1),
+        run.seconds,
+        driver.engine().counters().worker_time.since(&time_before),
+    );
     let bytes = run.loaded.bytes_loaded();
     let mut verified = false;
     let mut mismatch = None;
@@ -282,6 +289,7 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
             "verified": verified,
             "mismatch": mismatch,
             "resave": resave,
+            "workers": workers,
         });
         outln!("{v}");
     } else {
@@ -295,6 +303,9 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
             format_size(run.loaded.bytes_read()),
             ckpt.files().len()
         );
+        if workers.verdict().is_some() {
+            outln!("{}", workers.line());
+        }
         if verified {
             outln!("verified: every tensor matches a plain read of the file");
         }

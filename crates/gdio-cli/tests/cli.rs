@@ -48,6 +48,18 @@ fn bench_main_job_verifies_and_cleans_up() {
         assert!(r["latency_p99_ms"].as_f64().unwrap() >= r["latency_p50_ms"].as_f64().unwrap());
         let target = r["target"].as_str().unwrap();
         assert!(target == "host" || target.starts_with("gpu:"), "{target}");
+        // Where the time went: shares of the workers' time, and somebody (a worker or the
+        // caller inline) did the file I/O.
+        let w = &r["workers"];
+        assert!(w["threads"].as_u64().unwrap() >= 1, "{w}");
+        let share = |k: &str| w[k].as_f64().unwrap();
+        for k in ["file_io", "buffer_wait", "copy_queue", "draining", "idle", "inline"] {
+            assert!(share(k) >= 0.0, "{k}: {w}");
+        }
+        let busy =
+            share("file_io") + share("buffer_wait") + share("copy_queue") + share("draining");
+        assert!(busy == 0.0 || (busy + share("idle") - 1.0).abs() < 1e-9 || busy > 1.0, "{w}");
+        assert!(share("file_io") + share("inline") > 0.0, "nobody did the I/O: {w}");
     }
     assert!(v["limits"]["host_read_gbps"].as_f64().unwrap() > 0.0);
     assert!(v["stats"]["backends"].is_object());

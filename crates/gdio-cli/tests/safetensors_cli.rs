@@ -60,6 +60,9 @@ fn load_host_json_verify_patterns_and_resave() {
     let (open, warm) = (v["open_seconds"].as_f64().unwrap(), v["warm_seconds"].as_f64().unwrap());
     assert!(open > 0.0 && open <= v["seconds"].as_f64().unwrap(), "{v}");
     assert!(warm >= 0.0 && v["transfer_seconds"].as_f64().unwrap() > 0.0, "{v}");
+    // Where the load's time went: the file reads were done by workers or inline by the loader.
+    let w = &v["workers"];
+    assert!(w["file_io"].as_f64().unwrap() + w["inline"].as_f64().unwrap() > 0.0, "{w}");
 
     let resaved = dir.path().join("again.safetensors");
     let out = gdio()

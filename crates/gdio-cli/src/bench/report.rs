@@ -5,6 +5,7 @@ use serde::Serialize;
 use super::pass::Pattern;
 use crate::out::outln;
 use crate::units::format_size;
+use crate::worker_shares::WorkerShares;
 
 /// One measured operation.
 #[derive(Debug, Clone, Serialize)]
@@ -65,108 +66,6 @@ pub struct OpResult {
     /// Ratio of `gbps` to the matching limit, when one was measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio_to_limit: Option<f64>,
-}
-
-/// Where the engine's workers spent the timed iterations, as fractions of their time (workers
-/// × seconds): the answer to "why is this row slow".
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct WorkerShares {
-    /// Workers of the pool that served the row.
-    pub threads: usize,
-    /// Worker-seconds of the timed iterations (threads × seconds).
-    pub worker_seconds: f64,
-    /// In file reads and writes (with the kernel's copy out of or into the page cache).
-    pub file_io: f64,
-    /// Waiting for a bounce buffer whose copy was still in flight (behind the GPU link).
-    pub buffer_wait: f64,
-    /// Queueing copies and recording their markers (driver calls).
-    pub copy_queue: f64,
-    /// Nothing queued, waiting for copies in flight to land.
-    pub draining: f64,
-    /// The rest: no work queued (or bookkeeping between phases).
-    pub idle: f64,
-    /// The submitting threads running their own small requests inline, in the same unit
-    /// (worker-seconds; may pass 1.0 with more callers than workers).
-    pub inline: f64,
-    /// Mean milliseconds from a task's last copy queued to its landing noticed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub landing_ms: Option<f64>,
-}
-
-impl WorkerShares {
-    /// The shares of `time` in `threads` workers' `seconds` each.
-    pub fn new(threads: usize, seconds: f64, time: gdio::engine::WorkerTime) -> WorkerShares {
-        let total = threads as f64 * seconds;
-        let share = |ns: u64| if total > 0.0 { ns as f64 / 1e9 / total } else { 0.0 };
-        let (file_io, buffer_wait) = (share(time.file_io_ns), share(time.buffer_wait_ns));
-        let (copy_queue, draining) = (share(time.copy_queue_ns), share(time.draining_ns));
-        let busy = file_io + buffer_wait + copy_queue + draining;
-        WorkerShares {
-            threads,
-            worker_seconds: total,
-            file_io,
-            buffer_wait,
-            copy_queue,
-            draining,
-            idle: if busy > 0.0 { (1.0 - busy).max(0.0) } else { 0.0 },
-            inline: share(time.inline_ns),
-            landing_ms: time.mean_landing_ms(),
-        }
-    }
-
-    /// What held the row back, in words, from the largest share: idle workers want more
-    /// requests in flight, waits for buffers point at the GPU link, file I/O at the CPU's
-    /// copy out of the page cache or at the disk. `None` when nothing was timed.
-    pub fn verdict(&self) -> Option<&'static str> {
-        let busy = [
-            (self.file_io, "file I/O (the kernel's copy out of the page cache, or the disk)"),
-            (self.buffer_wait, "the GPU link (copies in flight held the bounce buffers)"),
-            (self.copy_queue, "queueing copies in the GPU driver"),
-            (self.inline, "the callers, running their small requests inline"),
-            (
-                self.idle + self.draining,
-                "too little work: more or larger requests in flight would use idle workers",
-            ),
-        ];
-        let (share, words) = busy.into_iter().fold((0.0, ""), |a, b| if b.0 > a.0 { b } else { a });
-        (share > 0.0).then_some(words)
-    }
-
-    /// One line: the shares in percent, the mean landing time and the verdict.
-    pub fn line(&self) -> String {
-        let pct = |x: f64| format!("{:.0}%", x * 100.0);
-        let mut s = if self.file_io + self.buffer_wait + self.copy_queue + self.draining == 0.0 {
-            format!(
-                "the callers ran every request inline ({} of {} workers' time); the workers had \
-                 none",
-                pct(self.inline),
-                self.threads
-            )
-        } else {
-            format!(
-                "{} workers: file I/O {}, waiting for buffers {}, queueing copies {}, draining \
-                 {}, idle {}{}",
-                self.threads,
-                pct(self.file_io),
-                pct(self.buffer_wait),
-                pct(self.copy_queue),
-                pct(self.draining),
-                pct(self.idle),
-                if self.inline > 0.0 {
-                    format!(" (callers inline {})", pct(self.inline))
-                } else {
-                    String::new()
-                },
-            )
-        };
-        if let Some(ms) = self.landing_ms {
-            s += &format!("; copies landed {ms:.3} ms after queueing");
-        }
-        if let Some(v) = self.verdict() {
-            s += &format!("; most time: {v}");
-        }
-        s
-    }
 }
 
 /// Everything one bench run measured.
@@ -313,48 +212,5 @@ impl BenchReport {
             outln!();
             outln!("{s}");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use gdio::engine::WorkerTime;
-
-    #[test]
-    fn worker_shares_are_fractions_of_worker_seconds_and_name_the_largest() {
-        // 4 workers for 2 s = 8 worker-seconds: 4 s reading, 2 s waiting for buffers, 1 s
-        // draining, the remaining 1 s idle.
-        let t = WorkerTime {
-            file_io_ns: 4_000_000_000,
-            buffer_wait_ns: 2_000_000_000,
-            draining_ns: 1_000_000_000,
-            landing_ns: 3_000_000,
-            copies_landed: 2,
-            ..WorkerTime::default()
-        };
-        let w = WorkerShares::new(4, 2.0, t);
-        assert_eq!(w.worker_seconds, 8.0);
-        assert_eq!((w.file_io, w.buffer_wait, w.draining, w.idle), (0.5, 0.25, 0.125, 0.125));
-        assert_eq!(w.landing_ms, Some(1.5));
-        assert!(w.verdict().is_some_and(|v| v.starts_with("file I/O")));
-        let line = w.line();
-        assert!(line.contains("file I/O 50%") && line.contains("idle 12%"), "{line}");
-        assert!(line.contains("1.500 ms"), "{line}");
-
-        // Mostly idle: the verdict asks for more in flight.
-        let idle = WorkerTime { file_io_ns: 1_000_000_000, buffer_wait_ns: 0, ..t };
-        assert!(WorkerShares::new(4, 2.0, idle).verdict().is_some_and(|v| v.contains("more")));
-        // Buffers: the GPU link.
-        let link = WorkerTime { buffer_wait_ns: 5_000_000_000, file_io_ns: 1_000_000_000, ..t };
-        assert!(WorkerShares::new(4, 2.0, link).verdict().is_some_and(|v| v.contains("GPU link")));
-        // Callers that ran everything inline: the workers had nothing.
-        let inline = WorkerTime { inline_ns: 40_000_000_000, ..WorkerTime::default() };
-        let w = WorkerShares::new(4, 2.0, inline);
-        assert_eq!(w.idle, 0.0);
-        assert!(w.verdict().is_some_and(|v| v.contains("inline")));
-        assert!(w.line().starts_with("the callers ran every request inline (500% of 4"));
-        // Nothing timed: no verdict.
-        assert_eq!(WorkerShares::new(4, 2.0, WorkerTime::default()).verdict(), None);
     }
 }

@@ -11,8 +11,9 @@ use super::files::{self, Input};
 use super::pass::{self, Histogram, Mover, Shape};
 use super::progress::Progress;
 use super::reference::Memory;
-use super::report::{BenchReport, OpResult, WorkerShares};
+use super::report::{BenchReport, OpResult};
 use super::{hostmem, limits, BenchArgs, Mode};
+use crate::worker_shares::WorkerShares;
 
 /// Where the bench puts data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
