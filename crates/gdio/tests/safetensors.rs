@@ -6,7 +6,7 @@ mod common;
 mod st;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -302,6 +302,54 @@ fn every_kind_of_malformed_header_is_an_error_naming_file_and_tensor() {
     utf.extend_from_slice(&[b'{', 0xff, 0xfe, b'}']);
     expect_bad(d, "utf8", &utf, "not UTF-8");
     expect_bad(d, "json", &raw_file(r#"{"a":"#, &[]), "not valid JSON");
+    // Each field of an entry missing or of the wrong type: an error naming the tensor.
+    let fields = [
+        ("onebyte", r#"{"#, "header length 1 cannot hold a JSON object"),
+        (
+            "dtype-number",
+            r#"{"t.a":{"dtype":7,"shape":[1],"data_offsets":[0,1]}}"#,
+            "tensor \"t.a\": \"dtype\" is not a string",
+        ),
+        (
+            "dtype-missing",
+            r#"{"t.b":{"shape":[1],"data_offsets":[0,1]}}"#,
+            "tensor \"t.b\": no \"dtype\"",
+        ),
+        (
+            "shape-missing",
+            r#"{"t.c":{"dtype":"U8","data_offsets":[0,1]}}"#,
+            "tensor \"t.c\": no \"shape\"",
+        ),
+        (
+            "shape-string",
+            r#"{"t.d":{"dtype":"U8","shape":"1","data_offsets":[0,1]}}"#,
+            "tensor \"t.d\": \"shape\" is not an array",
+        ),
+        (
+            "offsets-object",
+            r#"{"t.e":{"dtype":"U8","shape":[1],"data_offsets":{"a":0}}}"#,
+            "tensor \"t.e\": \"data_offsets\" is not an array",
+        ),
+        (
+            "offsets-float",
+            r#"{"t.f":{"dtype":"U8","shape":[1],"data_offsets":[0,1.5]}}"#,
+            "tensor \"t.f\": \"data_offsets\" are not non-negative integers",
+        ),
+        (
+            "offsets-negative",
+            r#"{"t.g":{"dtype":"U8","shape":[1],"data_offsets":[-1,0]}}"#,
+            "tensor \"t.g\": \"data_offsets\" are not non-negative integers",
+        ),
+        (
+            "metadata-array",
+            r#"{"__metadata__":[1],"t.h":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}"#,
+            "\"__metadata__\" is not a JSON object",
+        ),
+        ("entry-number", r#"{"t.i":5}"#, "tensor \"t.i\": entry is not a JSON object"),
+    ];
+    for (name, json, want) in fields {
+        expect_bad(d, name, &raw_file(json, &[0; 8]), want);
+    }
     expect_bad(d, "array", &raw_file("[1,2]", &[]), "not valid JSON");
     expect_bad(
         d,
@@ -469,6 +517,19 @@ fn index_files_that_lie_or_escape_are_refused() {
         assert!(e.to_string().contains(want), "{json}: {e}");
         assert_eq!(e.path(), Some(p.as_path()));
     }
+    // A shard's tensor the index leaves out.
+    let listed: Vec<String> =
+        t[1..].iter().map(|t| format!("{:?}:\"a.safetensors\"", t.name)).collect();
+    let p = d.join("short.safetensors.index.json");
+    std::fs::write(&p, format!("{{\"weight_map\":{{{}}}}}", listed.join(","))).unwrap();
+    let e = Checkpoint::open(&p).unwrap_err();
+    let want = format!("tensor {:?} of ", t[0].name);
+    assert!(e.to_string().contains(&want), "{e}");
+    assert!(e.to_string().contains("missing from the index's weight_map"), "{e}");
+    // Listing all of them opens.
+    let all: Vec<String> = t.iter().map(|t| format!("{:?}:\"a.safetensors\"", t.name)).collect();
+    std::fs::write(&p, format!("{{\"weight_map\":{{{}}}}}", all.join(","))).unwrap();
+    assert_eq!(Checkpoint::open(&p).unwrap().len(), t.len());
     // Two files with one tensor name.
     write_with_crate(&d.join("b.safetensors"), &t[..1], None);
     let e = Checkpoint::open_all(&[d.join("a.safetensors"), d.join("b.safetensors")]).unwrap_err();
@@ -562,6 +623,63 @@ fn an_interrupted_save_never_leaves_a_partial_file_under_the_final_name() {
     ];
     assert!(save(&driver, &dup, &dst, &SaveOptions::default()).is_err());
     assert_eq!(std::fs::read(&dst).unwrap(), old);
+}
+
+/// Every file in `dir` with its bytes.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut all: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| {
+            let b = std::fs::read(&p).unwrap();
+            (p, b)
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+#[test]
+fn a_sharded_save_that_fails_midway_leaves_the_previous_checkpoint_whole() {
+    let driver = sim(1);
+    let dir = tempfile::tempdir().unwrap();
+    let dst = dir.path().join("model.safetensors");
+    let index = dir.path().join("model.safetensors.index.json");
+    // The checkpoint already there: 12 shards of one tensor each.
+    let first = random_tensors(31, 12, 20_000);
+    let opts = SaveOptions { max_shard_size: 1, ..SaveOptions::default() };
+    let saved = save(&driver, &tensors_of(&first), &dst, &opts).unwrap();
+    assert_eq!(saved.files.len(), 12, "{:?}", saved.files);
+    let before = snapshot(dir.path());
+
+    // A new save of other tensors with the same shard names whose 11th shard fails: ten
+    // shards were complete when it failed.
+    let second = random_tensors(32, 12, 20_000);
+    let mut src = tensors_of(&second);
+    // SAFETY: the address is not device memory of the simulated GPU, so the driver refuses it
+    // before any copy.
+    let bad = unsafe { SaveTensor::device("bad", Dtype::U8, &[64], 0, 0x10, 64).unwrap() };
+    let at = src.len() - 2;
+    src[at] = bad;
+    let e = save(&driver, &src, &dst, &opts).unwrap_err();
+    assert!(e.to_string().contains("device memory"), "{e}");
+    assert_eq!(snapshot(dir.path()), before, "every final name as it was, no temporary file");
+    let ckpt = Checkpoint::open(&index).unwrap();
+    let loaded = load(&driver, &ckpt, &Plan::all(&ckpt, &[Target::Host]), &small_requests());
+    assert_loaded(&loaded.unwrap(), &first, Target::Host);
+
+    // A name given twice across shards is refused before anything is written.
+    let mut dup = tensors_of(&second);
+    dup.push(SaveTensor::host(&second[0].name, Dtype::U8, &[1], &[7]).unwrap());
+    let e = save(&driver, &dup, &dst, &opts).unwrap_err();
+    assert!(e.to_string().contains("is given twice"), "{e}");
+    assert_eq!(snapshot(dir.path()), before);
+
+    // And the save that succeeds replaces it whole.
+    save(&driver, &tensors_of(&second), &dst, &opts).unwrap();
+    let ckpt = Checkpoint::open(&index).unwrap();
+    let loaded = load(&driver, &ckpt, &Plan::all(&ckpt, &[Target::Host]), &small_requests());
+    assert_loaded(&loaded.unwrap(), &second, Target::Host);
 }
 
 #[test]

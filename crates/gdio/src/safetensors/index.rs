@@ -188,7 +188,7 @@ impl Checkpoint {
     }
 
     /// A checkpoint of already parsed headers (an index, when given, must name every tensor
-    /// in the file it says).
+    /// of its shards, each in the file it is in).
     pub fn from_headers(
         files: Vec<FileHeader>,
         index: Option<(PathBuf, Index)>,
@@ -225,6 +225,22 @@ impl Checkpoint {
                         format!(
                             "tensor {name:?} is mapped to {file} but found in {}",
                             actual.display()
+                        ),
+                    ));
+                }
+            }
+            // The other way round: a shard's tensor the index does not list.
+            if by_name.len() != idx.weight_map.len() {
+                let loc = order.iter().find(|l| {
+                    !idx.weight_map.contains_key(&files[l.file].header.tensors[l.tensor].name)
+                });
+                if let Some(l) = loc {
+                    return Err(bad_index(
+                        Some(ipath),
+                        format!(
+                            "tensor {:?} of {} is missing from the index's weight_map",
+                            files[l.file].header.tensors[l.tensor].name,
+                            files[l.file].path.display()
                         ),
                     ));
                 }

@@ -4,7 +4,8 @@
 //! Each file is written under a temporary name in the destination folder and renamed to its
 //! final name only when complete (and `fsync`ed when asked), so the final name never holds a
 //! partial file: an error or a cancellation removes the temporary file and leaves whatever was
-//! at the final name untouched. Tensor data goes through the driver's write path: device
+//! at the final name untouched. A sharded checkpoint is renamed into place only once every
+//! shard and the index are complete. Tensor data goes through the driver's write path: device
 //! memory is copied GPU → pinned bounce buffers → `pwrite` by the engine's write workers,
 //! pipelined, so host memory is bounded by the bounce-buffer ring, not by the checkpoint;
 //! tensors adjacent in memory (a loaded checkpoint) are written with one request.
@@ -213,6 +214,11 @@ pub fn build_header(
 
 /// Saves `tensors` (in this order) to `path`, or with `max_shard_size` to shards named like
 /// `model-00001-of-00003.safetensors` beside `path` plus `path` + `.index.json`.
+///
+/// A tensor name given twice is refused before anything is written. A sharded checkpoint is
+/// written whole under temporary names first (every shard, then the index); only then are the
+/// shards renamed into place and the index last, so an error or a cancellation while writing
+/// leaves every final name as it was (a checkpoint already there stays whole and loadable).
 pub fn save(
     driver: &Driver,
     tensors: &[SaveTensor<'_>],
@@ -220,9 +226,18 @@ pub fn save(
     options: &SaveOptions,
 ) -> Result<Saved> {
     let path = path.as_ref();
+    let mut seen = std::collections::HashSet::with_capacity(tensors.len());
+    if let Some(t) = tensors.iter().find(|t| !seen.insert(t.name.as_str())) {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("tensor {:?} is given twice", t.name),
+        )
+        .with_path(path));
+    }
     let shards = split(tensors, options.max_shard_size);
     if shards.len() <= 1 && options.max_shard_size == 0 {
-        let (data, total) = write_file(driver, tensors, path, options)?;
+        let (tmp, data, total) = write_file(driver, tensors, path, options)?;
+        tmp.commit(options.fsync)?;
         return Ok(Saved {
             files: vec![path.to_path_buf()],
             index: None,
@@ -234,19 +249,19 @@ pub fn save(
     let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let stem = file_name.strip_suffix(".safetensors").unwrap_or(&file_name).to_owned();
     let n = shards.len();
-    let mut files = Vec::with_capacity(n);
+    // Temporary files written so far: dropped (removed) on any error below.
+    let mut written: Vec<TempFile> = Vec::with_capacity(n + 1);
     let mut weight_map = BTreeMap::new();
     let (mut data_bytes, mut total_bytes) = (0, 0);
     for (i, range) in shards.iter().enumerate() {
         let name = format!("{stem}-{:05}-of-{n:05}.safetensors", i + 1);
-        let p = dir.join(&name);
-        let (d, t) = write_file(driver, &tensors[range.clone()], &p, options)?;
+        let (tmp, d, t) = write_file(driver, &tensors[range.clone()], &dir.join(&name), options)?;
+        written.push(tmp);
         data_bytes += d;
         total_bytes += t;
         for t in &tensors[range.clone()] {
             weight_map.insert(t.name.clone(), name.clone());
         }
-        files.push(p);
     }
     let index = serde_json::json!({
         "metadata": { "total_size": data_bytes },
@@ -255,11 +270,16 @@ pub fn save(
     let index_path = dir.join(format!("{stem}{INDEX_SUFFIX}"));
     let bytes = serde_json::to_vec_pretty(&index)
         .map_err(|e| Error::new(ErrorKind::Io, format!("index: {e}")))?;
-    write_atomically(&index_path, options.fsync, |fh| {
+    written.push(TempFile::write(&index_path, options.fsync, |fh| {
         driver.write(fh, 0, &bytes, 0, bytes.len())?;
         Ok(())
-    })?;
+    })?);
     total_bytes += bytes.len() as u64;
+    // Everything is on disk under temporary names: into place, the index last.
+    let files = written[..n].iter().map(|t| t.path.clone()).collect();
+    for tmp in written {
+        tmp.commit(options.fsync)?;
+    }
     Ok(Saved { files, index: Some(index_path), data_bytes, total_bytes })
 }
 
@@ -293,54 +313,73 @@ fn temp_name(path: &Path) -> PathBuf {
     dir.join(format!(".{name}.gdio-tmp-{}-{n}", std::process::id()))
 }
 
-/// Writes a file through `fill` under a temporary name, then renames it to `path`.
-fn write_atomically(
-    path: &Path,
-    fsync: bool,
-    fill: impl FnOnce(&FileHandle) -> Result<()>,
-) -> Result<()> {
-    let tmp = temp_name(path);
-    let result = (|| {
+/// A complete file under a temporary name in its destination folder, waiting to be renamed to
+/// its final name ([`TempFile::commit`]); dropped uncommitted, it is removed.
+struct TempFile {
+    tmp: PathBuf,
+    /// The final name.
+    path: PathBuf,
+    committed: bool,
+}
+
+impl TempFile {
+    /// Writes a file through `fill` under a temporary name beside `path` (`fsync`ed when
+    /// asked); the temporary file is removed if `fill` fails.
+    fn write(
+        path: &Path,
+        fsync: bool,
+        fill: impl FnOnce(&FileHandle) -> Result<()>,
+    ) -> Result<Self> {
+        let t = TempFile { tmp: temp_name(path), path: path.to_path_buf(), committed: false };
         let fh = FileHandle::open_with(
-            &tmp,
+            &t.tmp,
             OpenOptions::new().read(true).write(true).create(true).truncate(true),
         )?;
         fill(&fh)?;
         if fsync {
             fh.sync_all()?;
         }
-        drop(fh);
-        std::fs::rename(&tmp, path).map_err(|e| {
-            Error::from_io(&e, format!("cannot rename {} to its final name", tmp.display()))
-                .with_path(path)
+        Ok(t)
+    }
+
+    /// Renames the file to its final name (and with `fsync` makes the rename durable).
+    fn commit(mut self, fsync: bool) -> Result<()> {
+        std::fs::rename(&self.tmp, &self.path).map_err(|e| {
+            Error::from_io(&e, format!("cannot rename {} to its final name", self.tmp.display()))
+                .with_path(&self.path)
         })?;
+        self.committed = true;
         if fsync {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                let d = std::fs::File::open(dir)
+            if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::File::open(dir)
                     .and_then(|d| d.sync_all())
-                    .map_err(|e| Error::from_io(&e, "cannot fsync the folder").with_path(dir));
-                d?;
+                    .map_err(|e| Error::from_io(&e, "cannot fsync the folder").with_path(dir))?;
             }
         }
         Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
     }
-    result
 }
 
-/// Writes one safetensors file; returns (data bytes, total bytes).
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Writes one safetensors file under a temporary name beside `path`; returns it with (data
+/// bytes, total bytes).
 fn write_file(
     driver: &Driver,
     tensors: &[SaveTensor<'_>],
     path: &Path,
     options: &SaveOptions,
-) -> Result<(u64, u64)> {
+) -> Result<(TempFile, u64, u64)> {
     let header = build_header(tensors, &options.metadata)?;
     let data_start = 8 + header.len() as u64;
     let mut data_bytes = 0u64;
-    write_atomically(path, options.fsync, |fh| {
+    let tmp = TempFile::write(path, options.fsync, |fh| {
         let mut head = Vec::with_capacity(8 + header.len());
         head.extend_from_slice(&(header.len() as u64).to_le_bytes());
         head.extend_from_slice(&header);
@@ -394,5 +433,5 @@ fn write_file(
         }
         Ok(())
     })?;
-    Ok((data_bytes, data_start + data_bytes))
+    Ok((tmp, data_bytes, data_start + data_bytes))
 }
