@@ -95,6 +95,49 @@ def test_torch_raw_read_async(data_file):
     assert host[:8192] == bytes(8192)
 
 
+def test_torch_raw_read_async_is_queued_on_the_stream(data_file):
+    """The read is queued behind earlier work on the stream (a long sleep, then a fill of the
+    buffer) and returns before that work is done; later work on the stream (a copy) sees the
+    file's bytes, never the fill."""
+    torch = _torch()
+    path, data = data_file
+    n = min(len(data) // 4096 * 4096, 1 << 20)
+    t = torch.zeros(n, dtype=torch.uint8, device="cuda")
+    later = torch.zeros(n, dtype=torch.uint8, device="cuda")
+    s = torch.cuda.Stream()
+    with gdio.CuFile(path) as f:
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(400_000_000)  # some 200 ms of GPU time
+            t.fill_(9)
+            fut = f.raw_read_async(t, s.cuda_stream, n - 4096, 4096, 0)
+            queued_done = fut.done()
+            later.copy_(t)
+        assert not queued_done, "raw_read_async waited for the stream instead of queueing"
+        assert fut.check_bytes_done() == n - 4096
+    torch.cuda.synchronize()
+    want = data[4096 : 4096 + n - 4096]
+    assert bytes(t[: n - 4096].cpu().numpy()) == want, "the read ran before the earlier fill"
+    assert bytes(later[: n - 4096].cpu().numpy()) == want, "later stream work ran before the read"
+    assert bytes(t[n - 4096 :].cpu().numpy()) == bytes([9]) * 4096
+
+
+def test_torch_raw_write_async_writes_what_earlier_stream_work_made(tmp_path):
+    torch = _torch()
+    n = 3 << 20
+    t = torch.zeros(n, dtype=torch.uint8, device="cuda")
+    s = torch.cuda.Stream()
+    path = tmp_path / "w.bin"
+    with gdio.CuFile(path, "w") as f:
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(200_000_000)
+            t.copy_(torch.arange(n, device="cuda", dtype=torch.int64).mul_(2654435761).remainder_(251).to(torch.uint8))
+            fut = f.raw_write_async(t, s.cuda_stream, n - 100, 0, 100)
+        assert fut.get() == n - 100
+    want = bytes(t[100:].cpu().numpy())
+    assert path.read_bytes() == want
+    assert len(set(want[:1000])) > 200, "random-looking data, not zeros"
+
+
 def test_torch_readonly_device_error_is_clear(data_file):
     torch = _torch()
     path, _ = data_file

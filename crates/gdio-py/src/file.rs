@@ -202,9 +202,10 @@ impl CuFile {
         Ok(Future::new(completion))
     }
 
-    /// Stream-ordered I/O for now: waits for `stream`, then runs the I/O on this thread.
-    /// To be replaced by the engine's stream-ordered submit (issue 11, second pass), which will
-    /// queue the I/O on the stream instead of blocking.
+    /// Stream-ordered I/O (`cuFileReadAsync`'s semantics, `gdio::stream_io`): queued on
+    /// `stream` behind the work already there, later work on `stream` waits for it; returns at
+    /// once with a future that completes when the bytes have landed (or reached the file).
+    /// A `__cuda_array_interface__` buffer's own stream is waited for first, on this thread.
     #[allow(clippy::too_many_arguments)]
     fn stream_ordered(
         &self,
@@ -215,8 +216,8 @@ impl CuFile {
         size: Option<usize>,
         file_offset: u64,
         dev_offset: usize,
-    ) -> PyResult<usize> {
-        let (rt, file, b, mut part) = self.prepare(py, dir, buf, size, file_offset, dev_offset)?;
+    ) -> PyResult<Future> {
+        let (rt, file, b, part) = self.prepare(py, dir, buf, size, file_offset, dev_offset)?;
         if !matches!(part.memory, Memory::Device(_) | Memory::Any) {
             return Err(to_py(
                 Error::new(
@@ -228,21 +229,69 @@ impl CuFile {
                 .with_range(file_offset, part.len as u64),
             ));
         }
-        let ordinal = match part.memory {
-            Memory::Device(o) => o,
-            _ => 0,
-        };
-        part.sync = None;
-        let r = py.detach(|| {
-            crate::stream::synchronize(&rt.driver, ordinal, stream)?;
-            if let Some((o, s)) = b.sync {
-                crate::stream::synchronize(&rt.driver, o, s)?;
-            }
-            part.run(&rt.driver, &file)
+        if let Some((o, s)) = b.sync {
+            py.detach(|| crate::stream::synchronize(&rt.driver, o, s)).map_err(to_py)?;
+        }
+        let offset = i64::try_from(file_offset).map_err(|_| {
+            to_py(
+                Error::new(ErrorKind::InvalidInput, "file offset past the largest file offset")
+                    .with_errno(libc::EINVAL)
+                    .with_path(file.path())
+                    .with_range(file_offset, part.len as u64),
+            )
+        })?;
+        // The parameters and the result slot: owned by the done hook, which the engine drops
+        // only after it wrote the result (the Python future may be gone by then).
+        let slots = Box::new(StreamSlots {
+            size: part.len,
+            file_offset: offset,
+            buf_offset: 0,
+            bytes: std::sync::atomic::AtomicIsize::new(0),
         });
-        drop(b);
-        r.map_err(to_py)
+        let params = gdio::StreamIoParams {
+            size_p: &slots.size,
+            file_offset_p: &slots.file_offset,
+            buf_offset_p: &slots.buf_offset,
+            bytes_p: slots.bytes.as_ptr(),
+            read_at_queue: true,
+        };
+        let completion = Arc::new(Completion::new(1, b.keep));
+        let told = completion.clone();
+        let done: gdio::stream_io::StreamIoDone = Box::new(move |_size, r, _took| {
+            let _owner = &slots;
+            // The future's callbacks take the GIL: not on this thread, which holds the
+            // stream's gate (a Python thread holding the GIL may be waiting for the stream).
+            // Only if no thread can be started does it finish here.
+            let (c, outcome) = (told.clone(), r.clone());
+            let spawned = std::thread::Builder::new()
+                .name("gdio-stream-done".into())
+                .spawn(move || c.part_done(0, outcome));
+            if spawned.is_err() {
+                told.part_done(0, r.clone());
+            }
+            gdio::stream_io::default_result(r)
+        });
+        let op = match dir {
+            Dir::Read => gdio::Op::Read,
+            Dir::Write => gdio::Op::Write,
+        };
+        // SAFETY: the parameters live in the done hook (above); the buffer is kept alive by the
+        // completion until the future's outcome is collected after the I/O; `stream` is the
+        // caller's CUDA stream handle (KvikIO's contract).
+        unsafe {
+            rt.driver.submit_on_stream_with(op, &file, part.addr, params, stream, Some(done))
+        }
+        .map_err(|e| to_py(e.with_range(file_offset, part.len as u64)))?;
+        Ok(Future::new(completion))
     }
+}
+
+/// A stream-ordered I/O's parameters and result, as `cuFileReadAsync` reads them from memory.
+struct StreamSlots {
+    size: usize,
+    file_offset: i64,
+    buf_offset: i64,
+    bytes: std::sync::atomic::AtomicIsize,
 }
 
 #[pymethods]
@@ -373,8 +422,9 @@ impl CuFile {
         self.vectored(py, Dir::Write, bufs, file_offsets, sizes)
     }
 
-    /// KvikIO's stream-ordered read into device memory at `dev_offset` of `buf`. For now it
-    /// waits for `stream`, reads, and returns a finished future (`check_bytes_done()`).
+    /// KvikIO's stream-ordered read into device memory at `dev_offset` of `buf`: queued on
+    /// `stream` (it starts after the work already there; later work waits for it); the future
+    /// (`check_bytes_done()`, `get()`) gives the bytes read once they have landed.
     #[pyo3(signature = (buf, stream, size=None, file_offset=0, dev_offset=0))]
     fn raw_read_async(
         &self,
@@ -385,8 +435,7 @@ impl CuFile {
         file_offset: u64,
         dev_offset: usize,
     ) -> PyResult<Future> {
-        let r = self.stream_ordered(py, Dir::Read, buf, stream, size, file_offset, dev_offset);
-        future_of(r)
+        self.stream_ordered(py, Dir::Read, buf, stream, size, file_offset, dev_offset)
     }
 
     /// KvikIO's stream-ordered write, like `raw_read_async`.
@@ -400,8 +449,7 @@ impl CuFile {
         file_offset: u64,
         dev_offset: usize,
     ) -> PyResult<Future> {
-        let r = self.stream_ordered(py, Dir::Write, buf, stream, size, file_offset, dev_offset);
-        future_of(r)
+        self.stream_ordered(py, Dir::Write, buf, stream, size, file_offset, dev_offset)
     }
 
     /// KvikIO's single-call read into device memory at `dev_offset`.
@@ -448,11 +496,6 @@ impl CuFile {
             self.flags
         )
     }
-}
-
-/// A finished future for a stream-ordered call that ran (errors raise at once).
-fn future_of(r: PyResult<usize>) -> PyResult<Future> {
-    r.map(|n| Future::finished(Ok(n)))
 }
 
 /// The open handle of a `CuFile` (for `get_page_cache_info`).

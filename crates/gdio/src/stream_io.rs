@@ -50,10 +50,13 @@ pub struct StreamIoParams {
     pub read_at_queue: bool,
 }
 
-/// Called on the runtime's thread when a stream-ordered I/O has finished, with the size asked,
-/// the result and the time the I/O took; returns the value stored in `*bytes_p` (a front end's
-/// encoding of the result). Must not call the GPU runtime.
-pub type StreamIoDone = Box<dyn FnOnce(usize, &Result<usize>, Duration) -> isize + Send>;
+/// Called once, on the runtime's thread, when a stream-ordered I/O has finished, with the size
+/// asked, the result and the time the I/O took; returns the value stored in `*bytes_p` (a front
+/// end's encoding of the result). Must not call the GPU runtime, and must not wait for anything
+/// that may wait for the stream (later stream work waits for this I/O). The hook, and all it
+/// holds, is dropped only after `*bytes_p` is written: memory it keeps alive may hold the
+/// parameters and the result (a front end without caller memory of its own).
+pub type StreamIoDone = Box<dyn FnMut(usize, &Result<usize>, Duration) -> isize + Send>;
 
 /// The default value for `*bytes_p`: bytes moved, or a negative errno (`EIO` when the error
 /// has none).
@@ -149,12 +152,12 @@ impl Job {
                 tracing::debug!("stream-ordered {} failed: {e}", self.op);
             }
         }
-        let v = match self.done.take() {
+        let v = match self.done.as_mut() {
             Some(done) => done(a.size, &r, took),
             None => default_result(&r),
         };
         // SAFETY: as above, `bytes_p` is the caller's, valid and not read until later stream
-        // work runs.
+        // work runs (the done hook, which may be what keeps it valid, drops with `self` after).
         unsafe { std::ptr::write_volatile(p.bytes_p, v) };
     }
 

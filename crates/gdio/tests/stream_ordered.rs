@@ -262,3 +262,50 @@ fn host_memory_is_ordered_on_the_streams_gpu() {
     assert_eq!(&got[1000..6000], &payload[..]);
     assert!(got[..1000].iter().chain(&got[6000..]).all(|&b| b == 0));
 }
+
+/// A front end without caller memory (Python's `raw_read_async`): the done hook owns the
+/// parameters and the result slot; the submitter keeps nothing. The hook is dropped only after
+/// the result is written into the memory it owns (memcheck runs this test: a write after the
+/// free would fail it).
+#[test]
+fn parameters_owned_by_the_done_hook_live_until_the_result_is_written() {
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(64, 1 << 20);
+    let f = Arc::new(FileHandle::open(write_file(d.path(), "h", &data)).unwrap());
+    let (rt, drv) = setup(3);
+    let stream = rt.create_stream(0).unwrap();
+    let dev = drv.alloc_device(0, 1 << 20).unwrap();
+    for round in 0..4u64 {
+        let (foff, len) = (1000 + round as i64 * 4099, 70_000 + round as usize * 333);
+        let mut owned = Box::new(Params { size: len, foff, boff: 0, bytes: -999 });
+        let mut params = owned.ptrs();
+        params.read_at_queue = true;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let weak = {
+            let slot = Arc::new(std::sync::Mutex::new(owned));
+            let weak = Arc::downgrade(&slot);
+            let done: gdio::stream_io::StreamIoDone = Box::new(move |size, r, _took| {
+                let _still_here = slot.lock().unwrap().size;
+                tx.send((size, r.as_ref().ok().copied())).unwrap();
+                1234
+            });
+            // SAFETY: the parameters live in `slot`, which the hook owns until the result is
+            // written; the stream and `dev` outlive the synchronize below.
+            unsafe {
+                drv.submit_on_stream_with(Op::Read, &f, dev.addr(), params, stream, Some(done))
+            }
+            .unwrap();
+            weak
+        };
+        rt.with_stream(stream, |s| s.synchronize().unwrap()).unwrap();
+        assert_eq!(rx.recv().unwrap(), (len, Some(len)));
+        // Gone once the I/O is done: the hook was the last owner.
+        let start = std::time::Instant::now();
+        while weak.strong_count() > 0 && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(weak.strong_count(), 0, "the hook and its memory were dropped");
+        let back = dev.to_vec().unwrap();
+        assert_eq!(back[..len], data[foff as usize..foff as usize + len], "round {round}");
+    }
+}
