@@ -269,13 +269,21 @@ fn load_config(params: &Params) -> LoadedConfig {
     loaded
 }
 
-fn build_session(staged: &Staged) -> Result<Session, CUfileError_t> {
+/// The parameters as the layers set them: defaults, then `cufile.json`
+/// (`CUFILE_ENV_PATH_JSON`), then the `CUFILE_*` variables, then the values staged through the
+/// parameter API.
+fn layered(staged: &Staged) -> Params {
     let mut params = Params::default();
     if let Some(j) = json_path().and_then(|p| params::read_json(&p)) {
         params.apply_json(&j);
     }
     params.apply_env(|k| std::env::var(k).ok());
     params.apply_staged(staged);
+    params
+}
+
+fn build_session(staged: &Staged) -> Result<Session, CUfileError_t> {
+    let params = layered(staged);
     if let Some(l) = &params.strings[params::string::LOGGING_LEVEL] {
         log::set_threshold(l);
     }
@@ -362,11 +370,15 @@ pub fn close() -> CUfileError_t {
     CUfileError_t::OK
 }
 
-/// Parameter values now: the session's after open, staged over defaults before.
+/// Parameter values now: the session's after open; before open, what open would set
+/// (defaults, `cufile.json`, `CUFILE_*` variables, staged values), read at this call.
 pub fn params_now() -> Params {
-    let g = global();
-    match &g.session {
-        Some(s) => s.params.lock().unwrap_or_else(|p| p.into_inner()).clone(),
-        None => g.staged.preview(),
-    }
+    let staged = {
+        let g = global();
+        match &g.session {
+            Some(s) => return s.params.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            None => g.staged.clone(),
+        }
+    };
+    layered(&staged)
 }

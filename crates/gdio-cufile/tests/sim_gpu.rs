@@ -126,6 +126,13 @@ fn device_memory_reads_writes_batches_and_stats() {
     assert_eq!(l3.per_gpu_stats[1].n_mmap, 1);
     assert_eq!(l3.detailed.basic.batch_read_bytes, 165_536);
     assert_eq!(cuFileBufDeregister(dev as *const _).err, 0);
+    // A range past the end of its device allocation: 5014, nothing registered.
+    assert_eq!(cuFileBufRegister(dev as *const _, len + 1, 0).err, code::CUDA_POINTER_RANGE_ERROR);
+    assert_eq!(cuFileBufDeregister(dev as *const _).err, code::MEMORY_NOT_REGISTERED);
+    // A sub-range ending exactly at the end is fine (and deregistered again).
+    let tail = dev + (len as u64 - 4096);
+    assert_eq!(cuFileBufRegister(tail as *const _, 4096, 0).err, 0);
+    assert_eq!(cuFileBufDeregister(tail as *const _).err, 0);
     cuFileHandleDeregister(fh);
     assert_eq!(cuFileSetStatsLevel(0).err, 0);
     closed();
