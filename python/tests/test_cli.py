@@ -28,3 +28,41 @@ def test_check_and_make_file(tmp_path):
     r = run("check", str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert str(tmp_path) in r.stdout
+
+
+def test_bench_json_verifies_and_says_where_the_time_went(tmp_path):
+    r = run("bench", "--target", "host", "--size", "8M", "--io-size", "1M", "--queue-depth", "4",
+            "--iterations", "1", "--dir", str(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    import json
+    d = json.loads(r.stdout)
+    ops = [x["op"] for x in d["results"]]
+    assert ops == ["read", "write"]
+    for x in d["results"]:
+        assert x["verified"] is True and x["bytes"] == 8 << 20 and x["gbps"] > 0
+        assert x["workers"]["threads"] >= 1
+    assert list(tmp_path.iterdir()) == [], "the bench left files behind"
+
+
+def test_load_and_save_a_checkpoint(tmp_path, rng):
+    np = __import__("pytest").importorskip("numpy")
+    st = __import__("pytest").importorskip("safetensors.numpy")
+    tensors = {
+        f"layer.{i}.w": np.frombuffer(rng.randbytes(4 * (i + 1) * 257), dtype=np.float32).reshape(i + 1, 257)
+        for i in range(6)
+    }
+    src = tmp_path / "m.safetensors"
+    st.save_file(tensors, str(src))
+    r = run("load", str(src), "--target", "host", "--verify", "--json")
+    assert r.returncode == 0, r.stderr
+    import json
+    d = json.loads(r.stdout)
+    assert d["tensors"] == 6 and d["verified"] is True
+    assert d["bytes"] == sum(t.nbytes for t in tensors.values())
+    out = tmp_path / "again.safetensors"
+    r = run("save", str(src), "--out", str(out), "--via", "host", "--json")
+    assert r.returncode == 0, r.stderr
+    back = st.load_file(str(out))
+    assert sorted(back) == sorted(tensors)
+    for k, v in tensors.items():
+        assert back[k].tobytes() == v.tobytes()
