@@ -26,6 +26,7 @@ from . import _native
 
 __all__ = [
     "ALL_COMPLETED",
+    "CompatMode",
     "CuFile",
     "DoneAndNotDoneFutures",
     "FIRST_COMPLETED",
@@ -40,6 +41,8 @@ __all__ = [
     "drop_file_page_cache",
     "drop_system_page_cache",
     "get_page_cache_info",
+    "memory_deregister",
+    "memory_register",
     "runtime_info",
     "wait",
 ]
@@ -56,6 +59,35 @@ File = CuFile
 
 IOFuture = Future
 """KvikIO's name for the future type."""
+
+CompatMode = defaults.CompatMode
+"""KvikIO's ``kvikio.CompatMode`` (``OFF``, ``ON``, ``AUTO``), also ``gdio.defaults.CompatMode``."""
+
+
+def _check_buffer(buf: Any) -> None:
+    if hasattr(buf, "__dlpack__") or hasattr(buf, "__cuda_array_interface__"):
+        return
+    try:
+        memoryview(buf).release()
+    except TypeError:
+        raise TypeError(
+            f"gdio cannot use a {type(buf).__name__} as a buffer: pass an object with __dlpack__, "
+            "__cuda_array_interface__, or the buffer protocol"
+        ) from None
+
+
+def memory_register(buf: Any) -> None:
+    """KvikIO's ``memory_register``: KvikIO registers the buffer's allocation with cuFile so
+    that GPUDirect Storage can DMA into it. gdio's engine needs no registration (it moves the
+    bytes through its own pinned buffers, and gdio's ``libcufile.so.0`` keeps registrations for
+    C callers): this checks that gdio can use ``buf`` (``TypeError`` if not) and returns."""
+    _check_buffer(buf)
+
+
+def memory_deregister(buf: Any) -> None:
+    """KvikIO's ``memory_deregister``: the counterpart of :func:`memory_register` (checks
+    ``buf`` and returns)."""
+    _check_buffer(buf)
 
 
 def get_page_cache_info(file: Any, offset: int = 0, length: int = 0) -> tuple[int, int]:

@@ -66,3 +66,19 @@ def test_io_under_changed_defaults(data_file, rng):
             off = rng.randrange(0, len(data) - 300_000)
             assert f.pread(buf, file_offset=off).get() == 300_000
     assert bytes(buf) == data[off : off + 300_000]
+
+
+def test_kvikio_module_level_names(data_file):
+    """``import gdio as kvikio`` keeps working for code that names ``kvikio.CompatMode`` or
+    registers its buffers."""
+    assert gdio.CompatMode is gdio.defaults.CompatMode
+    assert int(gdio.CompatMode.ON) == 1 and int(gdio.CompatMode.AUTO) == 2
+    path, data = data_file
+    buf = bytearray(4096)
+    gdio.memory_register(buf)
+    with gdio.CuFile(path) as f:
+        assert f.read(buf) == 4096
+    gdio.memory_deregister(buf)
+    assert bytes(buf) == data[:4096]
+    with pytest.raises(TypeError, match="cannot use a int"):
+        gdio.memory_register(5)
