@@ -241,6 +241,9 @@ fn handle_errors_have_nvidias_numbers() {
     assert_eq!(register_err(d.as_raw_fd()), code::INVALID_FILE_TYPE);
     let a = OpenOptions::new().append(true).open(&p).unwrap();
     assert_eq!(register_err(a.as_raw_fd()), code::INVALID_FILE_OPEN_FLAG);
+    // O_PATH allows no I/O at all: the same number.
+    let o = OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(&p).unwrap();
+    assert_eq!(register_err(o.as_raw_fd()), code::INVALID_FILE_OPEN_FLAG);
     assert_eq!(register_err(-1), code::INVALID_VALUE);
     assert_eq!(register_err(1_000_000), code::INVALID_VALUE);
     let (r, w) = {
