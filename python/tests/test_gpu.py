@@ -121,6 +121,23 @@ def test_torch_raw_read_async_is_queued_on_the_stream(data_file):
     assert bytes(t[n - 4096 :].cpu().numpy()) == bytes([9]) * 4096
 
 
+def test_torch_raw_read_async_on_the_default_stream_does_not_block(data_file):
+    """On torch's default (legacy) stream, which DLPack and torch buffers name as theirs, the
+    call still only queues: it does not wait for the kernels before it."""
+    torch = _torch()
+    path, data = data_file
+    n = 1 << 20
+    t = torch.zeros(n, dtype=torch.uint8, device="cuda")
+    with gdio.CuFile(path) as f:
+        torch.cuda._sleep(400_000_000)
+        t.fill_(5)
+        fut = f.raw_read_async(t, torch.cuda.current_stream().cuda_stream, n, 0, 0)
+        assert not fut.done(), "raw_read_async waited for the default stream"
+        assert fut.get() == n
+    torch.cuda.synchronize()
+    assert bytes(t.cpu().numpy()) == data[:n]
+
+
 def test_torch_raw_write_async_writes_what_earlier_stream_work_made(tmp_path):
     torch = _torch()
     n = 3 << 20

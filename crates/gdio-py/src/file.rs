@@ -205,7 +205,8 @@ impl CuFile {
     /// Stream-ordered I/O (`cuFileReadAsync`'s semantics, `gdio::stream_io`): queued on
     /// `stream` behind the work already there, later work on `stream` waits for it; returns at
     /// once with a future that completes when the bytes have landed (or reached the file).
-    /// A `__cuda_array_interface__` buffer's own stream is waited for first, on this thread.
+    /// A `__cuda_array_interface__` buffer's own stream (other than `stream`) is waited for
+    /// first, on this thread.
     #[allow(clippy::too_many_arguments)]
     fn stream_ordered(
         &self,
@@ -229,7 +230,13 @@ impl CuFile {
                 .with_range(file_offset, part.len as u64),
             ));
         }
-        if let Some((o, s)) = b.sync {
+        // The caller's `stream` orders the I/O (KvikIO's contract): the legacy default stream
+        // that DLPack and torch buffers name is not waited for, or the call would block behind
+        // the default stream's work. A `__cuda_array_interface__` stream other than `stream` is
+        // the producer's own: waited for here, as the interface asks.
+        if let Some((o, s)) =
+            b.sync.filter(|&(_, s)| s != crate::stream::LEGACY as u64 && s != stream)
+        {
             py.detach(|| crate::stream::synchronize(&rt.driver, o, s)).map_err(to_py)?;
         }
         let offset = i64::try_from(file_offset).map_err(|_| {
