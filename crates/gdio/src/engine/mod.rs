@@ -9,7 +9,7 @@
 //! - `transfer`: what a worker does with a task.
 //! - `gather`: small reads of many requests to one GPU sent as one group.
 //! - `ring`: which reads a worker issues through its own io_uring (`io_engine`).
-//! - `worker_time`: where the workers' time went (file I/O, buffers, copies, idle).
+//! - `worker_time`: where the workers' time went (file I/O, buffers, copies, draining).
 
 mod caller_lane;
 mod gather;
