@@ -98,6 +98,45 @@ fn stream_hands_out_each_view_once_before_the_end() {
     assert_eq!(loaded.views().len(), tensors.len());
 }
 
+/// Views come out as their bytes land, not at the end: with copies that land late (a
+/// simulated GPU whose every copy waits 2 ms), the first view is handed out long before the
+/// last request has landed.
+#[test]
+fn the_first_views_come_out_before_the_load_is_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let tensors = random_tensors(12, 48, 20_000);
+    let path = dir.path().join("m.safetensors");
+    write_with_crate(&path, &tensors, None);
+    let ckpt = Checkpoint::open(&path).unwrap();
+    let rt = Arc::new(gdio::gpu::sim::SimRuntime::new(1, std::time::Duration::from_millis(2)));
+    let driver =
+        Arc::new(Driver::with_runtime(common::tiny_config(DirectIoPolicy::Off, 3), rt).unwrap());
+    let plan = Plan::all(&ckpt, &[Target::Gpu(0)]);
+    let start = std::time::Instant::now();
+    let mut stream = load_stream(&driver, &ckpt, &plan, &small_requests()).unwrap();
+    // The first view with bytes (an empty tensor has nothing to wait for).
+    let (mut first, mut to_first, mut seen) = (None, std::time::Duration::ZERO, 0);
+    for v in stream.by_ref() {
+        let v = v.unwrap();
+        seen += 1;
+        if first.is_none() && v.len > 0 {
+            to_first = start.elapsed();
+            first = Some(v);
+        }
+    }
+    let first = first.unwrap();
+    let loaded = stream.finish().unwrap();
+    let total = start.elapsed();
+    assert_eq!(seen, tensors.len());
+    assert_loaded(&loaded, &tensors, Target::Gpu(0));
+    let want = tensors.iter().find(|t| t.name == first.name).unwrap();
+    assert_eq!(loaded.to_vec(&first).unwrap(), want.data);
+    assert!(
+        to_first * 3 < total,
+        "the first view took {to_first:?} of a {total:?} load: handed out only at the end?"
+    );
+}
+
 #[test]
 fn shards_with_index_directory_and_list_open_the_same() {
     let driver = host_driver();
