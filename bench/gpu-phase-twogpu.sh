@@ -6,7 +6,7 @@
 # one per GPU, reach together; beside it the one-GPU figure of the same run (part procs).
 # Part probe: the same in ONE process (`multi_gpu_probe`: each GPU reads its half, 1 GiB
 # requests, two in flight per GPU), one engine shared by both GPUs (12 and 24 workers) against
-# an engine per GPU (12 workers each), the build before a change (.dev/before) and after it;
+# an engine per GPU (12 workers each) and one engine with a pool per GPU (`pool_per_gpu`), the build before a change (.dev/before) and after it;
 # one row polls markers every 50 us instead of 4 (do many workers asking the driver about
 # their copies hold each other up?).
 # TWO_PARTS picks the parts (default procs,probe).
@@ -24,7 +24,7 @@ parts=${TWO_PARTS:-procs,probe}
 if [[ $parts == *probe* ]]; then
   for rep in 1 2; do
     for m in "before shared 12" "before shared 24" "before per-gpu 12" "before shared 24 50" \
-      "after shared 12" "after shared 24" "after per-gpu 12"; do
+      "after shared 12" "after shared 24" "after per-gpu 12" "after pool-per-gpu 12"; do
       set -- $m
       b=.dev/bin/multi_gpu_probe; [ "$1" = before ] && b=.dev/before/multi_gpu_probe
       [ -x "$b" ] || continue

@@ -1,10 +1,12 @@
 //! Two GPUs reading through host memory at once, in one process: each GPU reads its own half of
 //! a cached file (every request lands in that GPU's buffer), either through one engine shared by
-//! both GPUs or through one engine per GPU (each with its own workers and bounce rings, sharing
-//! the CUDA runtime). Says whether one process can reach what two processes reach together.
+//! both GPUs, through one engine per GPU (each with its own workers and bounce rings, sharing
+//! the CUDA runtime), or through one engine with a worker pool per GPU (`pool_per_gpu`, what a
+//! single `Driver` does with that key). Says whether one process can reach what two processes
+//! reach together.
 //!
 //! `engine_microbench`'s sibling for the GPU machine:
-//! `multi_gpu_probe FILE [shared|per-gpu] THREADS REQUEST_MIB IN_FLIGHT PASSES`
+//! `multi_gpu_probe FILE [shared|per-gpu|pool-per-gpu] THREADS REQUEST_MIB IN_FLIGHT PASSES`
 //! THREADS: workers of each engine (`shared`: of the one engine). IN_FLIGHT: requests in flight
 //! per GPU, each from its own thread. The first pass warms the engines and is not counted.
 //! Prints the GB/s of the timed passes (bytes of both GPUs together) after checking 64 KiB at
@@ -19,7 +21,8 @@ use gdio::{Config, Driver, FileHandle};
 fn main() -> gdio::Result<()> {
     let a: Vec<String> = std::env::args().collect();
     let path = a.get(1).cloned().unwrap_or_else(|| "/dev/shm/gdio-bench-8g.bin".into());
-    let per_gpu = a.get(2).map(String::as_str) == Some("per-gpu");
+    let mode = a.get(2).cloned().unwrap_or_else(|| "shared".into());
+    let per_gpu = mode == "per-gpu";
     let threads: usize = a.get(3).and_then(|s| s.parse().ok()).unwrap_or(12);
     let req = a.get(4).and_then(|s| s.parse::<usize>().ok()).unwrap_or(1024) << 20;
     let inflight: usize = a.get(5).and_then(|s| s.parse().ok()).unwrap_or(2);
@@ -27,6 +30,7 @@ fn main() -> gdio::Result<()> {
     let gpus = 2usize;
     let mut config = Config::load()?.into_config();
     config.threads = threads;
+    config.pool_per_gpu = mode == "pool-per-gpu";
     let first = Arc::new(Driver::new(config.clone())?);
     let drivers: Vec<Arc<Driver>> = if per_gpu {
         let second = Driver::with_runtime(config, first.runtime().clone())?;
@@ -89,10 +93,13 @@ fn main() -> gdio::Result<()> {
         }
     }
     println!(
-        "{} engine{}, {threads} workers each, {} MiB x {inflight} per GPU: {:.2} GB/s over \
+        "{}, {threads} workers each, {} MiB x {inflight} per GPU: {:.2} GB/s over \
          {passes} passes (both GPUs), checked",
-        if per_gpu { "per-GPU" } else { "one shared" },
-        if per_gpu { "s" } else { "" },
+        match mode.as_str() {
+            "per-gpu" => "per-GPU engines",
+            "pool-per-gpu" => "one engine with a pool per GPU",
+            _ => "one shared engine",
+        },
         req >> 20,
         (half * gpus * passes) as f64 / timed / 1e9
     );

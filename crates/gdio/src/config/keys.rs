@@ -53,6 +53,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("numa_affinity", KeyKind::Bool),
     ("inline_max_bytes", KeyKind::Count),
     ("split_min_bytes", KeyKind::Count),
+    ("pool_per_gpu", KeyKind::Bool),
     ("pinned_huge_pages", KeyKind::Bool),
     ("direct_io", KeyKind::DirectIo),
     ("io_engine", KeyKind::IoEngine),
@@ -244,6 +245,7 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "inline_max_bytes" => config.inline_max_bytes = as_usize(origin, key, value)?,
         "batch_queue_group" => config.batch_queue_group = as_usize(origin, key, value)?,
         "split_min_bytes" => config.split_min_bytes = as_usize(origin, key, value)?,
+        "pool_per_gpu" => config.pool_per_gpu = as_bool(origin, key, value)?,
         "pinned_huge_pages" => config.pinned_huge_pages = as_bool(origin, key, value)?,
         "direct_io" => {
             let s = value
@@ -329,6 +331,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "inline_max_bytes" => config.inline_max_bytes.into(),
         "batch_queue_group" => config.batch_queue_group.into(),
         "split_min_bytes" => config.split_min_bytes.into(),
+        "pool_per_gpu" => config.pool_per_gpu.into(),
         "pinned_huge_pages" => config.pinned_huge_pages.into(),
         "direct_io" => serde_json::to_value(config.direct_io).unwrap_or(Value::Null),
         "io_engine" => config.io_engine.as_str().into(),

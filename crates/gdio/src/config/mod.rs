@@ -188,6 +188,12 @@ pub struct Config {
     /// task each, 39.2 split; no change at 32 in flight). With every worker busy nothing is
     /// split. 0: never.
     pub split_min_bytes: usize,
+    /// Each GPU after the first gets a worker pool of its own (`threads` workers each, made at
+    /// its first work) instead of sharing the engine's one pool. On the two-GPU H200 host, one
+    /// process reading into both GPUs with an engine per GPU moved 53.6–57.9 GB/s against
+    /// 46.4–46.7 with one shared engine of 12 workers, as much as two processes (BENCHMARKS.md
+    /// session 9, run 8); this key had not run on two GPUs yet, so it is off.
+    pub pool_per_gpu: bool,
     /// Pinned bounce and staging buffers are anonymous memory on transparent huge pages,
     /// registered with `cuMemHostRegister` (true), or come from `cuMemHostAlloc` (false).
     /// Measured on the H200 machine: 96 MiB pinned from 12 threads in 11 ms against 55, copies
@@ -259,6 +265,7 @@ impl Default for Config {
             numa_affinity: true,
             inline_max_bytes: 256 << 10,
             split_min_bytes: 2 << 20,
+            pool_per_gpu: false,
             pinned_huge_pages: true,
             direct_io: DirectIoPolicy::Auto,
             io_engine: IoEngine::Auto,

@@ -38,7 +38,7 @@ use crate::gpu::GpuRuntime;
 use crate::memory::{BufferRef, MemoryKind};
 use crate::request::Op;
 use job::{Counters, Job, JobFile};
-use pool::{LaneShape, Pool};
+use pool::{LaneShape, Pool, PoolSpec};
 
 /// What one request moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -79,7 +79,12 @@ pub struct EngineCounters {
 /// The engine: a worker pool over one GPU runtime.
 pub struct Engine {
     runtime: Arc<dyn GpuRuntime>,
+    /// Serves host memory and GPU 0 (every GPU without `pool_per_gpu`).
     pool: Pool,
+    /// With `pool_per_gpu`: the pool of GPU `i + 1`, made at its first work.
+    gpu_pools: Vec<std::sync::OnceLock<Pool>>,
+    /// What the GPU pools are made of.
+    spec: PoolSpec,
     config: Config,
     counters: Arc<Counters>,
     io: Arc<ring::IoChoice>,
@@ -116,21 +121,43 @@ impl Engine {
         };
         let counters: Arc<Counters> = Arc::default();
         let io = Arc::new(ring::IoChoice::new(config.io_engine));
+        let spec = PoolSpec {
+            runtime: runtime.clone(),
+            threads: config.threads.max(1),
+            shape,
+            gather: gather::GatherShape::from_config(&config),
+            counters: counters.clone(),
+            numa: config.numa_affinity,
+            io: io.clone(),
+        };
+        let extra = if config.pool_per_gpu { runtime.device_count().saturating_sub(1) } else { 0 };
         Engine {
-            pool: Pool::new(
-                runtime.clone(),
-                config.threads.max(1),
-                shape,
-                gather::GatherShape::from_config(&config),
-                counters.clone(),
-                config.numa_affinity,
-                io.clone(),
-            ),
+            pool: Pool::new(spec.clone(), "gdio-worker"),
+            gpu_pools: (0..extra).map(|_| std::sync::OnceLock::new()).collect(),
+            spec,
             runtime,
             config,
             counters,
             io,
         }
+    }
+
+    /// The pool that serves memory of `kind`: GPU N's own with `pool_per_gpu` (N ≥ 1), else
+    /// the engine's first.
+    fn pool_for(&self, kind: MemoryKind) -> &Pool {
+        let MemoryKind::Device { ordinal } = kind else { return &self.pool };
+        match ordinal.checked_sub(1).and_then(|i| self.gpu_pools.get(i)) {
+            Some(p) => {
+                p.get_or_init(|| Pool::new(self.spec.clone(), &format!("gdio-gpu{ordinal}")))
+            }
+            None => &self.pool,
+        }
+    }
+
+    /// Worker pools started so far (one, or with `pool_per_gpu` one more per GPU after the
+    /// first that has had work).
+    pub fn pools(&self) -> usize {
+        1 + self.gpu_pools.iter().filter(|p| p.get().is_some()).count()
     }
 
     /// The runtime.
@@ -170,7 +197,7 @@ impl Engine {
     /// Allocates every worker's stream and pinned bounce buffers for GPU `ordinal` now, so the
     /// first I/O to that GPU does not pay for them.
     pub fn prepare_gpu(&self, ordinal: usize) -> Result<()> {
-        self.pool.warm(ordinal)
+        self.pool_for(MemoryKind::Device { ordinal }).warm(ordinal)
     }
 
     fn direct_choice(&self, op: Op) -> DirectChoice {
@@ -239,7 +266,7 @@ impl Engine {
         let align = transfer::direct_align(fh);
         let mut tasks = plan::split(offset, len, self.config.task_size as u64, align);
         if tasks.len() == 1 && op == Op::Read && matches!(buf.kind, MemoryKind::Device { .. }) {
-            if let Some(size) = self.split_size(len) {
+            if let Some(size) = self.split_size(len, self.pool_for(buf.kind)) {
                 tasks = plan::split(offset, len, size, align);
                 self.counters.split_reads.fetch_add(1, Ordering::Relaxed);
             }
@@ -260,36 +287,42 @@ impl Engine {
         job
     }
 
-    /// The task size that spreads a one-task read of `len` bytes over the idle workers
-    /// (`split_min_bytes`), or `None` to keep it whole: too small, or no worker idle.
-    fn split_size(&self, len: u64) -> Option<u64> {
+    /// The task size that spreads a one-task read of `len` bytes over the idle workers of
+    /// `pool` (`split_min_bytes`), or `None` to keep it whole: too small, or no worker idle.
+    fn split_size(&self, len: u64, pool: &Pool) -> Option<u64> {
         let min = self.config.split_min_bytes as u64;
         if min == 0 || len < 2 * min {
             return None;
         }
-        let idle = self.pool.idle_workers() as u64;
-        let pieces = (idle + 1).min(len / min).min(self.pool.threads() as u64);
+        let idle = pool.idle_workers() as u64;
+        let pieces = (idle + 1).min(len / min).min(pool.threads() as u64);
         (pieces >= 2).then(|| len.div_ceil(pieces).next_multiple_of(4096))
     }
 
     /// Queues a job for the workers (`threads`, for writes `write_threads`), or holds it in
     /// `bulk` when one is given.
     fn queue(&self, job: &Arc<Job>, bulk: Option<&mut Bulk>) -> Result<()> {
-        let cap = if job.op == Op::Write {
-            self.config.write_threads.max(1)
-        } else {
-            self.pool.threads()
-        };
+        let pool = self.pool_for(job.buf.kind);
+        let cap =
+            if job.op == Op::Write { self.config.write_threads.max(1) } else { pool.threads() };
         let workers = job.tasks.len().min(cap);
         let queued = match bulk {
             Some(b) => {
-                let r = self.pool.hold(job, workers, &mut b.held);
-                if b.held.as_ref().is_some_and(|h| h.len() >= self.config.batch_queue_group) {
+                // One held group per pool (a batch may hold I/Os for several GPUs).
+                let at = match job.buf.kind {
+                    MemoryKind::Device { ordinal } if ordinal < 1 + self.gpu_pools.len() => ordinal,
+                    _ => 0,
+                };
+                if b.held.len() <= at {
+                    b.held.resize_with(at + 1, || None);
+                }
+                let r = pool.hold(job, workers, &mut b.held[at]);
+                if b.held[at].as_ref().is_some_and(|h| h.len() >= self.config.batch_queue_group) {
                     b.flush();
                 }
                 r
             }
-            None => self.pool.submit(job, workers),
+            None => pool.submit(job, workers),
         };
         queued.map_err(|e| e.with_path(job.file().path()))
     }
@@ -465,13 +498,14 @@ impl Engine {
 /// on drop).
 #[derive(Default)]
 pub(crate) struct Bulk {
-    held: Option<pool::Held>,
+    /// Held jobs per pool (index 0: the engine's first pool; N: GPU N's own).
+    held: Vec<Option<pool::Held>>,
 }
 
 impl Bulk {
     /// Queues every held job now.
     pub(crate) fn flush(&mut self) {
-        if let Some(h) = self.held.as_mut() {
+        for h in self.held.iter_mut().flatten() {
             h.flush();
         }
     }
@@ -537,6 +571,30 @@ mod tests {
     use crate::gpu::sim::SimRuntime;
     use std::time::{Duration, Instant};
 
+    #[test]
+    fn pool_per_gpu_gives_each_gpu_after_the_first_a_pool_of_its_own() {
+        for per_gpu in [false, true] {
+            let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(3, Duration::ZERO));
+            let config = Config { threads: 2, pool_per_gpu: per_gpu, ..Config::default() };
+            let e = Engine::new(rt, &config);
+            assert_eq!(e.pools(), 1);
+            e.prepare_gpu(0).unwrap();
+            assert_eq!(e.pools(), 1, "GPU 0 shares the engine's first pool");
+            e.prepare_gpu(2).unwrap();
+            assert_eq!(e.pools(), if per_gpu { 2 } else { 1 });
+            e.prepare_gpu(1).unwrap();
+            assert_eq!(e.pools(), if per_gpu { 3 } else { 1 });
+            let host = e.pool_for(MemoryKind::Host) as *const Pool;
+            let gpu0 = e.pool_for(MemoryKind::Device { ordinal: 0 }) as *const Pool;
+            let gpu2 = e.pool_for(MemoryKind::Device { ordinal: 2 }) as *const Pool;
+            assert_eq!(host, gpu0);
+            assert_eq!(gpu2 != gpu0, per_gpu);
+            // A GPU the runtime does not have falls back to the first pool (its I/O fails
+            // where the buffer is checked, not here).
+            assert_eq!(e.pool_for(MemoryKind::Device { ordinal: 9 }) as *const Pool, host);
+        }
+    }
+
     fn engine(split_min: usize) -> Engine {
         let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(1, Duration::ZERO));
         let config = Config { threads: 4, split_min_bytes: split_min, ..Config::default() };
@@ -556,20 +614,20 @@ mod tests {
     fn a_large_one_task_read_is_spread_over_idle_workers_only_when_some_are_idle() {
         let e = engine(2 << 20);
         // No worker started yet: nothing idle, nothing split.
-        assert_eq!(e.split_size(8 << 20), None);
+        assert_eq!(e.split_size(8 << 20, &e.pool), None);
         e.prepare_gpu(0).unwrap();
         wait_idle(&e, 4);
         // 4 idle workers + the request's own: 5 pieces of 8 MiB would be under 2 MiB each, so
         // as many pieces of at least 2 MiB as fit: 4 of 2 MiB.
-        assert_eq!(e.split_size(8 << 20), Some(2 << 20));
+        assert_eq!(e.split_size(8 << 20, &e.pool), Some(2 << 20));
         // 6 MiB: 3 pieces of 2 MiB.
-        assert_eq!(e.split_size(6 << 20), Some(2 << 20));
+        assert_eq!(e.split_size(6 << 20, &e.pool), Some(2 << 20));
         // Under twice the minimum: kept whole.
-        assert_eq!(e.split_size((4 << 20) - 1), None);
+        assert_eq!(e.split_size((4 << 20) - 1, &e.pool), None);
         // Off.
         let off = engine(0);
         off.prepare_gpu(0).unwrap();
         wait_idle(&off, 4);
-        assert_eq!(off.split_size(64 << 20), None);
+        assert_eq!(off.split_size(64 << 20, &off.pool), None);
     }
 }

@@ -93,19 +93,27 @@ struct Shared {
 pub(crate) struct Pool {
     shared: Arc<Shared>,
     threads: usize,
+    /// Prefix of the workers' thread names.
+    name: String,
     handles: Mutex<Vec<JoinHandle<()>>>,
 }
 
+/// What a pool is made of: the engine's runtime, knobs and shared counters (an engine makes
+/// its pools from one of these).
+#[derive(Clone)]
+pub(crate) struct PoolSpec {
+    pub runtime: Arc<dyn GpuRuntime>,
+    pub threads: usize,
+    pub shape: LaneShape,
+    pub gather: GatherShape,
+    pub counters: Arc<Counters>,
+    pub numa: bool,
+    pub io: Arc<IoChoice>,
+}
+
 impl Pool {
-    pub(crate) fn new(
-        runtime: Arc<dyn GpuRuntime>,
-        threads: usize,
-        shape: LaneShape,
-        gather: GatherShape,
-        counters: Arc<Counters>,
-        numa: bool,
-        io: Arc<IoChoice>,
-    ) -> Pool {
+    /// A pool of `spec.threads` workers (started at its first work), named `{name}-{i}`.
+    pub(crate) fn new(spec: PoolSpec, name: &str) -> Pool {
         Pool {
             shared: Arc::new(Shared {
                 queue: Mutex::new(Queue {
@@ -116,16 +124,17 @@ impl Pool {
                 }),
                 cv: Condvar::new(),
                 queued: AtomicUsize::new(0),
-                runtime,
-                shape,
-                gather,
-                threads,
-                counters,
-                numa,
+                runtime: spec.runtime,
+                shape: spec.shape,
+                gather: spec.gather,
+                threads: spec.threads,
+                counters: spec.counters,
+                numa: spec.numa,
                 nodes: GpuNodes::default(),
-                io,
+                io: spec.io,
             }),
-            threads,
+            threads: spec.threads,
+            name: name.to_owned(),
             handles: Mutex::new(Vec::new()),
         }
     }
@@ -144,7 +153,7 @@ impl Pool {
             let shared = self.shared.clone();
             let id = h.len();
             let handle = std::thread::Builder::new()
-                .name(format!("gdio-worker-{id}"))
+                .name(format!("{}-{id}", self.name))
                 .spawn(move || worker_main(shared))
                 .map_err(|e| Error::from_io(&e, "cannot start an engine worker thread"))?;
             h.push(handle);
