@@ -711,3 +711,41 @@ fn bar_size_without_a_gpu_is_invalid_value() {
     }
     assert_eq!(cuFileGetBARSizeInKB(64, &mut kb).err, code::INVALID_VALUE);
 }
+
+/// A system error while the I/O runs (here the kernel refusing memory the process may not
+/// write or read: `EFAULT`) is `-1` with `errno`, as `cuFileRead`'s contract says; the file
+/// and the memory stay as they were.
+#[test]
+fn a_system_error_during_io_is_minus_one_with_errno() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let data = random_bytes(93, 64 * 1024);
+    let p = data_file(&dir, "e", &data);
+    let f = rw(&p);
+    let fh = register(&f);
+    // SAFETY: a fresh private anonymous mapping of two pages, unmapped below; read-only for
+    // the read, no access at all for the write.
+    let page = unsafe {
+        libc::mmap(
+            null_mut(),
+            8192,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(page, libc::MAP_FAILED);
+    assert_eq!(cuFileRead(fh, page, 8192, 0, 0), -1);
+    assert_eq!(errno(), libc::EFAULT);
+    // SAFETY: the mapping is readable; it still holds the zeros it was made with.
+    assert!(unsafe { std::slice::from_raw_parts(page as *const u8, 8192) }.iter().all(|&b| b == 0));
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::mprotect(page, 8192, libc::PROT_NONE) }, 0);
+    assert_eq!(cuFileWrite(fh, page, 4096, 1000, 0), -1);
+    assert_eq!(errno(), libc::EFAULT);
+    assert_eq!(std::fs::read(&p).unwrap(), data, "the failed write changed the file");
+    cuFileHandleDeregister(fh);
+    // SAFETY: the mapping made above, used by nothing any more.
+    assert_eq!(unsafe { libc::munmap(page, 8192) }, 0);
+}
