@@ -23,8 +23,9 @@ struct Deferred {
     job: Arc<Job>,
     task: Task,
     result: TaskResult,
-    /// When its last copy was queued (for the engine's landing time).
-    queued: Instant,
+    /// When its last copy was queued, for the engine's landing time: set on one task per
+    /// marker (a gathered group's pieces share one copy, counted once).
+    queued: Option<Instant>,
 }
 
 impl Deferred {
@@ -33,8 +34,8 @@ impl Deferred {
         if self.taken.swap(true, Ordering::AcqRel) {
             return;
         }
-        if let Some(clock) = self.job.clock() {
-            clock.landed(self.queued);
+        if let (Some(clock), Some(queued)) = (self.job.clock(), self.queued) {
+            clock.landed(queued);
         }
         match error {
             None => self.job.finish(self.task, self.result, None),
@@ -201,7 +202,7 @@ impl Lane {
         task: Task,
         result: TaskResult,
     ) {
-        let queued = Instant::now();
+        let queued = Some(Instant::now());
         let d = Arc::new(Deferred { taken: AtomicBool::new(false), job, task, result, queued });
         if self.callbacks {
             let cb = d.clone();
@@ -221,7 +222,9 @@ impl Lane {
         let queued = Instant::now();
         let tasks: Vec<Arc<Deferred>> = tasks
             .into_iter()
-            .map(|(job, task, result)| {
+            .enumerate()
+            .map(|(i, (job, task, result))| {
+                let queued = (i == 0).then_some(queued);
                 Arc::new(Deferred { taken: AtomicBool::new(false), job, task, result, queued })
             })
             .collect();

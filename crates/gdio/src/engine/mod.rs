@@ -145,12 +145,19 @@ impl Engine {
     /// The pool that serves memory of `kind`: GPU N's own with `pool_per_gpu` (N ≥ 1), else
     /// the engine's first.
     fn pool_for(&self, kind: MemoryKind) -> &Pool {
-        let MemoryKind::Device { ordinal } = kind else { return &self.pool };
-        match ordinal.checked_sub(1).and_then(|i| self.gpu_pools.get(i)) {
-            Some(p) => {
-                p.get_or_init(|| Pool::new(self.spec.clone(), &format!("gdio-gpu{ordinal}")))
-            }
-            None => &self.pool,
+        match Self::pool_index(kind, self.gpu_pools.len()) {
+            0 => &self.pool,
+            n => self.gpu_pools[n - 1]
+                .get_or_init(|| Pool::new(self.spec.clone(), &format!("gdio-gpu{n}"))),
+        }
+    }
+
+    /// Which pool serves memory of `kind` with `gpu_pools` pools of GPUs after the first: 0 for
+    /// the engine's first pool, N for GPU N's own.
+    fn pool_index(kind: MemoryKind, gpu_pools: usize) -> usize {
+        match kind {
+            MemoryKind::Device { ordinal } if (1..=gpu_pools).contains(&ordinal) => ordinal,
+            _ => 0,
         }
     }
 
@@ -309,10 +316,7 @@ impl Engine {
         let queued = match bulk {
             Some(b) => {
                 // One held group per pool (a batch may hold I/Os for several GPUs).
-                let at = match job.buf.kind {
-                    MemoryKind::Device { ordinal } if ordinal < 1 + self.gpu_pools.len() => ordinal,
-                    _ => 0,
-                };
+                let at = Self::pool_index(job.buf.kind, self.gpu_pools.len());
                 if b.held.len() <= at {
                     b.held.resize_with(at + 1, || None);
                 }

@@ -43,10 +43,11 @@ pub struct WorkerTime {
     /// Submitting threads running their own one-task requests inline (`inline_max_bytes`,
     /// host memory in place): work the workers did not see.
     pub inline_ns: u64,
-    /// Summed over tasks: from a task's last copy queued to the worker (or a callback) finding
-    /// it landed. Divide by [`WorkerTime::copies_landed`] for the mean.
+    /// Summed over tasks (a gathered group of small reads counts once): from a task's last
+    /// copy queued to the worker (or a callback) finding it landed. Divide by
+    /// [`WorkerTime::copies_landed`] for the mean.
     pub landing_ns: u64,
-    /// Tasks whose copies landed (the count behind `landing_ns`).
+    /// Tasks, and gathered groups, whose copies landed (the count behind `landing_ns`).
     pub copies_landed: u64,
 }
 
