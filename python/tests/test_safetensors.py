@@ -52,6 +52,8 @@ def test_save_file_read_by_safetensors_and_back(tmp_path):
     meta = {"format": "np", "seed": "1"}
     gst_np.save_file(t, tmp_path / "g.safetensors", metadata=meta)
     assert_same(ref_np.load_file(tmp_path / "g.safetensors"), t)
+    # The same bytes the safetensors package writes (layout order, header, padding).
+    assert (tmp_path / "g.safetensors").read_bytes() == ref_np.save(t, metadata=meta)
     with ref_open(str(tmp_path / "g.safetensors"), framework="np") as f:
         assert f.metadata() == meta
     ref_np.save_file(t, str(tmp_path / "r.safetensors"), metadata=meta)

@@ -218,6 +218,15 @@ pub fn acquire(obj: &Bound<'_, PyAny>, access: Access, driver: &Driver) -> PyRes
 
 /// The general route: DLPack, then the CUDA Array Interface, then the buffer protocol.
 fn acquire_general(obj: &Bound<'_, PyAny>, access: Access, driver: &Driver) -> PyResult<IoBuffer> {
+    if access == Access::Fill && is_jax_array(obj) {
+        // JAX's DLPack export carries no read-only flag, but every JAX array is immutable:
+        // other arrays may share its buffer, and compiled code may have cached it.
+        return Err(read_only_error(
+            "JAX arrays are immutable; read into a NumPy, CuPy or torch buffer and convert it \
+             with jax.numpy.asarray or jax.dlpack.from_dlpack, or load safetensors with \
+             gdio.safetensors.safe_open(..., framework=\"jax\")",
+        ));
+    }
     if obj.hasattr("__dlpack_device__")? && obj.hasattr("__dlpack__")? {
         let (dev_type, _) = dlpack::device_of(obj)?;
         // Host memory that also speaks the buffer protocol (NumPy): the buffer protocol says
@@ -240,6 +249,14 @@ fn acquire_general(obj: &Bound<'_, PyAny>, access: Access, driver: &Driver) -> P
          NumPy), __cuda_array_interface__, or the buffer protocol (bytearray, memoryview)",
         obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
     )))
+}
+
+/// Whether `obj` is a JAX array (its type lives in `jax` or `jaxlib`).
+fn is_jax_array(obj: &Bound<'_, PyAny>) -> bool {
+    obj.get_type().module().is_ok_and(|m| {
+        let m = m.to_string();
+        m == "jax" || m == "jaxlib" || m.starts_with("jax.") || m.starts_with("jaxlib.")
+    })
 }
 
 fn read_only_error(what: &str) -> PyErr {

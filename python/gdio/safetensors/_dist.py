@@ -8,10 +8,10 @@ in one ``uint8`` buffer of ``world * chunk`` bytes, cut into runs of ``world`` p
 512 MiB per rank each); rank ``r`` reads piece ``r`` of every run straight from the files into
 its share with large ``CuFile.pread`` futures (one per segment a piece touches, all in flight
 at once; the engine spreads each over its workers), and each run is gathered
-(``all_gather_into_tensor``, asynchronously) as soon as its piece is in, while the later runs
-are still being read. The gathered buffer then holds every shared tensor at its own offset:
-tensors are views of it (copied only when a tensor's offset is not a multiple of its element
-size).
+(``all_gather_into_tensor``, asynchronously; on older gloo ``all_gather`` into views of the
+buffer) as soon as its piece is in, while the later runs are still being read. The gathered
+buffer then holds every shared tensor at its own offset: tensors are views of it (copied only
+when a tensor's offset is not a multiple of its element size).
 
 Tensor parallelism: a ``plan`` names the tensors each rank keeps only a part of, and along which
 dimension (``{name: dim}``, or a function of ``(name, shape)`` giving the dimension or
@@ -288,12 +288,7 @@ def load(
         # Run j travels while the next runs are still being read.
         mine = share[j * piece : (j + 1) * piece]
         lo, hi = share_plan.run(j)
-        try:
-            w = dist.all_gather_into_tensor(whole[lo:hi], mine, group=group, async_op=True)
-        except (RuntimeError, NotImplementedError, AttributeError):
-            # Backends without the flat collective (older gloo): the list form, into views.
-            w = dist.all_gather(list(whole[lo:hi].split(piece)), mine, group=group, async_op=True)
-        gathers.append(w)
+        gathers.append(_all_gather_async(whole[lo:hi], mine, group, world))
 
     read_share(ckpt, share_plan, share, gather)
     mark("read share")
@@ -341,6 +336,22 @@ def load(
             "rank %d of %d: %d bytes, share %d: %s", rank, world, share_plan.total, chunk, steps
         )
     return out
+
+
+def _all_gather_async(out: Any, mine: Any, group: Any, world: int) -> Any:
+    """``all_gather_into_tensor(out, mine)``, asynchronously (its ``Work``). The gloo of older
+    torch (Debian's 1.13, which CI tests with) has no flat all-gather: it raises "no support for
+    _allgather_base in Gloo process group" at once, on every rank alike, and there the list
+    form gathers into ``world`` views of ``out`` instead, the same bytes in the same places.
+    Only that error of gloo falls back: any other (NCCL's above all) is raised as it is."""
+    import torch.distributed as dist
+
+    try:
+        return dist.all_gather_into_tensor(out, mine, group=group, async_op=True)
+    except RuntimeError as e:
+        if dist.get_backend(group) != "gloo" or "_allgather_base" not in str(e):
+            raise
+    return dist.all_gather(list(out.chunk(world)), mine, group=group, async_op=True)
 
 
 def _own_part(ckpt: Any, name: str, dim: int, rank: int, world: int, gpu: Optional[int]) -> Any:

@@ -16,6 +16,21 @@ BITS = {
 }
 
 
+# The format's dtypes in the safetensors crate's `Dtype` order: files list tensors by this rank,
+# highest first, then by name.
+_RANK = {d: i for i, d in enumerate([
+    "BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E8M0",
+    "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "C64", "F64",
+    "I64", "U64",
+])}
+
+
+def layout_order(entries: Iterable[tuple[str, str, list[int], Any]]) -> list:
+    """``entries`` of ``(name, dtype, shape, data)`` in the order the safetensors package lays
+    them out (dtype rank descending, then name), so that gdio writes the same bytes."""
+    return sorted(entries, key=lambda e: (-_RANK[e[1]], e[0]))
+
+
 def check_metadata(metadata: Optional[dict[str, str]]) -> None:
     """Raises ``ValueError`` unless ``metadata`` is ``None`` or maps ``str`` to ``str``."""
     if metadata is None:
@@ -31,8 +46,8 @@ def serialize(
     entries: Iterable[tuple[str, str, list[int], Any]], metadata: Optional[dict[str, str]]
 ) -> bytes:
     """``entries`` of ``(name, dtype, shape, bytes-like)`` -> a safetensors file's bytes.
-    Tensors are laid out by descending alignment, then name (as the safetensors package does)."""
-    items = sorted(entries, key=lambda e: (-BITS[e[1]], e[0]))
+    Tensors are laid out as the safetensors package lays them out (``layout_order``)."""
+    items = layout_order(entries)
     header: dict[str, Any] = {}
     check_metadata(metadata)
     if metadata is not None:

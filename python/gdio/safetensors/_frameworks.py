@@ -79,9 +79,9 @@ def to_jax(t: Any) -> Any:
     import ml_dtypes  # shipped with JAX
     import numpy as np
 
-    names = {"F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2",
-             "F8_E4M3FNUZ": "float8_e4m3fnuz", "F8_E5M2FNUZ": "float8_e5m2fnuz",
-             "F8_E8M0": "float8_e8m0fnu"}
+    from .numpy import ML_DTYPES
+
+    names = {st: ml for ml, st in ML_DTYPES.items()}
     raw = jnp.from_dlpack(t.raw())
     if t.dtype in names and hasattr(ml_dtypes, names[t.dtype]):
         return raw.view(np.dtype(getattr(ml_dtypes, names[t.dtype]))).reshape(list(t.shape))

@@ -19,6 +19,13 @@ _TYPES = {
     "U8": np.uint8, "BOOL": np.bool_, "C64": np.complex64,
 }
 _NAMES = {np.dtype(v): k for k, v in _TYPES.items()}
+# ml_dtypes' NumPy dtypes (what JAX arrays turn into on the host), by dtype name, as the
+# safetensors package names them when it saves.
+ML_DTYPES = {
+    "bfloat16": "BF16", "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2",
+    "float8_e8m0fnu": "F8_E8M0", "float8_e4m3fnuz": "F8_E4M3FNUZ",
+    "float8_e5m2fnuz": "F8_E5M2FNUZ",
+}
 
 
 def _entry(name: str, a: Any) -> tuple[str, str, list[int], Any]:
@@ -29,7 +36,7 @@ def _entry(name: str, a: Any) -> tuple[str, str, list[int], Any]:
         a = np.ascontiguousarray(a)
     if a.dtype.byteorder == ">" or (a.dtype.byteorder == "=" and not np.little_endian):
         a = a.astype(a.dtype.newbyteorder("<"))
-    dtype = _NAMES.get(np.dtype(a.dtype.type))
+    dtype = _NAMES.get(np.dtype(a.dtype.type)) or ML_DTYPES.get(a.dtype.name)
     if dtype is None:
         raise ValueError(f"tensor {name!r}: safetensors has no dtype for NumPy's {a.dtype}")
     return name, dtype, shape, a.reshape(-1).view(np.uint8)
@@ -48,7 +55,7 @@ def save_file(
     """Writes ``tensor_dict`` to ``filename`` with gdio (a temporary name, then a rename)."""
     entries = [_entry(k, v) for k, v in tensor_dict.items()]
     _format.check_metadata(metadata)
-    _native.save_file(os.fspath(filename), entries, metadata)
+    _native.save_file(os.fspath(filename), _format.layout_order(entries), metadata)
 
 
 def load(data: bytes) -> Dict[str, np.ndarray]:

@@ -82,7 +82,7 @@ def save_file(
     _check(tensors)
     entries = [_entry(k, v) for k, v in tensors.items()]
     _format.check_metadata(metadata)
-    _native.save_file(os.fspath(filename), entries, metadata)
+    _native.save_file(os.fspath(filename), _format.layout_order(entries), metadata)
 
 
 def load(data: bytes) -> Dict[str, torch.Tensor]:

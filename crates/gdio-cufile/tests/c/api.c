@@ -40,6 +40,10 @@ typedef int (*cuMemAlloc_t)(unsigned long long *, size_t);
 typedef int (*cuMemFree_t)(unsigned long long);
 typedef int (*cuMemcpyHtoD_t)(unsigned long long, const void *, size_t);
 typedef int (*cuMemcpyDtoH_t)(void *, unsigned long long, size_t);
+typedef int (*cuStreamCreate_t)(void **, unsigned);
+typedef int (*cuStreamDestroy_t)(void *);
+typedef int (*cuMemsetD8Async_t)(unsigned long long, unsigned char, size_t, void *);
+typedef int (*cuMemcpyDtoHAsync_t)(void *, unsigned long long, size_t, void *);
 
 /* Waits for the null stream's work where a GPU exists (stream-ordered I/O there runs when the
  * stream reaches it, not before cuFile*Async returns); without a GPU the I/O already ran. */
@@ -61,7 +65,96 @@ static void sync_null_stream(void) {
     CHECK(((cuStreamSynchronize_t)dlsym(cuda, "cuStreamSynchronize"))(NULL) == 0);
 }
 
-static int device_part(const char *path, const unsigned char *data, size_t n) {
+/* Batch and stream-ordered I/O into and out of device memory. `data` is the file's model and
+ * is kept equal to it. */
+static void device_batch_and_stream(void *cuda, unsigned long long dev, size_t len, CUfileHandle_t fh, int fd,
+                                    unsigned char *data) {
+    cuMemcpyHtoD_t htod = (cuMemcpyHtoD_t)dlsym(cuda, "cuMemcpyHtoD_v2");
+    cuMemcpyDtoH_t dtoh = (cuMemcpyDtoH_t)dlsym(cuda, "cuMemcpyDtoH_v2");
+    void *dp = (void *)(uintptr_t)dev;
+    unsigned char *src = malloc(len), *back = malloc(len), *chk = malloc(len);
+    fill(src, len);
+    CHECK(htod(dev, src, len) == 0);
+
+    /* A batch of three reads into device memory (odd sizes and offsets) and one write out of
+     * it, to a range none of the reads touch. */
+    CUfileBatchHandle_t batch;
+    CHECK(ERR(cuFileBatchIOSetUp(&batch, 4)) == 0);
+    CUfileIOParams_t io[4];
+    memset(io, 0, sizeof io);
+    const off_t foff[4] = {3, 65536 + 17, 400001, 700000};
+    const off_t doff[4] = {0, 262144 + 5, 600000, 900000};
+    const size_t sz[4] = {65536, 131072 + 3, 4096, 50000};
+    for (int i = 0; i < 4; i++) {
+        io[i].mode = CUFILE_BATCH;
+        io[i].fh = fh;
+        io[i].opcode = i < 3 ? CUFILE_READ : CUFILE_WRITE;
+        io[i].u.batch.devPtr_base = dp;
+        io[i].u.batch.file_offset = foff[i];
+        io[i].u.batch.devPtr_offset = doff[i];
+        io[i].u.batch.size = sz[i];
+        io[i].cookie = (void *)(uintptr_t)(100 + i);
+    }
+    CHECK(ERR(cuFileBatchIOSubmit(batch, 4, io, 0)) == 0);
+    CUfileIOEvents_t ev[4];
+    unsigned total = 0;
+    while (total < 4) {
+        unsigned nr = 4 - total;
+        struct timespec t = {5, 0};
+        CUfileError_t st = cuFileBatchIOGetStatus(batch, nr, &nr, ev + total, &t);
+        CHECK(ERR(st) == 0);
+        if (ERR(st) != 0 || nr == 0) break;
+        total += nr;
+    }
+    CHECK(total == 4);
+    for (unsigned i = 0; i < total; i++) {
+        int k = (int)((uintptr_t)ev[i].cookie - 100);
+        CHECK(k >= 0 && k < 4 && ev[i].status == CUFILE_COMPLETE && ev[i].ret == sz[k]);
+    }
+    cuFileBatchIODestroy(batch);
+    CHECK(dtoh(back, dev, len) == 0);
+    for (int i = 0; i < 3; i++) CHECK(memcmp(back + doff[i], data + foff[i], sz[i]) == 0);
+    CHECK(pread(fd, chk, sz[3], foff[3]) == (ssize_t)sz[3] && memcmp(chk, src + doff[3], sz[3]) == 0);
+    memcpy(data + foff[3], src + doff[3], sz[3]);
+
+    /* Stream-ordered, on a stream of its own registered with all four FIXED/ALIGNED flags: a
+     * memset queued before the write is what the write stores; a copy queued after the read
+     * sees the file's bytes. */
+    cuStreamCreate_t screate = (cuStreamCreate_t)dlsym(cuda, "cuStreamCreate");
+    cuStreamDestroy_t sdestroy = (cuStreamDestroy_t)dlsym(cuda, "cuStreamDestroy_v2");
+    cuStreamSynchronize_t ssync = (cuStreamSynchronize_t)dlsym(cuda, "cuStreamSynchronize");
+    cuMemsetD8Async_t memset_async = (cuMemsetD8Async_t)dlsym(cuda, "cuMemsetD8Async");
+    cuMemcpyDtoHAsync_t dtoh_async = (cuMemcpyDtoHAsync_t)dlsym(cuda, "cuMemcpyDtoHAsync_v2");
+    void *s = NULL;
+    CHECK(screate && sdestroy && ssync && memset_async && dtoh_async && screate(&s, 0) == 0);
+    CHECK(ERR(cuFileStreamRegister(s, 0xF)) == 0);
+    unsigned char v = (unsigned char)(rnd() | 1);
+    size_t wsz = 8192;
+    off_t wfo = 4096 * 40, wbo = 4096 * 100;
+    ssize_t wgot = 0;
+    CHECK(memset_async(dev + (unsigned long long)wbo, v, wsz, s) == 0);
+    CHECK(ERR(cuFileWriteAsync(fh, dp, &wsz, &wfo, &wbo, &wgot, s)) == 0);
+    size_t rsz = 16384;
+    off_t rfo = 4096 * 60, rbo = 4096 * 120;
+    ssize_t rgot = 0;
+    CHECK(ERR(cuFileReadAsync(fh, dp, &rsz, &rfo, &rbo, &rgot, s)) == 0);
+    unsigned char *host_copy = malloc(rsz);
+    CHECK(dtoh_async(host_copy, dev + (unsigned long long)rbo, rsz, s) == 0);
+    CHECK(ssync(s) == 0);
+    CHECK(wgot == (ssize_t)wsz && rgot == (ssize_t)rsz);
+    CHECK(pread(fd, chk, wsz, wfo) == (ssize_t)wsz);
+    for (size_t i = 0; i < wsz; i++) if (chk[i] != v) { CHECK(chk[i] == v); break; }
+    memset(data + wfo, v, wsz);
+    CHECK(memcmp(host_copy, data + rfo, rsz) == 0);
+    CHECK(ERR(cuFileStreamDeregister(s)) == 0);
+    CHECK(sdestroy(s) == 0);
+    free(host_copy);
+    free(src);
+    free(back);
+    free(chk);
+}
+
+static int device_part(const char *path, unsigned char *data, size_t n) {
     void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     int count = 0;
     cuInit_t init = cuda ? (cuInit_t)dlsym(cuda, "cuInit") : NULL;
@@ -101,6 +194,8 @@ static int device_part(const char *path, const unsigned char *data, size_t n) {
     unsigned char *chk = malloc(100000);
     CHECK(pread(fd, chk, 100000, 7) == 100000);
     CHECK(memcmp(chk, back + 99, 100000) == 0);
+    memcpy(data + 7, back + 99, 100000);
+    device_batch_and_stream(cuda, dev, len, fh, fd, data);
     size_t bar = 0;
     CHECK(ERR(cuFileGetBARSizeInKB(0, &bar)) == 0 && bar > 0);
     cuFileHandleDeregister(fh);
@@ -269,6 +364,10 @@ int main(int argc, char **argv) {
     close(fd);
 
     failures += device_part(path, data, n);
+    /* And still, after the device part's writes. */
+    fd = open(path, O_RDONLY);
+    CHECK(read(fd, all, n) == (ssize_t)n && memcmp(all, data, n) == 0);
+    close(fd);
 
     CHECK(ERR(cuFileDriverClose_v2()) == 0);
     CHECK(ERR(cuFileDriverClose_v2()) == 0);
