@@ -10,8 +10,11 @@
 #                       dropped, canceled or refused in flight must never touch freed or
 #                       undefined memory (skipped, saying so, where valgrind is not installed)
 # Needs: Rust, Python ≥ 3.11 with venv, a C compiler; valgrind for memcheck. The venv lives in
-# target/py-venv (GDIO_VENV to change); pip fetches maturin, pytest and numpy from PyPI the
-# first time.
+# target/py-venv (GDIO_VENV to change); pip fetches maturin, pytest, numpy, safetensors and
+# jax from PyPI the first time. The multi-rank tests (torch.distributed's gloo, host memory) run in a second
+# venv, target/py-venv-torch (GDIO_TORCH_VENV to change), made with Debian's torch linked in
+# where it is installed (apt-get install --no-install-recommends python3-torch), or any venv of
+# yours with a torch that has gloo; they are skipped, saying so, where neither is.
 set -euo pipefail
 cd "$(dirname "$0")"
 what="${1:-all}"
@@ -25,10 +28,15 @@ if [ "$what" = all ] || [ "$what" = python ]; then
   py="${PYTHON:-python3}"
   [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
-  "$venv/bin/python" -m pip install -q pytest numpy safetensors
-  # The same route as `pip install ./python`, with a debug build (quicker than release).
-  "$venv/bin/python" -m pip install -q --force-reinstall --no-deps ./python \
+  "$venv/bin/python" -m pip install -q pytest numpy safetensors jax
+  # The same route as `pip install ./python` (pip builds the wheel, then installs it), with a
+  # debug build (quicker than release); built once, installed here and in the torch venv.
+  wheels=target/py-wheel
+  rm -rf "$wheels"
+  "$venv/bin/python" -m pip wheel -q --no-deps -w "$wheels" ./python \
     --config-settings=build-args="--profile=dev"
+  wheel=$(echo "$wheels"/gdio-*.whl)
+  "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel"
   # Run from the tests directory so the source tree's python/gdio does not shadow the
   # installed package.
   rc=0
@@ -38,6 +46,39 @@ if [ "$what" = all ] || [ "$what" = python ]; then
     5) echo "pytest collected no tests: the Python tests are missing" >&2; exit 1 ;;
     *) echo "pytest failed (exit status $rc)" >&2; exit 1 ;;
   esac
+
+  # The multi-rank loads (test_safetensors_dist.py: two processes, torch.distributed's gloo on
+  # the host), in a venv of their own: PyPI's torch is a download of gigabytes, Debian's (1.13,
+  # python3-torch) is linked in instead. torch 1.13 needs numpy < 2.
+  tvenv="${GDIO_TORCH_VENV:-target/py-venv-torch}"
+  deb_torch=/usr/lib/python3/dist-packages/torch
+  if [ ! -x "$tvenv/bin/python" ] && [ -d "$deb_torch" ]; then
+    "$py" -m venv "$tvenv"
+    site=$("$tvenv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+    ln -s "$deb_torch" "$site/torch"
+  fi
+  if [ ! -x "$tvenv/bin/python" ]; then
+    echo "gloo tests: SKIPPED: no torch: no venv $tvenv, and no Debian torch ($deb_torch) to" \
+      "make it with (apt-get install --no-install-recommends python3-torch)" >&2
+  else
+    tpy="$(cd "$tvenv" && pwd)/bin/python"
+    "$tpy" -m pip install -q --upgrade pip >/dev/null
+    "$tpy" -m pip install -q pytest safetensors typing_extensions "numpy<2"
+    "$tpy" -m pip install -q --force-reinstall --no-deps "$wheel"
+    "$tpy" -c 'import torch.distributed as d; assert d.is_gloo_available()' ||
+      { echo "gloo tests: $tvenv has no torch with gloo (above)" >&2; exit 1; }
+    # GDIO_REQUIRE_TORCH=1: a test that would skip for want of torch fails instead; no other
+    # skip is expected here either. With them, the torch round trips on the host.
+    log=$(mktemp)
+    rc=0
+    (cd python/tests && GDIO_REQUIRE_TORCH=1 "$tpy" -m pytest -q -rs \
+      -p no:cacheprovider test_safetensors_dist.py test_safetensors.py::test_torch_round_trip_host) \
+      2>&1 | tee "$log" || rc=$?
+    if [ "$rc" != 0 ] || grep -q "[0-9] skipped" "$log"; then
+      rm -f "$log"; echo "gloo tests failed or skipped (above)" >&2; exit 1
+    fi
+    rm -f "$log"
+  fi
 fi
 
 if [ "$what" = all ] || [ "$what" = memcheck ]; then

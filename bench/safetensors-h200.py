@@ -132,16 +132,17 @@ class Run:
         d["gbps"] = d["checkpoint_bytes"] / d["seconds"] / 1e9
         self.record(where, f"{label} {target}" + (" verify" if verify else ""), d)
 
-    def gdio_save(self, where, path, outdir):
+    def gdio_save(self, where, path, outdir, label="gdio save", env=None):
         shutil.rmtree(outdir, ignore_errors=True)
         os.makedirs(outdir)
         r = sh([self.gdio, "save", path, "--via", "gpu:0", "--shard-size", "5G", "--json", "--out",
-                os.path.join(outdir, "model.safetensors")], capture_output=True, text=True)
+                os.path.join(outdir, "model.safetensors")], capture_output=True, text=True,
+               env=dict(os.environ, **(env or {})))
         if r.returncode != 0:
             print(f"gdio save failed: {r.stderr[-2000:]}", file=sys.stderr)
-            self.record(where, "gdio save", {"error": r.stderr[-500:], "gbps": 0.0})
+            self.record(where, label, {"error": r.stderr[-500:], "gbps": 0.0})
             return
-        self.record(where, "gdio save", json.loads(r.stdout))
+        self.record(where, label, json.loads(r.stdout))
 
     def best(self, where, tools):
         v = [r["gbps"] for r in self.rows if r["where"] == where and r["tool"] in tools and "error" not in r]
@@ -208,13 +209,17 @@ def main():
             files = shard_files(ext4)
             warm(files)
             outdir = "/tmp/gdio-st-save"
-            for kind in ("pwrite", "save-safetensors"):
+            for kind in ("pwrite", "save-safetensors", "save-gdio-serial", "save-gdio",
+                         "save-gdio-serial", "save-gdio"):
                 shutil.rmtree(outdir, ignore_errors=True)
                 sh("sync")
                 run.peer("save", kind, files, extra=[outdir])
             shutil.rmtree(outdir, ignore_errors=True)
             sh("sync")
-            run.gdio_save("save", idx, outdir)
+            for label, env in (("gdio save shards serial", {"GDIO_SAVE_FILES_IN_FLIGHT": "1"}),
+                               ("gdio save", None)) * 2:
+                sh("sync")
+                run.gdio_save("save", idx, outdir, label=label, env=env)
             shutil.rmtree(outdir, ignore_errors=True)
         import torch
         if "2gpu" in rows and torch.cuda.device_count() >= 2:
@@ -242,6 +247,14 @@ def main():
     if w:
         print(f"save: gdio {g:.2f} GB/s = {g / w:.2f} x plain pwrite ({w:.2f}; target >= 0.90) "
               f"= {g / s if s else 0:.2f} x save_file ({s:.2f}; target >= 3)")
+    gs, gp = run.best("save", ["save-gdio-serial"]), run.best("save", ["save-gdio"])
+    if gp and w:
+        print(f"save_file of separate GPU tensors: gdio {gp:.2f} GB/s (writes one at a time {gs:.2f}; "
+              f"{gp / gs if gs else 0:.2f} x) = {gp / w:.2f} x plain pwrite = {gp / s if s else 0:.2f} x "
+              f"safetensors save_file; verified {all(r.get('verified') for r in run.rows if r['tool'].startswith('save-gdio'))}")
+    gss = run.best("save", ["gdio save shards serial"])
+    if gss:
+        print(f"gdio save: shards side by side {g:.2f} GB/s, one after another {gss:.2f} ({g / gss:.2f} x)")
     print(f"results: {os.path.join(a.out, 'results.jsonl')}")
 
 

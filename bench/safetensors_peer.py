@@ -5,6 +5,8 @@ usage: safetensors_peer.py KIND FILE [FILE...]
   KIND: safetensors | fastsafetensors | instanttensor | instanttensor-buffered
         | h2d (pinned host->device copy limit) | odirect (plain parallel O_DIRECT read)
         | save-safetensors OUTDIR (save_file of the checkpoint loaded to GPU first)
+        | save-gdio OUTDIR / save-gdio-serial OUTDIR (gdio.safetensors.torch.save_file of the
+          same, verified against the source shards; serial: save_writes_in_flight=1)
         | pwrite OUTDIR (plain parallel pwrite of the checkpoint's bytes from host memory)
 Timing: from just before the loader opens the files to torch.cuda.synchronize() after the
 last tensor is on the GPU (CUDA initialised beforehand, as gdio's is). GB/s = checkpoint data
@@ -163,6 +165,36 @@ def save_safetensors(files, outdir):
     return time.perf_counter() - t0
 
 
+def save_gdio(files, outdir):
+    """gdio.safetensors.torch.save_file of the same state dicts (one CUDA allocation per
+    tensor, as a user's model has); every file compared byte for byte with its source shard
+    afterwards (same tensors, same metadata, so the same bytes)."""
+    torch = cuda_ready()
+    from safetensors.torch import load_file
+    import gdio.safetensors.torch as gst
+
+    shards = [load_file(p, device="cuda:0") for p in files]
+    torch.cuda.synchronize()
+    os.makedirs(outdir, exist_ok=True)
+    outs = [os.path.join(outdir, f"gdio-save-{i}.safetensors") for i in range(len(shards))]
+    t0 = time.perf_counter()
+    for sd, o in zip(shards, outs):
+        gst.save_file(sd, o, metadata={"format": "pt"})
+    secs = time.perf_counter() - t0
+    same = all(_same_file(a, b) for a, b in zip(files, outs))
+    return secs, same
+
+
+def _same_file(a, b, chunk=256 << 20):
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            x, y = fa.read(chunk), fb.read(chunk)
+            if x != y:
+                return False
+            if not x:
+                return True
+
+
 def pwrite(files, outdir, threads=16, chunk=64 << 20):
     """Writes the checkpoint's bytes (read into host memory first) with parallel pwrite."""
     os.makedirs(outdir, exist_ok=True)
@@ -206,7 +238,7 @@ def pwrite(files, outdir, threads=16, chunk=64 << 20):
 def main():
     kind = sys.argv[1]
     args = sys.argv[2:]
-    if kind in ("save-safetensors", "pwrite"):
+    if kind in ("save-safetensors", "pwrite", "save-gdio", "save-gdio-serial"):
         outdir, files = args[0], args[1:]
     else:
         outdir, files = None, args
@@ -231,6 +263,11 @@ def main():
     elif kind == "save-safetensors":
         secs = save_safetensors(files, outdir)
         out(kind, files, nbytes, secs)
+    elif kind in ("save-gdio", "save-gdio-serial"):
+        if kind.endswith("serial"):  # the writes of separate tensors one after another
+            os.environ["GDIO_SAVE_WRITES_IN_FLIGHT"] = "1"
+        secs, same = save_gdio(files, outdir)
+        out(kind, files, nbytes, secs, verified=same)
     elif kind == "pwrite":
         secs, n = pwrite(files, outdir)
         out(kind, files, n, secs)

@@ -11,6 +11,18 @@ def gpu_skip(why: str) -> None:
     pytest.skip(why)
 
 
+def need_torch():
+    """torch, or a skip where it is not installed; a failure instead when GDIO_REQUIRE_TORCH=1
+    (test.sh's torch venv, where the tests that need torch on the host must run)."""
+    try:
+        import torch
+    except ImportError as e:
+        if os.environ.get("GDIO_REQUIRE_TORCH") == "1":
+            pytest.fail(f"GDIO_REQUIRE_TORCH=1 but torch cannot be imported: {e}")
+        pytest.skip("torch is not installed")
+    return torch
+
+
 @pytest.fixture
 def rng(request):
     # One seed per test, printed on failure through the test id.

@@ -1,5 +1,5 @@
 """process_group=: two ranks (gloo, host memory) each read a share of a sharded checkpoint and
-end with every tensor. Skips without torch."""
+end with every tensor. Skips without torch (fails instead when GDIO_REQUIRE_TORCH=1)."""
 
 import json
 import os
@@ -7,6 +7,8 @@ import socket
 
 import numpy as np
 import pytest
+
+from conftest import need_torch
 
 
 def _free_port():
@@ -64,9 +66,15 @@ def _rank(rank, world, port, index, out):
 
 
 def test_two_ranks_gloo(tmp_path):
-    torch = pytest.importorskip("torch")
+    torch = need_torch()
+    import torch.distributed as dist
     import torch.multiprocessing as mp
     import safetensors.torch as ref_t
+
+    if not dist.is_available() or not dist.is_gloo_available():
+        if os.environ.get("GDIO_REQUIRE_TORCH") == "1":
+            pytest.fail("GDIO_REQUIRE_TORCH=1 but this torch has no gloo backend")
+        pytest.skip("this torch has no gloo backend")
 
     g = torch.Generator().manual_seed(11)
     tensors = {}

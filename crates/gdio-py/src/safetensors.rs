@@ -424,8 +424,18 @@ impl Tensor {
     }
 }
 
-/// Saves host tensors `(name, dtype, shape, buffer)` (buffers C-contiguous, any format) to
-/// `path` with `metadata`, through gdio (temporary name, then rename).
+/// Where one tensor to save is: a host buffer (held until the save returns), or device memory
+/// `(ordinal, address, length)` that the caller keeps alive and unchanged meanwhile.
+enum Source {
+    Host(PyBuffer<u8>),
+    Device { ordinal: usize, addr: u64, len: u64 },
+}
+
+/// Saves tensors `(name, dtype, shape, data)` to `path` with `metadata`, through gdio
+/// (temporary name, then rename). `data` is a C-contiguous host buffer (any format), or a tuple
+/// `(ordinal, device_address, nbytes)` of GPU memory, written GPU → pinned bounce buffers →
+/// file by the engine (host memory bounded by the bounce buffers, not by the checkpoint); the
+/// caller keeps that memory alive and its producers finished until this returns.
 #[pyfunction]
 #[pyo3(signature = (path, tensors, metadata=None))]
 pub fn save_file(
@@ -438,26 +448,44 @@ pub fn save_file(
     for (name, dtype, shape, obj) in tensors {
         let d = dtype_from_name(&dtype)
             .ok_or_else(|| PyValueError::new_err(format!("unknown dtype {dtype:?} of {name:?}")))?;
-        let buf = PyBuffer::<u8>::get(&obj)?;
-        if !buf.is_c_contiguous() {
-            return Err(PyBufferError::new_err(format!("tensor {name:?} is not contiguous")));
-        }
-        parts.push((name, d, shape, buf.buf_ptr() as usize, buf.len_bytes(), buf));
+        let src = if let Ok((ordinal, addr, len)) = obj.extract::<(usize, u64, u64)>() {
+            if addr == 0 && len > 0 {
+                return Err(PyValueError::new_err(format!("tensor {name:?}: null device address")));
+            }
+            Source::Device { ordinal, addr, len }
+        } else {
+            let buf = PyBuffer::<u8>::get(&obj)?;
+            if !buf.is_c_contiguous() {
+                return Err(PyBufferError::new_err(format!("tensor {name:?} is not contiguous")));
+            }
+            Source::Host(buf)
+        };
+        parts.push((name, d, shape, src));
     }
     let rt = runtime(py)?;
     let options = SaveOptions { metadata: metadata.unwrap_or_default(), ..SaveOptions::default() };
     py.detach(|| {
         let list = parts
             .iter()
-            .map(|(name, d, shape, ptr, len, _buf)| {
-                let data: &[u8] = if *len == 0 {
-                    &[]
-                } else {
-                    // SAFETY: the buffer (held in `parts`) exports `len` readable bytes at `ptr`
-                    // and stays valid until it is released after this closure.
-                    unsafe { std::slice::from_raw_parts(*ptr as *const u8, *len) }
-                };
-                SaveTensor::host(name, *d, shape, data)
+            .map(|(name, d, shape, src)| match src {
+                Source::Host(buf) => {
+                    let len = buf.len_bytes();
+                    let data: &[u8] = if len == 0 {
+                        &[]
+                    } else {
+                        // SAFETY: the buffer (held in `parts`) exports `len` readable bytes at
+                        // its pointer and stays valid until it is released after this closure.
+                        unsafe { std::slice::from_raw_parts(buf.buf_ptr() as *const u8, len) }
+                    };
+                    SaveTensor::host(name, *d, shape, data)
+                }
+                // SAFETY: the caller promised the range is live device memory of `ordinal`,
+                // unchanged until this call returns (the Python tensors are held by the
+                // caller's dict, and their streams synchronized); the driver refuses the
+                // range if it is not device memory.
+                Source::Device { ordinal, addr, len } => unsafe {
+                    SaveTensor::device(name, *d, shape, *ordinal, *addr, *len)
+                },
             })
             .collect::<gdio::Result<Vec<_>>>()?;
         st::save(&rt.driver, &list, &path, &options).map(|_| ())

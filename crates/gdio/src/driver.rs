@@ -532,7 +532,40 @@ impl Driver {
         addr: u64,
         len: usize,
     ) -> Result<IoHandle<()>> {
-        let buf = self.raw(addr, len, None, file, file_offset)?;
+        // SAFETY: forwarded contract.
+        unsafe { self.start_ptr(op, file, file_offset, addr, len, None) }
+    }
+
+    /// Starts `op` on GPU memory at device address `dptr`, as [`Driver::submit_raw`] does;
+    /// memory that is not device memory is refused (as [`Driver::write_device_ptr`] refuses
+    /// it) before anything starts.
+    ///
+    /// # Safety
+    /// As [`Driver::submit_raw`], for device memory of this process.
+    pub unsafe fn submit_device_ptr(
+        &self,
+        op: Op,
+        file: &Arc<FileHandle>,
+        file_offset: u64,
+        dptr: u64,
+        len: usize,
+    ) -> Result<IoHandle<()>> {
+        // SAFETY: forwarded contract.
+        unsafe { self.start_ptr(op, file, file_offset, dptr, len, Some(true)) }
+    }
+
+    /// # Safety
+    /// As [`Driver::submit_raw`].
+    unsafe fn start_ptr(
+        &self,
+        op: Op,
+        file: &Arc<FileHandle>,
+        file_offset: u64,
+        addr: u64,
+        len: usize,
+        need_device: Option<bool>,
+    ) -> Result<IoHandle<()>> {
+        let buf = self.raw(addr, len, need_device, file, file_offset)?;
         // SAFETY: forwarded contract.
         let started = unsafe { self.router().start(op, file, buf, file_offset, None)? };
         Ok(IoHandle::new(started, self.stats.clone(), ()))

@@ -623,6 +623,112 @@ fn save_then_load_round_trips_through_gpu_and_the_crate_reads_it() {
     }
 }
 
+/// Tensors in GPU allocations of their own (a user's model), saved with writes in flight and
+/// one at a time: the same file, which the crate reads back as written. A simulated GPU whose
+/// copies lag makes a write that returned before its copies landed store stale bytes.
+#[test]
+fn separate_device_tensors_save_the_same_bytes_with_writes_in_flight_or_one_at_a_time() {
+    use gdio::gpu::GpuRuntime;
+    let rt = Arc::new(gdio::gpu::sim::SimRuntime::new(1, std::time::Duration::from_micros(200)));
+    let tensors = random_tensors(31, 90, 30_000);
+    let addrs: Vec<u64> = tensors
+        .iter()
+        .map(|t| {
+            let a = rt.alloc_device(0, t.data.len().max(1)).unwrap();
+            // SAFETY: a fresh simulated allocation of at least `t.data.len()` bytes.
+            unsafe { std::ptr::copy_nonoverlapping(t.data.as_ptr(), a as *mut u8, t.data.len()) };
+            a
+        })
+        .collect();
+    // SAFETY: each address is a live simulated allocation holding its tensor's bytes.
+    let src: Vec<SaveTensor<'_>> = tensors
+        .iter()
+        .zip(&addrs)
+        .map(|(t, &a)| unsafe {
+            SaveTensor::device(&t.name, t.dtype, &t.shape, 0, a, t.data.len() as u64).unwrap()
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for in_flight in [1, 8, 64] {
+        let config = gdio::Config {
+            save_writes_in_flight: in_flight,
+            write_threads: 3,
+            ..common::tiny_config(DirectIoPolicy::Auto, 3)
+        };
+        let driver = Driver::with_runtime(config, rt.clone()).unwrap();
+        let dst = dir.path().join(format!("w{in_flight}.safetensors"));
+        save(&driver, &src, &dst, &SaveOptions::default()).unwrap();
+        files.push(std::fs::read(&dst).unwrap());
+    }
+    assert!(files.iter().all(|f| f == &files[0]), "the same bytes at every setting");
+    let st = safetensors::SafeTensors::deserialize(&files[0]).unwrap();
+    assert_eq!(st.len(), tensors.len());
+    for t in &tensors {
+        assert_eq!(st.tensor(&t.name).unwrap().data(), &t.data[..], "{}", t.name);
+    }
+    // A tensor in the middle that is not device memory: refused, the writes already in
+    // flight finish (their memory is still borrowed), nothing appears under the final name.
+    let mut bad_src = src.clone();
+    // SAFETY: the address is not device memory of the simulated GPU, so the driver refuses it
+    // before any copy.
+    bad_src
+        .insert(45, unsafe { SaveTensor::device("bad", Dtype::U8, &[64], 0, 0x10, 64).unwrap() });
+    let driver =
+        Driver::with_runtime(common::tiny_config(DirectIoPolicy::Auto, 3), rt.clone()).unwrap();
+    let dst = dir.path().join("bad.safetensors");
+    let e = save(&driver, &bad_src, &dst, &SaveOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("device memory"), "{e}");
+    assert!(!dst.exists());
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 3, "no temporary file left: {names:?}");
+    for a in addrs {
+        // SAFETY: allocated above, no I/O in flight.
+        unsafe { rt.free_device(0, a) };
+    }
+}
+
+/// Shards written side by side (up to `save_files_in_flight`) are the same files as shards
+/// written one after another, and load back as saved.
+#[test]
+fn sharded_saves_write_the_same_shards_one_at_a_time_or_side_by_side() {
+    let tensors = random_tensors(41, 60, 20_000);
+    let src = tensors_of(&tensors);
+    let mut snaps = Vec::new();
+    for at_once in [1, 3, 64] {
+        let config = gdio::Config {
+            save_files_in_flight: at_once,
+            ..common::tiny_config(DirectIoPolicy::Auto, 3)
+        };
+        let driver = Arc::new(
+            Driver::with_runtime(
+                config,
+                Arc::new(gdio::gpu::sim::SimRuntime::new(1, std::time::Duration::from_micros(20))),
+            )
+            .unwrap(),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let opts = SaveOptions { max_shard_size: 150_000, ..SaveOptions::default() };
+        let saved = save(&driver, &src, dir.path().join("m.safetensors"), &opts).unwrap();
+        assert!(saved.files.len() >= 5, "{} shards", saved.files.len());
+        let ckpt = Checkpoint::open(saved.index.as_ref().unwrap()).unwrap();
+        let loaded =
+            load(&driver, &ckpt, &Plan::all(&ckpt, &[Target::Host]), &LoadOptions::default())
+                .unwrap();
+        assert_loaded(&loaded, &tensors, Target::Host);
+        let snap: Vec<_> = snapshot(dir.path())
+            .into_iter()
+            .map(|(p, b)| (p.file_name().unwrap().to_owned(), b))
+            .collect();
+        snaps.push(snap);
+    }
+    assert_eq!(snaps[0], snaps[1]);
+    assert_eq!(snaps[0], snaps[2]);
+}
+
 #[test]
 fn an_interrupted_save_never_leaves_a_partial_file_under_the_final_name() {
     let driver = sim(1);

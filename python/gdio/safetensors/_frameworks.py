@@ -51,6 +51,9 @@ def _raw_shape(t: Any) -> list[int]:
 def to_torch(t: Any) -> Any:
     import torch
 
+    if t.dtype == "BOOL":
+        # Through uint8: torch before 2.0 does not take DLPack's bool type.
+        return torch.from_dlpack(t.raw()).view(torch.bool).reshape(list(t.shape))
     if t.dtype in DLPACK:
         return torch.from_dlpack(t)
     raw = torch.from_dlpack(t.raw())

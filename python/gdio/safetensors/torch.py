@@ -56,13 +56,17 @@ def _check(tensors: Dict[str, torch.Tensor]) -> None:
             )
 
 
-def _entry(name: str, t: torch.Tensor) -> tuple[str, str, list[int], Any]:
+def _entry(name: str, t: torch.Tensor, device_ok: bool = False) -> tuple[str, str, list[int], Any]:
+    """``(name, dtype, shape, data)``: ``data`` is host bytes, or with ``device_ok`` and a CUDA
+    tensor ``(ordinal, address, nbytes)`` of its memory (written GPU → pinned ring → file)."""
     dtype = _NAMES.get(t.dtype)
     if dtype is None:
         raise ValueError(f"tensor {name!r}: safetensors has no dtype for {t.dtype}")
     shape = list(t.shape)
     if dtype == "F4" and shape:
         shape[-1] *= 2
+    if device_ok and t.is_cuda:
+        return name, dtype, shape, (t.device.index, t.data_ptr(), t.numel() * t.element_size())
     data = t.detach().cpu().reshape(-1).view(torch.uint8).numpy()
     return name, dtype, shape, data
 
@@ -78,10 +82,14 @@ def save_file(
     filename: Union[str, os.PathLike],
     metadata: Optional[Dict[str, str]] = None,
 ) -> None:
-    """Writes ``tensors`` to ``filename`` with gdio (a temporary name, then a rename)."""
+    """Writes ``tensors`` to ``filename`` with gdio (a temporary name, then a rename). CUDA
+    tensors go GPU → pinned bounce buffers → file, several in flight, with no host copy of the
+    checkpoint; the work queued on their devices' current streams is waited for first."""
     _check(tensors)
-    entries = [_entry(k, v) for k, v in tensors.items()]
+    entries = [_entry(k, v, device_ok=True) for k, v in tensors.items()]
     _format.check_metadata(metadata)
+    for dev in {v.device for v in tensors.values() if v.is_cuda}:
+        torch.cuda.current_stream(dev).synchronize()
     _native.save_file(os.fspath(filename), _format.layout_order(entries), metadata)
 
 

@@ -19,6 +19,9 @@ static int failures;
 static unsigned long long rng = 88172645463325252ULL;
 static unsigned char rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return (unsigned char)(rng >> 24); }
 
+/* Progress on stderr, so that a hang names the step it is in. */
+#define STEP(name) do { fprintf(stderr, "api: %s\n", name); fflush(stderr); } while (0)
+
 static void fill(unsigned char *p, size_t n) { for (size_t i = 0; i < n; i++) p[i] = rnd(); }
 
 static CUfileHandle_t reg(int fd, int *err) {
@@ -76,6 +79,7 @@ static void device_batch_and_stream(void *cuda, unsigned long long dev, size_t l
     fill(src, len);
     CHECK(htod(dev, src, len) == 0);
 
+    STEP("device batch");
     /* A batch of three reads into device memory (odd sizes and offsets) and one write out of
      * it, to a range none of the reads touch. */
     CUfileBatchHandle_t batch;
@@ -120,13 +124,17 @@ static void device_batch_and_stream(void *cuda, unsigned long long dev, size_t l
     /* Stream-ordered, on a stream of its own registered with all four FIXED/ALIGNED flags: a
      * memset queued before the write is what the write stores; a copy queued after the read
      * sees the file's bytes. */
+    STEP("device stream-ordered I/O");
     cuStreamCreate_t screate = (cuStreamCreate_t)dlsym(cuda, "cuStreamCreate");
     cuStreamDestroy_t sdestroy = (cuStreamDestroy_t)dlsym(cuda, "cuStreamDestroy_v2");
     cuStreamSynchronize_t ssync = (cuStreamSynchronize_t)dlsym(cuda, "cuStreamSynchronize");
     cuMemsetD8Async_t memset_async = (cuMemsetD8Async_t)dlsym(cuda, "cuMemsetD8Async");
     cuMemcpyDtoHAsync_t dtoh_async = (cuMemcpyDtoHAsync_t)dlsym(cuda, "cuMemcpyDtoHAsync_v2");
     void *s = NULL;
-    CHECK(screate && sdestroy && ssync && memset_async && dtoh_async && screate(&s, 0) == 0);
+#ifndef API_STREAM_FLAGS
+#define API_STREAM_FLAGS 0
+#endif
+    CHECK(screate && sdestroy && ssync && memset_async && dtoh_async && screate(&s, API_STREAM_FLAGS) == 0);
     CHECK(ERR(cuFileStreamRegister(s, 0xF)) == 0);
     unsigned char v = (unsigned char)(rnd() | 1);
     size_t wsz = 8192;
@@ -139,8 +147,15 @@ static void device_batch_and_stream(void *cuda, unsigned long long dev, size_t l
     ssize_t rgot = 0;
     CHECK(ERR(cuFileReadAsync(fh, dp, &rsz, &rfo, &rbo, &rgot, s)) == 0);
     unsigned char *host_copy = malloc(rsz);
+#ifndef API_NO_PAGEABLE_ASYNC
     CHECK(dtoh_async(host_copy, dev + (unsigned long long)rbo, rsz, s) == 0);
+    STEP("device stream: synchronize");
     CHECK(ssync(s) == 0);
+#else
+    STEP("device stream: synchronize");
+    CHECK(ssync(s) == 0);
+    CHECK(dtoh(host_copy, dev + (unsigned long long)rbo, rsz) == 0);
+#endif
     CHECK(wgot == (ssize_t)wsz && rgot == (ssize_t)rsz);
     CHECK(pread(fd, chk, wsz, wfo) == (ssize_t)wsz);
     for (size_t i = 0; i < wsz; i++) if (chk[i] != v) { CHECK(chk[i] == v); break; }
@@ -164,6 +179,7 @@ static int device_part(const char *path, unsigned char *data, size_t n) {
         printf("SKIP device memory: no CUDA GPU\n");
         return 0;
     }
+    STEP("device memory");
     void *ctx = NULL;
     CHECK(((cuDevicePrimaryCtxRetain_t)dlsym(cuda, "cuDevicePrimaryCtxRetain"))(&ctx, 0) == 0);
     CHECK(((cuCtxSetCurrent_t)dlsym(cuda, "cuCtxSetCurrent"))(ctx) == 0);
@@ -283,6 +299,7 @@ int main(int argc, char **argv) {
     CHECK(ERR(cuFileBufRegister(buf, n, 0)) == CU_FILE_MEMORY_ALREADY_REGISTERED);
     CHECK(ERR(cuFileBufDeregister(buf + 1)) == CU_FILE_MEMORY_NOT_REGISTERED);
 
+    STEP("host sync I/O");
     /* Sync I/O. */
     CHECK(cuFileRead(fh, buf, 500000, 777, 1000) == 500000);
     CHECK(memcmp(buf + 1000, data + 777, 500000) == 0);
@@ -293,6 +310,7 @@ int main(int argc, char **argv) {
     memcpy(data + 4096, w + 10000, 60000);
     CHECK(cuFileRead((CUfileHandle_t)0x42, buf, 10, 0, 0) == -1 && errno == EBADF);
 
+    STEP("host batch");
     /* Batch. */
     CUfileBatchHandle_t batch;
     CHECK(ERR(cuFileBatchIOSetUp(&batch, 0)) == CU_FILE_INVALID_VALUE);
@@ -320,6 +338,7 @@ int main(int argc, char **argv) {
     cuFileBatchIODestroy(batch);
     CHECK(ERR(cuFileBatchIOCancel(batch)) == CU_FILE_INVALID_VALUE);
 
+    STEP("host stream-ordered I/O");
     /* Stream-ordered I/O on the default stream. */
     size_t asz = 4096;
     off_t afo = 8192, abo = 0;
@@ -338,6 +357,7 @@ int main(int argc, char **argv) {
     CHECK(ERR(cuFileStreamDeregister(NULL)) == 0);
     CHECK(ERR(cuFileStreamDeregister(NULL)) == CU_FILE_INVALID_VALUE);
 
+    STEP("stats");
     /* Stats. */
     CUfileStatsLevel1_t l1;
     static CUfileStatsLevel2_t l2;

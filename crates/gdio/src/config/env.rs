@@ -79,8 +79,14 @@ pub fn parse_value(var: &str, key: &str, kind: KeyKind, text: &str) -> Result<Va
 }
 
 /// Variables gdio (library, CLI, tests) reads that are not configuration keys.
-pub const OTHER_VARS: &[&str] =
-    &["GDIO_CONFIG", "GDIO_REQUIRE_GPU", "GDIO_GDR_DEVICE", "GDIO_STRESS_SECS", "GDIO_LOG"];
+pub const OTHER_VARS: &[&str] = &[
+    "GDIO_CONFIG",
+    "GDIO_REQUIRE_GPU",
+    "GDIO_REQUIRE_TORCH",
+    "GDIO_GDR_DEVICE",
+    "GDIO_STRESS_SECS",
+    "GDIO_LOG",
+];
 
 /// A `GDIO_*` variable gdio does not know.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -54,6 +54,8 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("inline_max_bytes", KeyKind::Count),
     ("split_min_bytes", KeyKind::Count),
     ("pool_per_gpu", KeyKind::Bool),
+    ("save_writes_in_flight", KeyKind::Count),
+    ("save_files_in_flight", KeyKind::Count),
     ("pinned_huge_pages", KeyKind::Bool),
     ("direct_io", KeyKind::DirectIo),
     ("io_engine", KeyKind::IoEngine),
@@ -119,6 +121,8 @@ pub const BOUNDS: &[(&str, Bound)] = &[
     ("completion_poll_us", Bound::new(0, 1000)),
     ("inline_max_bytes", Bound::new(0, MAX_SIZE)),
     ("split_min_bytes", Bound::new(0, MAX_SIZE)),
+    ("save_writes_in_flight", Bound::new(1, 256)),
+    ("save_files_in_flight", Bound::new(1, 64)),
     // KiB: up to 1 TiB, so `* 1024` never overflows.
     ("posix_gds_min_kb", Bound::new(0, 1 << 30)),
 ];
@@ -246,6 +250,8 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "batch_queue_group" => config.batch_queue_group = as_usize(origin, key, value)?,
         "split_min_bytes" => config.split_min_bytes = as_usize(origin, key, value)?,
         "pool_per_gpu" => config.pool_per_gpu = as_bool(origin, key, value)?,
+        "save_writes_in_flight" => config.save_writes_in_flight = as_usize(origin, key, value)?,
+        "save_files_in_flight" => config.save_files_in_flight = as_usize(origin, key, value)?,
         "pinned_huge_pages" => config.pinned_huge_pages = as_bool(origin, key, value)?,
         "direct_io" => {
             let s = value
@@ -332,6 +338,8 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "batch_queue_group" => config.batch_queue_group.into(),
         "split_min_bytes" => config.split_min_bytes.into(),
         "pool_per_gpu" => config.pool_per_gpu.into(),
+        "save_writes_in_flight" => config.save_writes_in_flight.into(),
+        "save_files_in_flight" => config.save_files_in_flight.into(),
         "pinned_huge_pages" => config.pinned_huge_pages.into(),
         "direct_io" => serde_json::to_value(config.direct_io).unwrap_or(Value::Null),
         "io_engine" => config.io_engine.as_str().into(),
@@ -382,6 +390,9 @@ mod tests {
             ("threads", serde_json::json!(0)),
             ("threads", serde_json::json!(1025)),
             ("write_threads", serde_json::json!(0)),
+            ("save_writes_in_flight", serde_json::json!(0)),
+            ("save_writes_in_flight", serde_json::json!(257)),
+            ("save_files_in_flight", serde_json::json!(0)),
             ("bounce_buffer_size", serde_json::json!(4097)),
             ("bounce_buffer_size", serde_json::json!(2u64 << 30)),
             ("buffered_chunk_size", serde_json::json!(1)),

@@ -194,6 +194,16 @@ pub struct Config {
     /// 46.4–46.7 with one shared engine of 12 workers, as much as two processes (BENCHMARKS.md
     /// session 9, run 8); this key had not run on two GPUs yet, so it is off.
     pub pool_per_gpu: bool,
+    /// A safetensors save keeps up to this many writes of tensors in separate GPU allocations
+    /// in flight per file (each on the engine's write workers), so that one tensor's
+    /// device→host copies and `pwrite`s overlap the next one's instead of the pipeline
+    /// draining between tensors; 1: one after another. Tensors in host memory are written one
+    /// after another on the calling thread (faster there: BENCHMARKS.md session 9).
+    pub save_writes_in_flight: usize,
+    /// A sharded safetensors save writes up to this many shards at once, each from a thread of
+    /// its own (buffered writes to one file serialize on its inode lock, so files written side
+    /// by side go faster than one after another); 1: one after another.
+    pub save_files_in_flight: usize,
     /// Pinned bounce and staging buffers are anonymous memory on transparent huge pages,
     /// registered with `cuMemHostRegister` (true), or come from `cuMemHostAlloc` (false).
     /// Measured on the H200 machine: 96 MiB pinned from 12 threads in 11 ms against 55, copies
@@ -266,6 +276,8 @@ impl Default for Config {
             inline_max_bytes: 256 << 10,
             split_min_bytes: 2 << 20,
             pool_per_gpu: false,
+            save_writes_in_flight: 8,
+            save_files_in_flight: 4,
             pinned_huge_pages: true,
             direct_io: DirectIoPolicy::Auto,
             io_engine: IoEngine::Auto,

@@ -8,13 +8,14 @@
 //! shard and the index are complete. Tensor data goes through the driver's write path: device
 //! memory is copied GPU → pinned bounce buffers → `pwrite` by the engine's write workers,
 //! pipelined, so host memory is bounded by the bounce-buffer ring, not by the checkpoint;
-//! tensors adjacent in memory (a loaded checkpoint) are written with one request.
+//! tensors adjacent in memory (a loaded checkpoint) are written with one request, and writes
+//! of tensors in separate GPU allocations overlap (up to `save_writes_in_flight` per file).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::dtype::{byte_size, dtype_name, element_count, Dtype};
 use super::header::METADATA_KEY;
@@ -24,6 +25,8 @@ use super::plan::Target;
 use crate::driver::Driver;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{FileHandle, OpenOptions};
+use crate::submit::IoHandle;
+use crate::Op;
 
 /// Where a tensor to save is.
 #[derive(Debug, Clone, Copy)]
@@ -253,14 +256,16 @@ pub fn save(
     let mut written: Vec<TempFile> = Vec::with_capacity(n + 1);
     let mut weight_map = BTreeMap::new();
     let (mut data_bytes, mut total_bytes) = (0, 0);
-    for (i, range) in shards.iter().enumerate() {
-        let name = format!("{stem}-{:05}-of-{n:05}.safetensors", i + 1);
-        let (tmp, d, t) = write_file(driver, &tensors[range.clone()], &dir.join(&name), options)?;
+    let names: Vec<String> =
+        (0..n).map(|i| format!("{stem}-{:05}-of-{n:05}.safetensors", i + 1)).collect();
+    for (i, (tmp, d, t)) in
+        write_shards(driver, tensors, &shards, &names, dir, options)?.into_iter().enumerate()
+    {
         written.push(tmp);
         data_bytes += d;
         total_bytes += t;
-        for t in &tensors[range.clone()] {
-            weight_map.insert(t.name.clone(), name.clone());
+        for t in &tensors[shards[i].clone()] {
+            weight_map.insert(t.name.clone(), names[i].clone());
         }
     }
     let index = serde_json::json!({
@@ -281,6 +286,62 @@ pub fn save(
         tmp.commit(options.fsync)?;
     }
     Ok(Saved { files, index: Some(index_path), data_bytes, total_bytes })
+}
+
+/// Writes every shard under its temporary name, up to `save_files_in_flight` at once (each on
+/// a scoped thread of its own), and returns them in shard order. After a failure no further
+/// shard is started, and the first error (in shard order) is returned; the temporary files
+/// already written are then dropped, which removes them.
+fn write_shards(
+    driver: &Driver,
+    tensors: &[SaveTensor<'_>],
+    shards: &[std::ops::Range<usize>],
+    names: &[String],
+    dir: &Path,
+    options: &SaveOptions,
+) -> Result<Vec<(TempFile, u64, u64)>> {
+    let one =
+        |i: usize| write_file(driver, &tensors[shards[i].clone()], &dir.join(&names[i]), options);
+    let at_once = driver.config().save_files_in_flight.clamp(1, shards.len().max(1));
+    if at_once == 1 {
+        return (0..shards.len()).map(one).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let slots: Vec<Mutex<Option<Result<(TempFile, u64, u64)>>>> =
+        shards.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..at_once {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= shards.len() || failed.load(Ordering::Relaxed) {
+                    break;
+                }
+                let r = one(i);
+                if r.is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+            });
+        }
+    });
+    let mut out = Vec::with_capacity(shards.len());
+    let mut first_error = None;
+    for slot in slots {
+        match slot.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(Ok(file)) => out.push(file),
+            Some(Err(e)) => {
+                first_error.get_or_insert(e);
+            }
+            // Not started: a shard after it failed.
+            None => {}
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None if out.len() == shards.len() => Ok(out),
+        None => Err(Error::new(ErrorKind::Io, "a shard was not written").with_path(dir)),
+    }
 }
 
 /// Consecutive runs of tensors of at most `max` data bytes each (0 = one run).
@@ -328,13 +389,13 @@ impl TempFile {
     fn write(
         path: &Path,
         fsync: bool,
-        fill: impl FnOnce(&FileHandle) -> Result<()>,
+        fill: impl FnOnce(&Arc<FileHandle>) -> Result<()>,
     ) -> Result<Self> {
         let t = TempFile { tmp: temp_name(path), path: path.to_path_buf(), committed: false };
-        let fh = FileHandle::open_with(
+        let fh = Arc::new(FileHandle::open_with(
             &t.tmp,
             OpenOptions::new().read(true).write(true).create(true).truncate(true),
-        )?;
+        )?);
         fill(&fh)?;
         if fsync {
             fh.sync_all()?;
@@ -386,6 +447,21 @@ fn write_file(
         driver.write(fh, 0, &head, 0, head.len())?;
         let mut off = data_start;
         let mut i = 0;
+        // Writes of device runs in flight, oldest first. Dropping one (an early return) waits
+        // for it, so no write outlives the borrowed tensors or the temporary file.
+        let limit = driver.config().save_writes_in_flight.max(1);
+        let mut in_flight: VecDeque<(IoHandle<()>, usize)> = VecDeque::new();
+        let finish = |(h, n): (IoHandle<()>, usize)| -> Result<()> {
+            let (r, ()) = h.wait();
+            match r? {
+                done if done == n => Ok(()),
+                done => Err(Error::new(
+                    ErrorKind::Io,
+                    format!("a tensor write stored {done} of {n} bytes"),
+                )
+                .with_path(path)),
+            }
+        };
         while i < tensors.len() {
             if options.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
                 return Err(Error::new(ErrorKind::Io, "save cancelled").with_path(path));
@@ -420,8 +496,19 @@ fn write_file(
                     // SAFETY: the slices are live borrows and adjacent (checked above), so the
                     // run is one readable range of `n` bytes.
                     Data::Host(s) => unsafe { driver.write_host_ptr(fh, off, s.as_ptr(), n)? },
-                    // SAFETY: the caller of `SaveTensor::device` promised the ranges are live
-                    // device memory; adjacent ranges of one GPU form one range.
+                    Data::Device { addr, .. } if limit > 1 => {
+                        while in_flight.len() >= limit {
+                            in_flight.pop_front().map_or(Ok(()), finish)?;
+                        }
+                        // SAFETY: the caller of `SaveTensor::device` promised the ranges are
+                        // live device memory for the whole save, and adjacent ranges of one
+                        // GPU form one range; the handle is waited for (or dropped, which
+                        // waits) before this function returns.
+                        let h = unsafe { driver.submit_device_ptr(Op::Write, fh, off, addr, n)? };
+                        in_flight.push_back((h, n));
+                        0
+                    }
+                    // SAFETY: as above; the write is over when the call returns.
                     Data::Device { addr, .. } => unsafe {
                         driver.write_device_ptr(fh, off, addr, n)?
                     },
@@ -430,6 +517,9 @@ fn write_file(
             off += len;
             data_bytes += len;
             i = j;
+        }
+        while let Some(w) = in_flight.pop_front() {
+            finish(w)?;
         }
         Ok(())
     })?;
