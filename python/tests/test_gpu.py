@@ -138,6 +138,33 @@ def test_torch_raw_read_async_on_the_default_stream_does_not_block(data_file):
     assert bytes(t.cpu().numpy()) == data[:n]
 
 
+def test_a_pageable_copy_queued_behind_raw_read_async_in_a_fresh_process_does_not_hang(data_file):
+    """`tensor.cpu()` right after `raw_read_async` on the same stream, in a process whose
+    workers have no GPU buffers yet: the copy into pageable memory waits for the read, and
+    while it waits the CUDA driver blocks every resource creation; the read must need none."""
+    _torch()
+    import subprocess
+    import sys
+
+    path, _ = data_file
+    n = (3 << 20) - 4096
+    script = f"""
+import torch, gdio
+s = torch.cuda.Stream()
+t = torch.zeros({n}, dtype=torch.uint8, device="cuda")
+with gdio.CuFile({str(path)!r}) as f, torch.cuda.stream(s):
+    torch.cuda._sleep(100_000_000)
+    fut = f.raw_read_async(t, s.cuda_stream, {n}, 7, 0)
+    host = t.cpu()                      # pageable copy queued behind the read
+    wrong = host.numpy().tobytes() != open({str(path)!r}, "rb").read()[7:7 + {n}]
+    assert fut.get() == {n}
+print("mismatch" if wrong else "ok")
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip().endswith("ok"), r.stdout + r.stderr[-2000:]
+
+
 def test_torch_raw_write_async_writes_what_earlier_stream_work_made(tmp_path):
     torch = _torch()
     n = 3 << 20

@@ -21,6 +21,14 @@
 //! blocks: CUDA forbids a host function to wait for other GPU work, and on the H200 a blocking
 //! one deadlocked against the engine's own copies. Stream-ordered I/Os on different streams
 //! run concurrently.
+//!
+//! While the stream is held, the I/O creates no GPU resource (stream, event, pinned or device
+//! memory): the CUDA driver holds such calls in every thread while any thread waits in a copy
+//! to or from pageable memory, and a caller who queues one behind the I/O (`tensor.cpu()`) waits
+//! for the stream, which waits for the I/O. So the engine's workers get their lanes for the
+//! GPU when the I/O is queued (`Engine::prepare_stream_ordered`, once per GPU), and the job
+//! never grows a worker's ring (`bench/pageable-gate-probe.c` shows which calls block; the C
+//! ABI program's device part hung here before).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -183,7 +191,8 @@ impl Job {
         let buf = BufferRef { addr, len: size, kind: self.kind };
         // SAFETY: the caller's contract (`enqueue`): the buffer range is memory of `kind` valid
         // until the I/O finished, which the wait below covers.
-        let io = unsafe { self.engine.submit(self.op, &self.file, buf, foff as u64) }?;
+        let io =
+            unsafe { self.engine.submit_stream_ordered(self.op, &self.file, buf, foff as u64) }?;
         io.wait().map(|t| t.bytes as usize)
     }
 }
@@ -230,6 +239,11 @@ pub(crate) unsafe fn enqueue(
         job.run();
         return Ok(());
     };
+    // Every GPU resource the I/O will use is made now, before the stream is held (the module
+    // docs say why).
+    if let MemoryKind::Device { ordinal: gpu } = kind {
+        job.engine.prepare_stream_ordered(gpu)?;
+    }
     // SAFETY: forwarded contract; `start` calls no CUDA API and does not block.
     unsafe { runtime.launch_gated_host_fn(ordinal, stream, Box::new(move |g| job.start(g))) }
 }

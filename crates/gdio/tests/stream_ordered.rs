@@ -309,3 +309,41 @@ fn parameters_owned_by_the_done_hook_live_until_the_result_is_written() {
         assert_eq!(back[..len], data[foff as usize..foff as usize + len], "round {round}");
     }
 }
+
+/// A caller that queues a copy into pageable memory behind a stream-ordered I/O makes the
+/// CUDA driver hold back every GPU resource creation in the process until that copy is done,
+/// which is after the I/O: the I/O must create none (here: a fresh engine whose workers have
+/// no lane yet, and a read spread over all of them).
+#[test]
+fn the_io_creates_no_gpu_resource_while_it_holds_the_stream() {
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(62, 4 << 20);
+    let f = Arc::new(FileHandle::open(write_file(d.path(), "p", &data)).unwrap());
+    let (rt, drv) = setup(1);
+    let stream = rt.create_stream(0).unwrap();
+    let dev = drv.alloc_device(0, 4 << 20).unwrap();
+    let mut p = Box::new(Params { size: 3 << 20, foff: 5, boff: 7, bytes: -999 });
+    let params = p.ptrs();
+    // SAFETY: the stream, the parameters and `dev` outlive the stream's run of the I/O.
+    unsafe { drv.submit_on_stream(Op::Read, &f, dev.addr(), params, stream) }.unwrap();
+    // The caller's pageable copy, queued behind the I/O, waits from here until it is done.
+    let held = rt.hold_resource_creation();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let result = || {
+        // SAFETY: `p` lives; the I/O thread writes the field once, with a volatile write.
+        unsafe { std::ptr::read_volatile(&p.bytes) }
+    };
+    while (result() == -999 || result() == -(libc::EAGAIN as isize))
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let finished = result();
+    drop(held);
+    rt.with_stream(stream, |s| s.synchronize().unwrap()).unwrap();
+    assert_eq!(finished, 3 << 20, "the I/O waited for a resource the caller's copy held back");
+    let mut out = vec![0u8; 3 << 20];
+    dev.copy_to_host(7, &mut out).unwrap();
+    assert_eq!(&out[..], &data[5..5 + (3 << 20)]);
+    rt.destroy_stream(stream);
+}

@@ -83,8 +83,9 @@ def save_file(
     metadata: Optional[Dict[str, str]] = None,
 ) -> None:
     """Writes ``tensors`` to ``filename`` with gdio (a temporary name, then a rename). CUDA
-    tensors go GPU → pinned bounce buffers → file, several in flight, with no host copy of the
-    checkpoint; the work queued on their devices' current streams is waited for first."""
+    tensors go GPU → pinned bounce buffers → file with no host copy of the checkpoint
+    (``save_writes_in_flight`` tensors at a time); the work queued on their devices' current
+    streams is waited for first."""
     _check(tensors)
     entries = [_entry(k, v, device_ok=True) for k, v in tensors.items()]
     _format.check_metadata(metadata)

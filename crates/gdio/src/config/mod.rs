@@ -196,13 +196,17 @@ pub struct Config {
     pub pool_per_gpu: bool,
     /// A safetensors save keeps up to this many writes of tensors in separate GPU allocations
     /// in flight per file (each on the engine's write workers), so that one tensor's
-    /// device→host copies and `pwrite`s overlap the next one's instead of the pipeline
-    /// draining between tensors; 1: one after another. Tensors in host memory are written one
-    /// after another on the calling thread (faster there: BENCHMARKS.md session 9).
+    /// device→host copies and `pwrite`s overlap the next one's; 1: one after another. Measured
+    /// on the H200 (BENCHMARKS.md session 10, runs 2 and 4: 8 and 16 GiB state dicts of 720
+    /// tensors into the ext4 page cache), 8 in flight moved 3.06–3.67 GB/s against 3.13–4.12
+    /// one at a time: writes to one file serialize on its inode lock, so 1 is the default.
+    /// Tensors in host memory are always written one after another on the calling thread.
     pub save_writes_in_flight: usize,
     /// A sharded safetensors save writes up to this many shards at once, each from a thread of
     /// its own (buffered writes to one file serialize on its inode lock, so files written side
-    /// by side go faster than one after another); 1: one after another.
+    /// by side go faster than one after another); 1: one after another. H200, `gdio save` of
+    /// the 16 GiB checkpoint in 5 GB shards from GPU memory into the ext4 page cache: 5.90–6.75
+    /// GB/s side by side against 3.18–3.65 one after another (BENCHMARKS.md session 10 run 4).
     pub save_files_in_flight: usize,
     /// Pinned bounce and staging buffers are anonymous memory on transparent huge pages,
     /// registered with `cuMemHostRegister` (true), or come from `cuMemHostAlloc` (false).
@@ -276,7 +280,7 @@ impl Default for Config {
             inline_max_bytes: 256 << 10,
             split_min_bytes: 2 << 20,
             pool_per_gpu: false,
-            save_writes_in_flight: 8,
+            save_writes_in_flight: 1,
             save_files_in_flight: 4,
             pinned_huge_pages: true,
             direct_io: DirectIoPolicy::Auto,

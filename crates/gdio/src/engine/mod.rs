@@ -207,6 +207,35 @@ impl Engine {
         self.pool_for(MemoryKind::Device { ordinal }).warm(ordinal)
     }
 
+    /// Makes sure every worker has its stream and bounce buffers for GPU `ordinal` (once per
+    /// GPU), so that stream-ordered I/O creates no GPU resource while it holds a caller's
+    /// stream: the CUDA driver blocks resource creation in every thread while any thread waits
+    /// in a pageable copy, and a pageable copy queued behind the I/O on that stream would then
+    /// never start (`bench/pageable-gate-probe.c`).
+    pub(crate) fn prepare_stream_ordered(&self, ordinal: usize) -> Result<()> {
+        self.pool_for(MemoryKind::Device { ordinal }).ensure_warm(ordinal)
+    }
+
+    /// Like [`Engine::submit`], for stream-ordered I/O: the job creates no GPU resource (a
+    /// cold read keeps one `O_DIRECT` chunk in flight per worker instead of growing the
+    /// worker's ring); [`Engine::prepare_stream_ordered`] made what it needs beforehand.
+    ///
+    /// # Safety
+    /// As [`Engine::submit`].
+    pub(crate) unsafe fn submit_stream_ordered(
+        &self,
+        op: Op,
+        file: &Arc<FileHandle>,
+        buf: BufferRef,
+        offset: u64,
+    ) -> Result<EngineIo> {
+        let fh = &**file;
+        let len = self.check(op, fh, buf.len as u64, offset)?.unwrap_or(0);
+        let mut job = self.job(op, JobFile::Shared(file.clone()), buf, offset, len);
+        job.direct_in_flight = 1;
+        self.start_job(job, offset, len, None, None)
+    }
+
     fn direct_choice(&self, op: Op) -> DirectChoice {
         match (self.config.direct_io, op) {
             (DirectIoPolicy::Off, _) => DirectChoice::Never,
@@ -474,7 +503,19 @@ impl Engine {
             JobFile::Shared(f) => &**f,
         };
         let len = self.check(op, fh, buf.len as u64, offset)?.unwrap_or(0);
-        let mut job = self.job(op, file, buf, offset, len);
+        let job = self.job(op, file, buf, offset, len);
+        self.start_job(job, offset, len, notifier, bulk)
+    }
+
+    /// Queues `job` (or completes it at once when it has nothing to move).
+    fn start_job(
+        &self,
+        mut job: Job,
+        offset: u64,
+        len: u64,
+        notifier: Option<Arc<Notifier>>,
+        bulk: Option<&mut Bulk>,
+    ) -> Result<EngineIo> {
         if let Some(n) = notifier {
             job.set_notifier(n);
         }

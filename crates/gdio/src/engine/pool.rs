@@ -96,6 +96,8 @@ pub(crate) struct Pool {
     /// Prefix of the workers' thread names.
     name: String,
     handles: Mutex<Vec<JoinHandle<()>>>,
+    /// GPUs every worker has its lane for ([`Pool::ensure_warm`]).
+    warmed: Mutex<Vec<usize>>,
 }
 
 /// What a pool is made of: the engine's runtime, knobs and shared counters (an engine makes
@@ -136,6 +138,7 @@ impl Pool {
             threads: spec.threads,
             name: name.to_owned(),
             handles: Mutex::new(Vec::new()),
+            warmed: Mutex::new(Vec::new()),
         }
     }
 
@@ -249,6 +252,16 @@ impl Pool {
     }
 
     /// Makes every worker allocate its stream and bounce ring for GPU `ordinal` now.
+    /// [`Pool::warm`] once per GPU: later calls for a GPU already warmed return at once.
+    pub(crate) fn ensure_warm(&self, ordinal: usize) -> Result<()> {
+        let mut warmed = self.warmed.lock().unwrap_or_else(|p| p.into_inner());
+        if !warmed.contains(&ordinal) {
+            self.warm(ordinal)?;
+            warmed.push(ordinal);
+        }
+        Ok(())
+    }
+
     pub(crate) fn warm(&self, ordinal: usize) -> Result<()> {
         self.start()?;
         let barrier = Arc::new(Barrier::new(self.threads + 1));

@@ -33,6 +33,10 @@ pub struct SimRuntime {
     /// Pointer queries answered (`classify`, `device_allocation`): each a driver call on a
     /// real GPU.
     pointer_queries: Arc<std::sync::atomic::AtomicU64>,
+    /// Taken (shared) by every call that creates a resource (allocations, registrations,
+    /// streams); [`SimRuntime::hold_resource_creation`] takes it exclusively, as the CUDA
+    /// driver holds such calls in every thread while one thread waits in a pageable copy.
+    creation: Arc<std::sync::RwLock<()>>,
 }
 
 impl std::fmt::Debug for SimRuntime {
@@ -55,7 +59,20 @@ impl SimRuntime {
             streams: Arc::default(),
             peer_bytes: Arc::default(),
             pointer_queries: Arc::default(),
+            creation: Arc::default(),
         }
+    }
+
+    /// Holds back every call that creates a resource (device and pinned allocations, host
+    /// registrations, streams), in every thread, until the guard drops: what the CUDA driver
+    /// does while a thread waits in a copy to or from pageable memory (H200, driver 580,
+    /// `bench/pageable-gate-probe.c`). Copies and stream work go on.
+    pub fn hold_resource_creation(&self) -> std::sync::RwLockWriteGuard<'_, ()> {
+        self.creation.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn creating(&self) -> std::sync::RwLockReadGuard<'_, ()> {
+        self.creation.read().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Pointer queries answered so far ([`GpuRuntime::classify`],
@@ -165,6 +182,7 @@ impl GpuRuntime for SimRuntime {
     }
     fn alloc_device(&self, ordinal: usize, len: usize) -> Result<u64> {
         self.check_ordinal(ordinal)?;
+        let _creating = self.creating();
         let p = alloc_aligned(len)? as u64;
         self.lock().device.insert(p, (ordinal, len.max(1)));
         Ok(p)
@@ -177,6 +195,7 @@ impl GpuRuntime for SimRuntime {
     }
     fn alloc_pinned(&self, ordinal: usize, len: usize) -> Result<*mut u8> {
         self.check_ordinal(ordinal)?;
+        let _creating = self.creating();
         let p = alloc_aligned(len)?;
         self.lock().pinned.insert(p as u64, len.max(1));
         Ok(p)
@@ -189,6 +208,7 @@ impl GpuRuntime for SimRuntime {
     }
     fn new_stream(&self, ordinal: usize, slots: usize) -> Result<Box<dyn GpuStream>> {
         self.check_ordinal(ordinal)?;
+        let _creating = self.creating();
         Ok(Box::new(SimStream::new(slots.max(1), self.copy_delay)))
     }
     fn bind_thread(&self, ordinal: usize) -> Result<()> {
@@ -202,6 +222,7 @@ impl GpuRuntime for SimRuntime {
         _read_only: bool,
     ) -> Result<()> {
         self.check_ordinal(ordinal)?;
+        let _creating = self.creating();
         if ptr as usize % 4096 != 0 || len == 0 {
             return Err(Error::new(
                 ErrorKind::InvalidInput,

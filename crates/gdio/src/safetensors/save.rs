@@ -299,7 +299,7 @@ fn write_shards(
     names: &[String],
     dir: &Path,
     options: &SaveOptions,
-) -> Result<Vec<(TempFile, u64, u64)>> {
+) -> Result<Vec<Written>> {
     let one =
         |i: usize| write_file(driver, &tensors[shards[i].clone()], &dir.join(&names[i]), options);
     let at_once = driver.config().save_files_in_flight.clamp(1, shards.len().max(1));
@@ -308,7 +308,7 @@ fn write_shards(
     }
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let slots: Vec<Mutex<Option<Result<(TempFile, u64, u64)>>>> =
+    let slots: Vec<Mutex<Option<Result<Written>>>> =
         shards.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {
         for _ in 0..at_once {
@@ -429,6 +429,9 @@ impl Drop for TempFile {
     }
 }
 
+/// A file written under its temporary name, with its data bytes and total bytes.
+type Written = (TempFile, u64, u64);
+
 /// Writes one safetensors file under a temporary name beside `path`; returns it with (data
 /// bytes, total bytes).
 fn write_file(
@@ -436,7 +439,7 @@ fn write_file(
     tensors: &[SaveTensor<'_>],
     path: &Path,
     options: &SaveOptions,
-) -> Result<(TempFile, u64, u64)> {
+) -> Result<Written> {
     let header = build_header(tensors, &options.metadata)?;
     let data_start = 8 + header.len() as u64;
     let mut data_bytes = 0u64;
