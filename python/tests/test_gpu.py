@@ -1,6 +1,8 @@
 """GPU buffers from torch and CuPy (DLPack and the CUDA Array Interface). They skip where
 there is no GPU and fail then when GDIO_REQUIRE_GPU=1."""
 
+import time
+
 import pytest
 
 import gdio
@@ -64,6 +66,46 @@ def test_torch_pread_many_futures_one_buffer(data_file, rng):
     host = bytes(buf.cpu().numpy())
     for i, o in enumerate(offs):
         assert host[i * size : (i + 1) * size] == data[o : o + size]
+
+
+def test_torch_futures_go_to_the_engine_with_callbacks_errors_and_writes(data_file, rng, tmp_path):
+    """GPU futures are submitted to the engine (no pool thread waits on them): 2,000 small
+    reads at random offsets with a callback each, a read that fails, and writes back out."""
+    import threading
+
+    torch = _torch()
+    path, data = data_file
+    size, count = 16384, 2000
+    buf = torch.empty(size * count, dtype=torch.uint8, device="cuda")
+    offs = [rng.randrange(0, len(data) - size) for _ in range(count)]
+    calls, lock = {}, threading.Lock()
+
+    def cb(i):
+        def done(fut):
+            with lock:
+                calls[i] = calls.get(i, 0) + 1
+            assert fut.done() and fut.get() == size
+        return done
+
+    with gdio.CuFile(path) as f:
+        futs = [f.pread(buf[i * size : (i + 1) * size], file_offset=o) for i, o in enumerate(offs)]
+        for i, fu in enumerate(futs):
+            fu.add_done_callback(cb(i))
+        assert [fu.get() for fu in futs] == [size] * count
+        with pytest.raises(gdio.GdioError):
+            f.pread(buf[:size], file_offset=len(data) + 8192).get()
+    deadline = time.monotonic() + 10
+    while len(calls) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert calls == {i: 1 for i in range(count)}, "every callback once"
+    host = bytes(buf.cpu().numpy())
+    for i, o in enumerate(offs):
+        assert host[i * size : (i + 1) * size] == data[o : o + size]
+    out = tmp_path / "fw.bin"
+    with gdio.CuFile(out, "w") as f:
+        ws = [f.pwrite(buf[i * size : (i + 1) * size], file_offset=i * size) for i in range(64)]
+        assert [w.get() for w in ws] == [size] * 64
+    assert out.read_bytes() == host[: 64 * size]
 
 
 def test_torch_stream_order_is_honoured(data_file):

@@ -11,6 +11,9 @@ use crate::buffer::Keepalive;
 /// The outcome of a finished future.
 pub type Outcome = Result<usize, gdio::Error>;
 
+/// Runs a finished future's callbacks (takes the GIL).
+pub type CallbackRun = Box<dyn FnOnce() + Send>;
+
 struct State {
     parts_left: usize,
     bytes: usize,
@@ -79,9 +82,25 @@ impl Completion {
         });
     }
 
-    /// Reports the part at buffer offset `at`. When it is the last, the future completes: the
-    /// buffer is let go and the callbacks run (on this thread, with the GIL taken).
+    /// Records part `at` of the request (its buffer offset) as done with `result`; the last
+    /// part completes the future and runs its callbacks here (taking the GIL).
     pub fn part_done(&self, at: usize, result: Outcome) {
+        if let Some(run_callbacks) = self.record_part(at, result) {
+            run_callbacks();
+        }
+    }
+
+    /// Like [`Completion::part_done`], for a thread that must not wait for the GIL (an engine
+    /// worker): the callbacks to run, if any, are handed to `defer` (a thread that may).
+    pub fn part_done_then(&self, at: usize, result: Outcome, defer: impl FnOnce(CallbackRun)) {
+        if let Some(run_callbacks) = self.record_part(at, result) {
+            defer(run_callbacks);
+        }
+    }
+
+    /// Counts the part in; when it was the last, completes the future, wakes its waiters and
+    /// returns what runs its callbacks (none: `None`).
+    fn record_part(&self, at: usize, result: Outcome) -> Option<CallbackRun> {
         let (callbacks, keep, wake) = {
             let mut s = self.lock();
             match result {
@@ -94,7 +113,7 @@ impl Completion {
             }
             s.parts_left = s.parts_left.saturating_sub(1);
             if s.parts_left > 0 {
-                return;
+                return None;
             }
             self.finish_locked(&mut s);
             let callbacks = std::mem::take(&mut s.callbacks);
@@ -110,14 +129,17 @@ impl Completion {
         if wake {
             self.done.notify_all();
         }
-        if !callbacks.is_empty() {
+        if callbacks.is_empty() {
+            return None;
+        }
+        Some(Box::new(move || {
             Python::attach(|py| {
                 if let Some(keep) = keep {
                     keep.release(py);
                 }
                 run_callbacks(py, callbacks)
-            });
-        }
+            })
+        }))
     }
 
     /// Lets go of the buffer once done (called with the GIL held, so the release is

@@ -1,9 +1,11 @@
-//! The pool that runs futures' I/O: a fixed number of worker threads taking jobs from one queue.
+//! The pool that runs futures' I/O that the engine does not take directly: a fixed number of
+//! worker threads taking jobs from one queue.
 //!
-//! Each job calls the synchronous [`gdio::Driver`] and reports to its [`Completion`]. The pool
-//! is the only place that knows how a future's work gets done: when the engine offers an
-//! asynchronous submit handle, [`Dispatch::submit`] is what gets replaced (to be done: issue
-//! 11 second pass), and the futures stay as they are.
+//! Each job calls the synchronous [`gdio::Driver`] and reports to its [`Completion`]. Futures'
+//! parts in GPU memory skip the pool: `io::submit_one` hands them to the engine with
+//! `Driver::submit_then`, and the pool then only runs their Python callbacks (an engine worker
+//! must not wait for the GIL). Host memory, managed memory, parts that wait for a stream first
+//! and the tails of split reads come here.
 
 use std::cell::Cell;
 use std::collections::VecDeque;

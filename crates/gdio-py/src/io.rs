@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use gdio::memory::{BufferRef, KnownBuffer};
-use gdio::{Driver, Error, ErrorKind, FileHandle, MemoryKind};
+use gdio::{Driver, Error, ErrorKind, FileHandle, MemoryKind, Op};
 
 use crate::buffer::Memory;
 use crate::completion::Completion;
@@ -147,8 +147,10 @@ pub fn submit(
     }
 }
 
-/// Submits one `part` at offset `at` of the request to the runtime's pool, reporting to
-/// `completion`.
+/// Submits one `part` at offset `at` of the request, reporting to `completion`: a part of GPU
+/// memory straight to the engine (no thread waits for it, and the engine's workers may gather
+/// many small reads into one copy), anything else to the runtime's pool, whose workers call
+/// the synchronous driver.
 pub fn submit_one(
     rt: &Arc<Runtime>,
     file: &Arc<FileHandle>,
@@ -156,6 +158,30 @@ pub fn submit_one(
     part: Part,
     completion: &Arc<Completion>,
 ) {
+    if let (Memory::Device(ordinal), None, false) = (part.memory, part.sync, part.tail) {
+        if part.len > 0 && !rt.pool_only {
+            let buf =
+                BufferRef { addr: part.addr, len: part.len, kind: MemoryKind::Device { ordinal } };
+            let op = match part.dir {
+                Dir::Read => Op::Read,
+                Dir::Write => Op::Write,
+            };
+            let (c, pool) = (completion.clone(), rt.clone());
+            let done = Box::new(move |r: gdio::Result<usize>| {
+                // On an engine worker: Python callbacks go to the pool, which may take the GIL.
+                c.part_done_then(at, r, |callbacks| pool.dispatch.submit(callbacks));
+            });
+            // SAFETY: `addr..addr+len` lies in GPU memory of `ordinal` taken from a Python
+            // object by `buffer::acquire` (bounds checked by `split`) and kept alive by the
+            // completion's `Keepalive` until this part reports, which is after `done` ran;
+            // reads were refused on read-only memory there.
+            if let Err(e) = unsafe { rt.driver.submit_then(op, file, part.file_offset, buf, done) }
+            {
+                completion.part_done(at, Err(e));
+            }
+            return;
+        }
+    }
     let (driver, file, completion) = (rt.driver.clone(), file.clone(), completion.clone());
     rt.dispatch.submit(Box::new(move || {
         let r = part.run_caught(&driver, &file);

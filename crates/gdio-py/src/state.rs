@@ -15,6 +15,9 @@ pub struct Runtime {
     pub driver: Arc<Driver>,
     /// The pool of future workers (as many as the driver's `threads`).
     pub dispatch: Dispatch,
+    /// Futures' GPU parts go to the pool too, not to the engine (`GDIO_PY_POOL=1`: the path
+    /// before session 10, kept to measure the two in one run).
+    pub pool_only: bool,
 }
 
 #[derive(Default)]
@@ -58,7 +61,8 @@ pub fn runtime() -> gdio::Result<Arc<Runtime>> {
     let driver = Arc::new(Driver::from_loaded(loaded)?);
     let dispatch = Dispatch::new(threads)
         .map_err(|e| Error::from_io(&e, "cannot start the gdio future workers"))?;
-    let rt = Arc::new(Runtime { driver, dispatch });
+    let pool_only = std::env::var("GDIO_PY_POOL").is_ok_and(|v| v == "1");
+    let rt = Arc::new(Runtime { driver, dispatch, pool_only });
     s.current = Some(rt.clone());
     Ok(rt)
 }

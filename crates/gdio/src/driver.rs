@@ -536,6 +536,34 @@ impl Driver {
         unsafe { self.start_ptr(op, file, file_offset, addr, len, None) }
     }
 
+    /// Starts `op` on `buf`, whose kind the caller vouches for (no pointer query), and calls
+    /// `done` once with the result (bytes moved, or the error) when the I/O is over: on an
+    /// engine worker thread, or on this thread when a backend serves the I/O synchronously.
+    /// Nothing waits for it: this is the submission for front ends with completions of their
+    /// own (a Python future), which leaves the engine free to gather many small reads into one
+    /// copy. `done` must be quick and must not wait for other I/O. When this returns an error,
+    /// `done` is never called.
+    ///
+    /// # Safety
+    /// `buf` is memory of `buf.kind` of this process, valid for `op` and not otherwise accessed
+    /// until `done` has been called; a device range lies in one allocation of that GPU.
+    pub unsafe fn submit_then(
+        &self,
+        op: Op,
+        file: &Arc<FileHandle>,
+        file_offset: u64,
+        buf: BufferRef,
+        done: Box<dyn FnOnce(Result<usize>) + Send>,
+    ) -> Result<()> {
+        if buf.addr == 0 && buf.len > 0 {
+            return Err(Error::new(ErrorKind::InvalidInput, "null buffer address")
+                .with_path(file.path())
+                .with_range(file_offset, buf.len as u64));
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.router().start_then(op, file, buf, file_offset, done) }
+    }
+
     /// Starts `op` on GPU memory at device address `dptr`, as [`Driver::submit_raw`] does;
     /// memory that is not device memory is refused (as [`Driver::write_device_ptr`] refuses
     /// it) before anything starts.

@@ -95,6 +95,64 @@ impl Router {
         unsafe { self.start_checked(op, file, buf, offset, notifier, None) }
     }
 
+    /// Starts `op` on `buf` (whose kind the caller vouches for: no pointer query) and calls
+    /// `done` once with the result when the I/O is over: on an engine worker, or on this thread
+    /// when a backend serves the I/O synchronously. Stats are recorded before `done` runs.
+    /// When this returns an error, `done` is never called.
+    ///
+    /// # Safety
+    /// `buf` is memory of `buf.kind`, valid and not otherwise accessed until `done` is called.
+    pub(crate) unsafe fn start_then(
+        &self,
+        op: Op,
+        file: &Arc<FileHandle>,
+        buf: BufferRef,
+        offset: u64,
+        done: Box<dyn FnOnce(Result<usize>) + Send>,
+    ) -> Result<()> {
+        for b in &self.backends {
+            b.prepare(file);
+        }
+        let req = Request {
+            op,
+            file: file.info(),
+            memory: buf.kind,
+            file_offset: offset,
+            buf_addr: buf.addr,
+            len: buf.len as u64,
+        };
+        let decision = select::decide(&self.backends, &req, &self.config);
+        let chosen = decision
+            .backend
+            .and_then(|name| self.backends.iter().find(|b| b.name() == name))
+            .ok_or_else(|| select::no_backend_error(&decision, &req))?;
+        if let Some(engine) = chosen.engine() {
+            let (stats, name) = (self.stats.clone(), chosen.name());
+            let report = Box::new(move |t: Result<crate::engine::Transfer>| {
+                let r = t.map(|t| t.bytes as usize);
+                match &r {
+                    Ok(n) => stats.record_ok(name, *n as u64),
+                    Err(_) => stats.record_error(name),
+                }
+                done(r);
+            });
+            // SAFETY: forwarded contract.
+            return unsafe { engine.submit_then(op, file, buf, offset, report) }.inspect_err(
+                |_| {
+                    self.stats.record_error(chosen.name());
+                },
+            );
+        }
+        let r = select::run(&self.backends, &req, &self.config, &self.stats, |b| match op {
+            // SAFETY: forwarded contract; the call returns after the I/O.
+            Op::Read => unsafe { b.read(file, buf, offset) },
+            // SAFETY: as above.
+            Op::Write => unsafe { b.write(file, buf, offset) },
+        });
+        done(r);
+        Ok(())
+    }
+
     /// [`Router::start`] for a buffer already checked (or whose kind a registration vouches
     /// for): no pointer queries. With `bulk`, an engine job is held there and queued when
     /// `bulk` is flushed or dropped (a batch queues all its entries at once).

@@ -60,6 +60,9 @@ pub(crate) struct Counters {
     pub time: super::worker_time::Clock,
 }
 
+/// What runs when a job is done, given the job (its outcome is final by then).
+pub(crate) type DoneHook = Box<dyn FnOnce(&Job) + Send>;
+
 /// Told when a job completes (a batch waits on one of these for all its entries). A
 /// completion is one atomic increment; it takes the lock and wakes the waiter only once the
 /// count the waiter asked for is reached, so a batch of many small I/Os costs one wake-up per
@@ -190,6 +193,8 @@ pub struct Job {
     pub(crate) direct_in_flight: usize,
     counters: Option<Arc<Counters>>,
     notifier: Option<Arc<Notifier>>,
+    /// Run once when the job is done, after its state lock is released.
+    done_hook: Mutex<Option<DoneHook>>,
     state: Mutex<State>,
     /// `state.done`, readable without the lock (a batch polls many jobs; set with Release after
     /// the last byte landed, so an Acquire read that sees it sees the bytes).
@@ -243,6 +248,7 @@ impl Job {
             direct_in_flight: 1,
             counters,
             notifier: None,
+            done_hook: Mutex::new(None),
             state: Mutex::new(State { done, ..State::default() }),
             done: AtomicBool::new(done),
             cv: Condvar::new(),
@@ -257,6 +263,23 @@ impl Job {
     /// Completion of this job also notifies `n`.
     pub(crate) fn set_notifier(&mut self, n: Arc<Notifier>) {
         self.notifier = Some(n);
+    }
+
+    /// Completion of this job runs `hook` (once, on the thread that completes the job, with
+    /// no lock of the job held).
+    pub(crate) fn set_done_hook(&mut self, hook: DoneHook) {
+        *self.done_hook.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(hook);
+    }
+
+    /// Takes the hook back (a submission that failed reports its error itself).
+    pub(crate) fn take_done_hook(&self) -> Option<DoneHook> {
+        self.done_hook.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    fn run_done_hook(&self) {
+        if let Some(hook) = self.take_done_hook() {
+            hook(self);
+        }
     }
 
     /// The file. Valid while the job is not done (see the `Send` impl).
@@ -296,7 +319,10 @@ impl Job {
                 s.canceled = true;
             }
         }
-        self.complete_if_done(&mut s);
+        if self.complete_if_done(&mut s) {
+            drop(s);
+            self.run_done_hook();
+        }
         true
     }
 
@@ -320,12 +346,16 @@ impl Job {
                 s.error.get_or_insert(e);
             }
         }
-        self.complete_if_done(&mut s);
+        if self.complete_if_done(&mut s) {
+            drop(s);
+            self.run_done_hook();
+        }
     }
 
-    fn complete_if_done(&self, s: &mut State) {
+    /// Marks the job done when nothing of it is left to run or land; true when this call did.
+    fn complete_if_done(&self, s: &mut State) -> bool {
         if s.done || s.finished < s.claimed || !(s.stopped || s.claimed == self.tasks.len()) {
-            return;
+            return false;
         }
         s.done = true;
         self.done.store(true, Ordering::Release);
@@ -349,13 +379,16 @@ impl Job {
         if let Some(n) = &self.notifier {
             n.notify();
         }
+        true
     }
 
-    /// Tells the notifier about a job that was done at creation (nothing to move).
+    /// Tells the notifier and the hook about a job that was done at creation (nothing to
+    /// move).
     pub(crate) fn notify_done(&self) {
         if let Some(n) = &self.notifier {
             n.notify();
         }
+        self.run_done_hook();
     }
 
     /// True once no worker and no copy touches the job's buffer any more.

@@ -507,6 +507,41 @@ impl Engine {
         self.start_job(job, offset, len, notifier, bulk)
     }
 
+    /// Like [`Engine::submit`] without a handle: `done` gets the result once the I/O is over,
+    /// on the worker thread that finished it (or on this thread when there is nothing to move).
+    /// When this returns an error, `done` is never called.
+    ///
+    /// # Safety
+    /// As [`Engine::submit`]: the buffer stays valid, and untouched by anything else, until
+    /// `done` has been called.
+    pub(crate) unsafe fn submit_then(
+        &self,
+        op: Op,
+        file: &Arc<FileHandle>,
+        buf: BufferRef,
+        offset: u64,
+        done: Box<dyn FnOnce(Result<Transfer>) + Send>,
+    ) -> Result<()> {
+        let len = self.check(op, file, buf.len as u64, offset)?.unwrap_or(0);
+        let mut job = self.job(op, JobFile::Shared(file.clone()), buf, offset, len);
+        job.set_done_hook(Box::new(move |job: &Job| {
+            let t = Self::transfer(job);
+            if job.op == Op::Write && job.len > 0 && t.is_ok() {
+                job.file().note_written_end(job.offset + job.len);
+            }
+            done(t);
+        }));
+        let job = Arc::new(job);
+        if job.is_done() {
+            job.notify_done();
+        } else if let Err(e) = self.queue(&job, None) {
+            job.take_done_hook();
+            job.cancel();
+            return Err(e.with_range(offset, len));
+        }
+        Ok(())
+    }
+
     /// Queues `job` (or completes it at once when it has nothing to move).
     fn start_job(
         &self,
