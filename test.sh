@@ -90,7 +90,7 @@ if [ "$what" = all ] || [ "$what" = memcheck ]; then
     # safetensors, stream-ordered I/O and batches.
     lib_tests=(engine_async stream_ordered engine_gather engine_split engine_host bad_input
       write_partial policy_retry safetensors)
-    cufile_tests=(api sim_gpu concurrent)
+    cufile_tests=(api sim_gpu concurrent faults)
     list=$(
       { cargo test --locked -q -p gdio --no-run --message-format=json --lib \
           "${lib_tests[@]/#/--test=}"
