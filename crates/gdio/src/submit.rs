@@ -95,21 +95,15 @@ impl Router {
         unsafe { self.start_checked(op, file, buf, offset, notifier, None) }
     }
 
-    /// Starts `op` on `buf` (whose kind the caller vouches for: no pointer query) and calls
-    /// `done` once with the result when the I/O is over: on an engine worker, or on this thread
-    /// when a backend serves the I/O synchronously. Stats are recorded before `done` runs.
-    /// When this returns an error, `done` is never called.
-    ///
-    /// # Safety
-    /// `buf` is memory of `buf.kind`, valid and not otherwise accessed until `done` is called.
-    pub(crate) unsafe fn start_then(
+    /// The request for `op` on `buf` and the backend that serves it (the backends prepared
+    /// for `file` first).
+    fn choose<'f>(
         &self,
         op: Op,
-        file: &Arc<FileHandle>,
+        file: &'f Arc<FileHandle>,
         buf: BufferRef,
         offset: u64,
-        done: Box<dyn FnOnce(Result<usize>) + Send>,
-    ) -> Result<()> {
+    ) -> Result<(Request<'f>, &Arc<dyn Backend>)> {
         for b in &self.backends {
             b.prepare(file);
         }
@@ -126,6 +120,25 @@ impl Router {
             .backend
             .and_then(|name| self.backends.iter().find(|b| b.name() == name))
             .ok_or_else(|| select::no_backend_error(&decision, &req))?;
+        Ok((req, chosen))
+    }
+
+    /// Starts `op` on `buf` (whose kind the caller vouches for: no pointer query) and calls
+    /// `done` once with the result when the I/O is over: on an engine worker, or on this thread
+    /// when a backend serves the I/O synchronously. Stats are recorded before `done` runs.
+    /// When this returns an error, `done` is never called.
+    ///
+    /// # Safety
+    /// `buf` is memory of `buf.kind`, valid and not otherwise accessed until `done` is called.
+    pub(crate) unsafe fn start_then(
+        &self,
+        op: Op,
+        file: &Arc<FileHandle>,
+        buf: BufferRef,
+        offset: u64,
+        done: Box<dyn FnOnce(Result<usize>) + Send>,
+    ) -> Result<()> {
+        let (req, chosen) = self.choose(op, file, buf, offset)?;
         if let Some(engine) = chosen.engine() {
             let (stats, name) = (self.stats.clone(), chosen.name());
             let report = Box::new(move |t: Result<crate::engine::Transfer>| {
@@ -168,22 +181,7 @@ impl Router {
         notifier: Option<Arc<Notifier>>,
         bulk: Option<&mut Bulk>,
     ) -> Result<Started> {
-        for b in &self.backends {
-            b.prepare(file);
-        }
-        let req = Request {
-            op,
-            file: file.info(),
-            memory: buf.kind,
-            file_offset: offset,
-            buf_addr: buf.addr,
-            len: buf.len as u64,
-        };
-        let decision = select::decide(&self.backends, &req, &self.config);
-        let chosen = decision
-            .backend
-            .and_then(|name| self.backends.iter().find(|b| b.name() == name))
-            .ok_or_else(|| select::no_backend_error(&decision, &req))?;
+        let (req, chosen) = self.choose(op, file, buf, offset)?;
         if let Some(engine) = chosen.engine() {
             // SAFETY: forwarded contract.
             let io = unsafe { engine.submit_with(op, file, buf, offset, notifier, bulk) };
