@@ -170,7 +170,8 @@ def clear_page_cache(
 
 
 def runtime_info() -> dict[str, Any]:
-    """What gdio runs on: ``runtime`` (``cuda`` or ``host``), ``gpus``, ``why_no_gpu`` and
+    """What gdio runs on: ``runtime`` (``cuda`` or ``host``; ``sim`` in a process started with
+    ``GDIO_SIMULATE_GPUS=N``, the tests' simulated GPUs), ``gpus``, ``why_no_gpu`` and
     ``future_workers``."""
     name, gpus, why, workers = _native.runtime_info()
     return {"runtime": name, "gpus": gpus, "why_no_gpu": why, "future_workers": workers}

@@ -19,7 +19,7 @@ mod torch;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::error::to_py;
@@ -176,8 +176,35 @@ fn prepare_gpu(py: Python<'_>, ordinal: usize) -> PyResult<()> {
     py.detach(|| rt.driver.prepare_gpu(ordinal)).map_err(to_py)
 }
 
+/// Test hook, in a process started with `GDIO_SIMULATE_GPUS=N`: `nbytes` of device memory of
+/// simulated GPU `ordinal`; returns its address (host memory of this process, readable with
+/// `ctypes`). Refused on a real GPU runtime.
+#[pyfunction]
+fn _sim_alloc(py: Python<'_>, ordinal: usize, nbytes: usize) -> PyResult<u64> {
+    let rt = file::runtime(py)?;
+    if crate::state::simulated_gpus().is_none() {
+        return Err(PyRuntimeError::new_err("_sim_alloc needs GDIO_SIMULATE_GPUS=N"));
+    }
+    rt.driver.runtime().alloc_device(ordinal, nbytes).map_err(to_py)
+}
+
+/// Test hook: frees what [`_sim_alloc`] gave; no I/O may still use it.
+#[pyfunction]
+fn _sim_free(py: Python<'_>, ordinal: usize, addr: u64) -> PyResult<()> {
+    let rt = file::runtime(py)?;
+    if crate::state::simulated_gpus().is_none() {
+        return Err(PyRuntimeError::new_err("_sim_free needs GDIO_SIMULATE_GPUS=N"));
+    }
+    // SAFETY: on the simulated runtime an address `_sim_alloc` did not give (or gave and
+    // already freed) is ignored; the caller promises no I/O still uses the memory.
+    unsafe { rt.driver.runtime().free_device(ordinal, addr) };
+    Ok(())
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_sim_alloc, m)?)?;
+    m.add_function(wrap_pyfunction!(_sim_free, m)?)?;
     m.add_class::<file::CuFile>()?;
     m.add_class::<future::Future>()?;
     m.add_class::<safetensors::Checkpoint>()?;

@@ -58,13 +58,27 @@ pub fn runtime() -> gdio::Result<Arc<Runtime>> {
     }
     let loaded = config_of(&mut s)?.clone();
     let threads = loaded.config().threads;
-    let driver = Arc::new(Driver::from_loaded(loaded)?);
+    let driver = Arc::new(match simulated_gpus() {
+        // Tests without a GPU: the engine's GPU paths on simulated GPUs (host memory whose
+        // copies land late), so CI runs them too.
+        Some(n) => Driver::with_runtime(
+            loaded.config().clone(),
+            Arc::new(gdio::gpu::sim::SimRuntime::new(n, std::time::Duration::from_micros(50))),
+        )?,
+        None => Driver::from_loaded(loaded)?,
+    });
     let dispatch = Dispatch::new(threads)
         .map_err(|e| Error::from_io(&e, "cannot start the gdio future workers"))?;
     let pool_only = std::env::var("GDIO_PY_POOL").is_ok_and(|v| v == "1");
     let rt = Arc::new(Runtime { driver, dispatch, pool_only });
     s.current = Some(rt.clone());
     Ok(rt)
+}
+
+/// `GDIO_SIMULATE_GPUS=N` (N ≥ 1): the process runs on N simulated GPUs instead of CUDA, for
+/// tests of the GPU paths on machines without one.
+pub fn simulated_gpus() -> Option<usize> {
+    std::env::var("GDIO_SIMULATE_GPUS").ok()?.parse().ok().filter(|n| *n > 0)
 }
 
 /// The value of configuration key `key` (gdio's name).

@@ -84,6 +84,7 @@ pub const OTHER_VARS: &[&str] = &[
     "GDIO_REQUIRE_GPU",
     "GDIO_REQUIRE_TORCH",
     "GDIO_PY_POOL",
+    "GDIO_SIMULATE_GPUS",
     "GDIO_GDR_DEVICE",
     "GDIO_STRESS_SECS",
     "GDIO_LOG",

@@ -1,0 +1,175 @@
+"""The Python package's GPU paths without a GPU: each test runs a child process with
+GDIO_SIMULATE_GPUS=2, where gdio's engine runs on simulated GPUs (host memory whose copies
+land late, so a missed wait reads wrong bytes) and device buffers are simulated allocations
+handed over through __cuda_array_interface__. Futures (straight to the engine, and through the
+pool with GDIO_PY_POOL=1), callbacks, vectored reads, writes, errors and saves of device
+tensors, every byte compared with the file."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PRELUDE = textwrap.dedent(
+    """
+    import ctypes, os, random, sys, threading, time
+    import gdio
+    from gdio import _native
+
+    class Dev:
+        "Simulated device memory, as a CUDA array of bytes."
+        def __init__(self, n, ordinal=0):
+            self.n, self.ordinal = n, ordinal
+            self.addr = _native._sim_alloc(ordinal, n)
+            self.__cuda_array_interface__ = {
+                "shape": (n,), "typestr": "|u1", "data": (self.addr, False), "version": 3}
+        def bytes(self, at=0, n=None):
+            return ctypes.string_at(self.addr + at, self.n - at if n is None else n)
+        def fill(self, data, at=0):
+            ctypes.memmove(self.addr + at, data, len(data))
+        def part(self, at, n):
+            "A view of n bytes at `at`, as its own CUDA array."
+            v = Dev.__new__(Dev)
+            v.n, v.ordinal, v.addr = n, self.ordinal, self.addr + at
+            v.__cuda_array_interface__ = {
+                "shape": (n,), "typestr": "|u1", "data": (v.addr, False), "version": 3}
+            return v
+
+    assert gdio.runtime_info()["runtime"] == "sim", gdio.runtime_info()
+    rng = random.Random(int(os.environ["SEED"]))
+    path = os.environ["DATA"]
+    data = open(path, "rb").read()
+    """
+)
+
+
+def run_child(tmp_path, body, seed, extra_env=None):
+    data = random_bytes(seed, (5 << 20) + 12_345)
+    (tmp_path / "data.bin").write_bytes(data)
+    env = dict(os.environ, GDIO_SIMULATE_GPUS="2", SEED=str(seed), DATA=str(tmp_path / "data.bin"),
+               OUT=str(tmp_path))
+    env.update(extra_env or {})
+    r = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body)], env=env,
+                       capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert r.returncode == 0, f"child failed:\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
+    assert r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-2000:]
+
+
+def random_bytes(seed, n):
+    import random
+
+    return random.Random(seed).randbytes(n)
+
+
+FUTURES = """
+size, count = 16_384, 600
+buf = Dev(size * count, ordinal=1)
+offs = [rng.randrange(0, len(data) - size) for _ in range(count)]
+calls, lock = {}, threading.Lock()
+
+def cb(i):
+    def done(fut):
+        with lock:
+            calls[i] = calls.get(i, 0) + (1 if fut.get() == size else 100)
+    return done
+
+with gdio.CuFile(path) as f:
+    futs = [f.pread(buf.part(i * size, size), file_offset=o) for i, o in enumerate(offs)]
+    for i, fu in enumerate(futs):
+        fu.add_done_callback(cb(i))
+    assert [fu.get() for fu in futs] == [size] * count
+    # One request split into parts (task_size): the tail past the end of the file is short.
+    big = Dev(1 << 20)
+    n = f.pread(big, file_offset=len(data) - 300_000, task_size=65_536).get()
+    assert n == 300_000 and big.bytes(0, n) == data[-300_000:], n
+    # Vectored.
+    vs = [buf.part(i * size, size) for i in range(8)]
+    vo = [rng.randrange(0, len(data) - size) for _ in range(8)]
+    assert f.preadv(vs, vo).get() == 8 * size
+    for i, o in enumerate(vo):
+        assert buf.bytes(i * size, size) == data[o:o + size], i
+    # Blocking read into device memory at an odd offset.
+    assert f.read(buf.part(5, 70_001), file_offset=333) == 70_001
+    assert buf.bytes(5, 70_001) == data[333:333 + 70_001]
+    # A read that starts past the end of the file fails through its future.
+    try:
+        f.pread(buf.part(0, size), file_offset=len(data) + 4096).get()
+        raise SystemExit("no error past the end of the file")
+    except gdio.GdioError as e:
+        assert "offset" in str(e) or e.errno, e
+deadline = time.time() + 20
+while len(calls) < count and time.time() < deadline:
+    time.sleep(0.01)
+assert calls == {i: 1 for i in range(count)}, sorted(calls.items())[:5]
+# Futures' bytes: those not overwritten by the vectored and blocking reads above.
+for i, o in enumerate(offs):
+    if i >= 8 and i * size > 5 + 70_001:
+        assert buf.bytes(i * size, size) == data[o:o + size], i
+# Writes out of device memory, as futures, then read back.
+src = Dev(64 * size)
+payload = bytes(rng.getrandbits(8) for _ in range(64 * size))
+src.fill(payload)
+out = os.path.join(os.environ["OUT"], "w.bin")
+with gdio.CuFile(out, "w") as g:
+    ws = [g.pwrite(src.part(i * size, size), file_offset=i * size) for i in range(64)]
+    assert [w.get() for w in ws] == [size] * 64
+assert open(out, "rb").read() == payload
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("pool", ["0", "1"], ids=["engine", "pool"])
+def test_device_futures_callbacks_vectored_writes_and_errors(tmp_path, pool):
+    run_child(tmp_path, FUTURES, seed=11, extra_env={"GDIO_PY_POOL": pool})
+
+
+def test_reads_into_read_only_device_memory_are_refused(tmp_path):
+    run_child(tmp_path, """
+buf = Dev(4096)
+buf.fill(b"\\x5a" * 4096)
+buf.__cuda_array_interface__["data"] = (buf.addr, True)
+with gdio.CuFile(path) as f:
+    for call in (lambda: f.read(buf), lambda: f.pread(buf).get()):
+        try:
+            call()
+            raise SystemExit("read into read-only memory accepted")
+        except BufferError:
+            pass
+assert buf.bytes() == b"\\x5a" * 4096
+print("ok")
+""", seed=12)
+
+
+def test_save_of_device_tensors_writes_the_safetensors_packages_bytes(tmp_path):
+    pytest.importorskip("safetensors")
+    run_child(tmp_path, """
+import numpy as np
+import safetensors.numpy as ref
+from gdio.safetensors import _format
+
+gen = np.random.default_rng(5)
+arrays, entries, keep = {}, [], []
+for i in range(60):
+    n = int(gen.integers(1, 50_000))
+    a = gen.integers(0, 256, size=n, dtype=np.uint8)
+    d = Dev(n, ordinal=i % 2)
+    d.fill(a.tobytes())
+    keep.append(d)
+    arrays[f"t{i:02}"] = a
+    entries.append((f"t{i:02}", "U8", [n], (d.ordinal, d.addr, n)))
+out = os.path.join(os.environ["OUT"], "dev.safetensors")
+_native.save_file(out, _format.layout_order(entries), {"format": "np"})
+assert open(out, "rb").read() == ref.save(arrays, metadata={"format": "np"})
+# A tensor whose address is host memory, not device memory: refused, nothing written.
+host = np.arange(64, dtype=np.uint8)
+bad = os.path.join(os.environ["OUT"], "bad.safetensors")
+try:
+    _native.save_file(bad, [("x", "U8", [64], (0, host.ctypes.data, 64))], None)
+    raise SystemExit("host memory saved as device memory")
+except Exception as e:
+    assert "device memory" in str(e), e
+assert not os.path.exists(bad)
+print("ok")
+""", seed=13)
