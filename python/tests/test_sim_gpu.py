@@ -173,3 +173,35 @@ except Exception as e:
 assert not os.path.exists(bad)
 print("ok")
 """, seed=13)
+
+
+def test_stream_ordered_reads_and_writes_on_a_simulated_stream(tmp_path):
+    run_child(tmp_path, """
+s = _native._sim_stream(1)
+buf = Dev(1 << 20, ordinal=1)
+with gdio.CuFile(path) as f:
+    fut = f.raw_read_async(buf, s, 300_001, 4097, 13)
+    _native._sim_stream_synchronize(s)
+    assert fut.get() == 300_001
+assert buf.bytes(13, 300_001) == data[4097:4097 + 300_001]
+payload = bytes(rng.getrandbits(8) for _ in range(200_000))
+buf.fill(payload, 500_000)
+out = os.path.join(os.environ["OUT"], "s.bin")
+with gdio.CuFile(out, "w") as g:
+    w = g.raw_write_async(buf, s, 200_000, 8192, 500_000)
+    _native._sim_stream_synchronize(s)
+    assert w.get() == 200_000
+got = open(out, "rb").read()
+assert got[8192:] == payload and got[:8192] == bytes(8192)
+# A stream of GPU 1 with memory of GPU 0: refused when queued, nothing read.
+other = Dev(4096, ordinal=0)
+other.fill(b"\\x33" * 4096)
+with gdio.CuFile(path) as f:
+    try:
+        f.raw_read_async(other, s, 4096, 0, 0).get()
+        raise SystemExit("memory of another GPU accepted")
+    except (gdio.GdioError, ValueError, BufferError) as e:
+        pass
+assert other.bytes() == b"\\x33" * 4096
+print("ok")
+""", seed=14)

@@ -18,6 +18,9 @@ mod torch;
 
 use std::os::fd::AsFd;
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use gdio::gpu::GpuRuntime;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -176,35 +179,51 @@ fn prepare_gpu(py: Python<'_>, ordinal: usize) -> PyResult<()> {
     py.detach(|| rt.driver.prepare_gpu(ordinal)).map_err(to_py)
 }
 
-/// Test hook, in a process started with `GDIO_SIMULATE_GPUS=N`: `nbytes` of device memory of
-/// simulated GPU `ordinal`; returns its address (host memory of this process, readable with
-/// `ctypes`). Refused on a real GPU runtime.
+/// The simulated GPUs of this process (`GDIO_SIMULATE_GPUS=N`), for the test hooks below.
+fn sim(py: Python<'_>, hook: &str) -> PyResult<Arc<gdio::gpu::sim::SimRuntime>> {
+    file::runtime(py)?
+        .sim
+        .clone()
+        .ok_or_else(|| PyRuntimeError::new_err(format!("{hook} needs GDIO_SIMULATE_GPUS=N")))
+}
+
+/// Test hook: `nbytes` of device memory of simulated GPU `ordinal`; returns its address (host
+/// memory of this process, readable with `ctypes`).
 #[pyfunction]
 fn _sim_alloc(py: Python<'_>, ordinal: usize, nbytes: usize) -> PyResult<u64> {
-    let rt = file::runtime(py)?;
-    if crate::state::simulated_gpus().is_none() {
-        return Err(PyRuntimeError::new_err("_sim_alloc needs GDIO_SIMULATE_GPUS=N"));
-    }
-    rt.driver.runtime().alloc_device(ordinal, nbytes).map_err(to_py)
+    sim(py, "_sim_alloc")?.alloc_device(ordinal, nbytes).map_err(to_py)
 }
 
 /// Test hook: frees what [`_sim_alloc`] gave; no I/O may still use it.
 #[pyfunction]
 fn _sim_free(py: Python<'_>, ordinal: usize, addr: u64) -> PyResult<()> {
-    let rt = file::runtime(py)?;
-    if crate::state::simulated_gpus().is_none() {
-        return Err(PyRuntimeError::new_err("_sim_free needs GDIO_SIMULATE_GPUS=N"));
-    }
-    // SAFETY: on the simulated runtime an address `_sim_alloc` did not give (or gave and
-    // already freed) is ignored; the caller promises no I/O still uses the memory.
-    unsafe { rt.driver.runtime().free_device(ordinal, addr) };
+    let rt = sim(py, "_sim_free")?;
+    // SAFETY: the simulated runtime ignores an address it did not give (or already freed);
+    // the caller promises no I/O still uses the memory.
+    unsafe { rt.free_device(ordinal, addr) };
     Ok(())
+}
+
+/// Test hook: a stream of simulated GPU `ordinal` (its work runs late, on a thread of its
+/// own); returns its handle.
+#[pyfunction]
+fn _sim_stream(py: Python<'_>, ordinal: usize) -> PyResult<u64> {
+    sim(py, "_sim_stream")?.create_stream(ordinal).map_err(to_py)
+}
+
+/// Test hook: waits until simulated stream `handle` has run everything queued on it.
+#[pyfunction]
+fn _sim_stream_synchronize(py: Python<'_>, handle: u64) -> PyResult<()> {
+    let rt = sim(py, "_sim_stream_synchronize")?;
+    py.detach(|| rt.with_stream(handle, |s| s.synchronize()).and_then(|r| r)).map_err(to_py)
 }
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_sim_alloc, m)?)?;
     m.add_function(wrap_pyfunction!(_sim_free, m)?)?;
+    m.add_function(wrap_pyfunction!(_sim_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(_sim_stream_synchronize, m)?)?;
     m.add_class::<file::CuFile>()?;
     m.add_class::<future::Future>()?;
     m.add_class::<safetensors::Checkpoint>()?;

@@ -18,6 +18,8 @@ pub struct Runtime {
     /// Futures' GPU parts go to the pool too, not to the engine (`GDIO_PY_POOL=1`: the path
     /// before session 10, kept to measure the two in one run).
     pub pool_only: bool,
+    /// The simulated GPUs the driver runs on (`GDIO_SIMULATE_GPUS`), for the tests' hooks.
+    pub sim: Option<Arc<gdio::gpu::sim::SimRuntime>>,
 }
 
 #[derive(Default)]
@@ -58,19 +60,19 @@ pub fn runtime() -> gdio::Result<Arc<Runtime>> {
     }
     let loaded = config_of(&mut s)?.clone();
     let threads = loaded.config().threads;
-    let driver = Arc::new(match simulated_gpus() {
-        // Tests without a GPU: the engine's GPU paths on simulated GPUs (host memory whose
-        // copies land late), so CI runs them too.
-        Some(n) => Driver::with_runtime(
-            loaded.config().clone(),
-            Arc::new(gdio::gpu::sim::SimRuntime::new(n, std::time::Duration::from_micros(50))),
-        )?,
+    // Tests without a GPU: the engine's GPU paths on simulated GPUs (host memory whose copies
+    // land late), so CI runs them too.
+    let sim = simulated_gpus().map(|n| {
+        Arc::new(gdio::gpu::sim::SimRuntime::new(n, std::time::Duration::from_micros(50)))
+    });
+    let driver = Arc::new(match &sim {
+        Some(rt) => Driver::with_runtime(loaded.config().clone(), rt.clone())?,
         None => Driver::from_loaded(loaded)?,
     });
     let dispatch = Dispatch::new(threads)
         .map_err(|e| Error::from_io(&e, "cannot start the gdio future workers"))?;
     let pool_only = std::env::var("GDIO_PY_POOL").is_ok_and(|v| v == "1");
-    let rt = Arc::new(Runtime { driver, dispatch, pool_only });
+    let rt = Arc::new(Runtime { driver, dispatch, pool_only, sim });
     s.current = Some(rt.clone());
     Ok(rt)
 }
