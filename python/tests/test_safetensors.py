@@ -164,6 +164,17 @@ def _torch():
     return need_torch()
 
 
+def _torch_gpu():
+    """torch, where both it and gdio see a CUDA GPU (else a skip, or a failure on the GPU
+    machine)."""
+    torch = _torch()
+    if not torch.cuda.is_available():
+        gpu_skip("torch sees no CUDA GPU")
+    if gdio.runtime_info()["gpus"] == 0:
+        gpu_skip(f"gdio has no CUDA: {gdio.runtime_info()['why_no_gpu']}")
+    return torch
+
+
 def _torch_tensors(torch, seed):
     g = torch.Generator().manual_seed(seed)
     out = {}
@@ -207,11 +218,7 @@ def test_torch_round_trip_host(tmp_path):
 
 
 def test_torch_gpu_load(tmp_path):
-    torch = _torch()
-    if not torch.cuda.is_available():
-        gpu_skip("torch sees no CUDA GPU")
-    if gdio.runtime_info()["gpus"] == 0:
-        gpu_skip(f"gdio has no CUDA: {gdio.runtime_info()['why_no_gpu']}")
+    torch = _torch_gpu()
     import safetensors.torch as ref_t
     import gdio.safetensors.torch as gst_t
 
@@ -242,11 +249,7 @@ def test_native_save_refuses_host_memory_named_as_device_memory(tmp_path):
 
 
 def test_torch_gpu_save_file_writes_device_tensors_without_a_host_copy(tmp_path):
-    torch = _torch()
-    if not torch.cuda.is_available():
-        gpu_skip("torch sees no CUDA GPU")
-    if gdio.runtime_info()["gpus"] == 0:
-        gpu_skip(f"gdio has no CUDA: {gdio.runtime_info()['why_no_gpu']}")
+    torch = _torch_gpu()
     import safetensors.torch as ref_t
     import gdio.safetensors.torch as gst_t
 

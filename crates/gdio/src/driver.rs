@@ -353,9 +353,7 @@ impl Driver {
         file_offset: u64,
     ) -> Result<BufferRef> {
         if addr == 0 {
-            return Err(Error::new(ErrorKind::InvalidInput, "null buffer address")
-                .with_path(file.path())
-                .with_range(file_offset, len as u64));
+            return Err(null_buffer(file, file_offset, len));
         }
         let kind = self.runtime.classify(addr);
         let wrong = match (need, kind) {
@@ -556,9 +554,7 @@ impl Driver {
         done: Box<dyn FnOnce(Result<usize>) + Send>,
     ) -> Result<()> {
         if buf.addr == 0 && buf.len > 0 {
-            return Err(Error::new(ErrorKind::InvalidInput, "null buffer address")
-                .with_path(file.path())
-                .with_range(file_offset, buf.len as u64));
+            return Err(null_buffer(file, file_offset, buf.len));
         }
         // SAFETY: forwarded contract.
         unsafe { self.router().start_then(op, file, buf, file_offset, done) }
@@ -799,4 +795,14 @@ impl Driver {
             )
         }
     }
+}
+
+/// The error for a null buffer address given for `len` bytes at `file_offset` of `file`.
+fn null_buffer(file: &FileHandle, file_offset: u64, len: usize) -> Error {
+    Error::new(
+        ErrorKind::InvalidInput,
+        "null buffer address: pass the address of the memory to use",
+    )
+    .with_path(file.path())
+    .with_range(file_offset, len as u64)
 }

@@ -123,6 +123,26 @@ impl Router {
         Ok((req, chosen))
     }
 
+    /// Serves `req` on a backend with its own I/O path (not the engine), through the retry
+    /// policy; returns after the I/O.
+    ///
+    /// # Safety
+    /// `buf` is the memory `req` names, valid for the I/O until this returns.
+    unsafe fn serve_now(
+        &self,
+        req: &Request<'_>,
+        file: &Arc<FileHandle>,
+        buf: BufferRef,
+    ) -> Result<usize> {
+        let offset = req.file_offset;
+        select::run(&self.backends, req, &self.config, &self.stats, |b| match req.op {
+            // SAFETY: forwarded contract; the call returns after the I/O.
+            Op::Read => unsafe { b.read(file, buf, offset) },
+            // SAFETY: as above.
+            Op::Write => unsafe { b.write(file, buf, offset) },
+        })
+    }
+
     /// Starts `op` on `buf` (whose kind the caller vouches for: no pointer query) and calls
     /// `done` once with the result when the I/O is over: on an engine worker, or on this thread
     /// when a backend serves the I/O synchronously. Stats are recorded before `done` runs.
@@ -156,12 +176,8 @@ impl Router {
                 },
             );
         }
-        let r = select::run(&self.backends, &req, &self.config, &self.stats, |b| match op {
-            // SAFETY: forwarded contract; the call returns after the I/O.
-            Op::Read => unsafe { b.read(file, buf, offset) },
-            // SAFETY: as above.
-            Op::Write => unsafe { b.write(file, buf, offset) },
-        });
+        // SAFETY: forwarded contract.
+        let r = unsafe { self.serve_now(&req, file, buf) };
         done(r);
         Ok(())
     }
@@ -193,12 +209,8 @@ impl Router {
                 }
             };
         }
-        let r = select::run(&self.backends, &req, &self.config, &self.stats, |b| match op {
-            // SAFETY: forwarded contract; the call returns after the I/O.
-            Op::Read => unsafe { b.read(file, buf, offset) },
-            // SAFETY: as above.
-            Op::Write => unsafe { b.write(file, buf, offset) },
-        });
+        // SAFETY: forwarded contract.
+        let r = unsafe { self.serve_now(&req, file, buf) };
         if let Some(n) = notifier {
             n.notify();
         }

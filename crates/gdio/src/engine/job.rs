@@ -170,6 +170,8 @@ struct State {
     /// Lowest file offset at which a task came up short (end of file).
     short_at: Option<u64>,
     error: Option<Error>,
+    /// Taken by whoever marks the job done, and run once that lock is let go.
+    done_hook: Option<DoneHook>,
 }
 
 /// What a finished job moved: bytes counted as `pread` would (up to the first short task), of
@@ -193,8 +195,6 @@ pub struct Job {
     pub(crate) direct_in_flight: usize,
     counters: Option<Arc<Counters>>,
     notifier: Option<Arc<Notifier>>,
-    /// Run once when the job is done, after its state lock is released.
-    done_hook: Mutex<Option<DoneHook>>,
     state: Mutex<State>,
     /// `state.done`, readable without the lock (a batch polls many jobs; set with Release after
     /// the last byte landed, so an Acquire read that sees it sees the bytes).
@@ -248,7 +248,6 @@ impl Job {
             direct_in_flight: 1,
             counters,
             notifier: None,
-            done_hook: Mutex::new(None),
             state: Mutex::new(State { done, ..State::default() }),
             done: AtomicBool::new(done),
             cv: Condvar::new(),
@@ -268,18 +267,12 @@ impl Job {
     /// Completion of this job runs `hook` (once, on the thread that completes the job, with
     /// no lock of the job held).
     pub(crate) fn set_done_hook(&mut self, hook: DoneHook) {
-        *self.done_hook.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(hook);
+        self.state.get_mut().unwrap_or_else(|p| p.into_inner()).done_hook = Some(hook);
     }
 
     /// Takes the hook back (a submission that failed reports its error itself).
     pub(crate) fn take_done_hook(&self) -> Option<DoneHook> {
-        self.done_hook.lock().unwrap_or_else(|p| p.into_inner()).take()
-    }
-
-    fn run_done_hook(&self) {
-        if let Some(hook) = self.take_done_hook() {
-            hook(self);
-        }
+        self.lock().done_hook.take()
     }
 
     /// The file. Valid while the job is not done (see the `Send` impl).
@@ -319,9 +312,9 @@ impl Job {
                 s.canceled = true;
             }
         }
-        if self.complete_if_done(&mut s) {
+        if let Some(hook) = self.complete_if_done(&mut s) {
             drop(s);
-            self.run_done_hook();
+            hook(self);
         }
         true
     }
@@ -346,16 +339,17 @@ impl Job {
                 s.error.get_or_insert(e);
             }
         }
-        if self.complete_if_done(&mut s) {
+        if let Some(hook) = self.complete_if_done(&mut s) {
             drop(s);
-            self.run_done_hook();
+            hook(self);
         }
     }
 
-    /// Marks the job done when nothing of it is left to run or land; true when this call did.
-    fn complete_if_done(&self, s: &mut State) -> bool {
+    /// Marks the job done when nothing of it is left to run or land; when this call did, hands
+    /// back the done hook (if any) for the caller to run once it has let go of the lock.
+    fn complete_if_done(&self, s: &mut State) -> Option<DoneHook> {
         if s.done || s.finished < s.claimed || !(s.stopped || s.claimed == self.tasks.len()) {
-            return false;
+            return None;
         }
         s.done = true;
         self.done.store(true, Ordering::Release);
@@ -379,7 +373,7 @@ impl Job {
         if let Some(n) = &self.notifier {
             n.notify();
         }
-        true
+        s.done_hook.take()
     }
 
     /// Tells the notifier and the hook about a job that was done at creation (nothing to
@@ -388,7 +382,9 @@ impl Job {
         if let Some(n) = &self.notifier {
             n.notify();
         }
-        self.run_done_hook();
+        if let Some(hook) = self.take_done_hook() {
+            hook(self);
+        }
     }
 
     /// True once no worker and no copy touches the job's buffer any more.

@@ -229,9 +229,7 @@ impl Engine {
         buf: BufferRef,
         offset: u64,
     ) -> Result<EngineIo> {
-        let fh = &**file;
-        let len = self.check(op, fh, buf.len as u64, offset)?.unwrap_or(0);
-        let mut job = self.job(op, JobFile::Shared(file.clone()), buf, offset, len);
+        let (mut job, len) = self.checked_job(op, JobFile::Shared(file.clone()), buf, offset)?;
         job.direct_in_flight = 1;
         self.start_job(job, offset, len, None, None)
     }
@@ -366,6 +364,16 @@ impl Engine {
         Ok(Transfer { bytes, direct_bytes, mapped_bytes })
     }
 
+    /// What a submitted job moved, once it is done; a write that succeeded moves the file's
+    /// known end.
+    fn settled(job: &Job) -> Result<Transfer> {
+        let t = Self::transfer(job);
+        if job.op == Op::Write && job.len > 0 && t.is_ok() {
+            job.file().note_written_end(job.offset + job.len);
+        }
+        t
+    }
+
     fn run_sync(&self, op: Op, file: &FileHandle, buf: BufferRef, offset: u64) -> Result<Transfer> {
         let Some(len) = self.check(op, file, buf.len as u64, offset)? else {
             return Ok(Transfer::default());
@@ -391,23 +399,11 @@ impl Engine {
         };
         if inline {
             self.counters.time.add(worker_time::Phase::Inline, since);
-            let t = Self::transfer(&job);
-            if op == Op::Write && t.is_ok() {
-                file.note_written_end(offset + len);
-            }
-            return t;
+            return Self::settled(&job);
         }
-        let job = Arc::new(job);
-        if let Err(e) = self.queue(&job, None) {
-            // Nothing was queued: cancel so the job counts as done before it is dropped.
-            job.cancel();
-            return Err(e.with_range(offset, len));
-        }
-        let t = Self::transfer(&job);
-        if op == Op::Write && t.is_ok() {
-            file.note_written_end(offset + len);
-        }
-        t
+        // Not queued: canceled, so the job counts as done before it is dropped.
+        let job = self.launch(Arc::new(job), offset, len, None)?;
+        Self::settled(&job)
     }
 
     /// Reads up to `dst.len` bytes at `offset` into `dst`. Fewer bytes come back only when the
@@ -497,14 +493,27 @@ impl Engine {
         notifier: Option<Arc<Notifier>>,
         bulk: Option<&mut Bulk>,
     ) -> Result<EngineIo> {
+        let (job, len) = self.checked_job(op, file, buf, offset)?;
+        self.start_job(job, offset, len, notifier, bulk)
+    }
+
+    /// The job for `op` on `buf` at `offset` of `file`, once the request passed
+    /// [`Engine::check`], with the bytes it moves (a read clamped at the end of the file).
+    fn checked_job(
+        &self,
+        op: Op,
+        file: JobFile,
+        buf: BufferRef,
+        offset: u64,
+    ) -> Result<(Job, u64)> {
         let fh = match &file {
-            // SAFETY: the caller keeps the handle alive (contract).
+            // SAFETY: the submitter keeps a borrowed handle alive until the job is done (the
+            // contract of every submission that passes one).
             JobFile::Borrowed(p) => unsafe { &**p },
             JobFile::Shared(f) => &**f,
         };
         let len = self.check(op, fh, buf.len as u64, offset)?.unwrap_or(0);
-        let job = self.job(op, file, buf, offset, len);
-        self.start_job(job, offset, len, notifier, bulk)
+        Ok((self.job(op, file, buf, offset, len), len))
     }
 
     /// Like [`Engine::submit`] without a handle: `done` gets the result once the I/O is over,
@@ -522,24 +531,9 @@ impl Engine {
         offset: u64,
         done: Box<dyn FnOnce(Result<Transfer>) + Send>,
     ) -> Result<()> {
-        let len = self.check(op, file, buf.len as u64, offset)?.unwrap_or(0);
-        let mut job = self.job(op, JobFile::Shared(file.clone()), buf, offset, len);
-        job.set_done_hook(Box::new(move |job: &Job| {
-            let t = Self::transfer(job);
-            if job.op == Op::Write && job.len > 0 && t.is_ok() {
-                job.file().note_written_end(job.offset + job.len);
-            }
-            done(t);
-        }));
-        let job = Arc::new(job);
-        if job.is_done() {
-            job.notify_done();
-        } else if let Err(e) = self.queue(&job, None) {
-            job.take_done_hook();
-            job.cancel();
-            return Err(e.with_range(offset, len));
-        }
-        Ok(())
+        let (mut job, len) = self.checked_job(op, JobFile::Shared(file.clone()), buf, offset)?;
+        job.set_done_hook(Box::new(move |job: &Job| done(Self::settled(job))));
+        self.launch(Arc::new(job), offset, len, None).map(drop)
     }
 
     /// Queues `job` (or completes it at once when it has nothing to move).
@@ -554,14 +548,27 @@ impl Engine {
         if let Some(n) = notifier {
             job.set_notifier(n);
         }
-        let job = Arc::new(job);
+        let job = self.launch(Arc::new(job), offset, len, bulk)?;
+        Ok(EngineIo { job })
+    }
+
+    /// Queues `job`, or completes it at once when it has nothing to move. When it cannot be
+    /// queued it is canceled without running its done hook (the error is the caller's).
+    fn launch(
+        &self,
+        job: Arc<Job>,
+        offset: u64,
+        len: u64,
+        bulk: Option<&mut Bulk>,
+    ) -> Result<Arc<Job>> {
         if job.is_done() {
             job.notify_done();
         } else if let Err(e) = self.queue(&job, bulk) {
+            job.take_done_hook();
             job.cancel();
             return Err(e.with_range(offset, len));
         }
-        Ok(EngineIo { job })
+        Ok(job)
     }
 
     /// Checks `op` of `len` bytes at `offset` as a submission would, without starting it.
@@ -619,11 +626,7 @@ impl EngineIo {
 
     /// Blocks until the I/O has finished and returns what it moved.
     pub fn wait(&self) -> Result<Transfer> {
-        let t = Engine::transfer(&self.job);
-        if self.job.op == Op::Write && self.job.len > 0 && t.is_ok() {
-            self.job.file().note_written_end(self.job.offset + self.job.len);
-        }
-        t
+        Engine::settled(&self.job)
     }
 
     /// Stops the tasks that have not started; tasks in flight finish. The I/O then completes
