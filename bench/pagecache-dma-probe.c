@@ -1,0 +1,225 @@
+/* Can the GPU copy straight out of the page cache faster than gdio's bounce buffers carry it?
+ * Each mode reads a whole cached file into one device allocation with T threads, each taking
+ * chunks of C MiB in turn, and prints GB/s and the mean time of each step per chunk:
+ *   bounce   pread into the thread's two pinned buffers (cuMemHostAlloc), cuMemcpyHtoDAsync,
+ *            double-buffered: what gdio's workers do (the reference).
+ *   mapeach  mmap(MAP_POPULATE) the chunk, cuMemHostRegister(READ_ONLY), copy, synchronize,
+ *            unregister, munmap: gdio's `page_cache_dma` as it is.
+ *   mapwhole the file mapped once up front (no populate); per chunk: register the sub-range,
+ *            copy, synchronize, unregister. No munmap per chunk (no TLB shootdown).
+ *   mappipe  as mapwhole with two chunks in flight per thread: the next chunk registers while
+ *            the last one's copy runs.
+ *   regonce  the whole mapping registered once (timed apart), then only copies.
+ *   pinned   copies out of one pinned buffer, no file: the link.
+ * Build: cc -O2 -pthread bench/pagecache-dma-probe.c -o /tmp/pcprobe -ldl
+ * Run:   /tmp/pcprobe FILE CHUNK_MIB THREADS MODE... */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef unsigned long long dptr;
+static int (*cuInit)(unsigned);
+static int (*cuDevicePrimaryCtxRetain)(void **, int);
+static int (*cuCtxSetCurrent)(void *);
+static int (*cuMemAlloc)(dptr *, size_t);
+static int (*cuMemHostAlloc)(void **, size_t, unsigned);
+static int (*cuMemHostRegister)(void *, size_t, unsigned);
+static int (*cuMemHostUnregister)(void *);
+static int (*cuStreamCreate)(void **, unsigned);
+static int (*cuStreamSynchronize)(void *);
+static int (*cuMemcpyHtoDAsync)(dptr, const void *, size_t, void *);
+static int (*cuEventCreate)(void **, unsigned);
+static int (*cuEventRecord)(void *, void *);
+static int (*cuEventSynchronize)(void *);
+
+#define RO 0x08 /* CU_MEMHOSTREGISTER_READ_ONLY */
+enum { BOUNCE, MAPEACH, MAPWHOLE, MAPPIPE, REGONCE, PINNED };
+static const char *mode_names[] = {"bounce", "mapeach", "mapwhole", "mappipe", "regonce", "pinned"};
+
+static void *ctx;
+static int fd, mode;
+static size_t file_size, chunk;
+static dptr dev;
+static char *whole; /* the whole-file mapping (mapwhole, mappipe, regonce) */
+static void *pinned_src;
+static volatile size_t next_chunk;
+static int failures;
+/* per step sums in ns: 0 mmap, 1 register, 2 copy+sync, 3 unregister, 4 munmap, 5 pread */
+static volatile long long steps[6];
+static volatile long long nsteps[6];
+
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+static void add(int step, long long t0) {
+    __sync_fetch_and_add(&steps[step], now_ns() - t0);
+    __sync_fetch_and_add(&nsteps[step], 1);
+}
+static int take(size_t *off, size_t *len) {
+    size_t k = __sync_fetch_and_add(&next_chunk, 1);
+    if (k * chunk >= file_size) return 0;
+    *off = k * chunk;
+    *len = file_size - *off < chunk ? file_size - *off : chunk;
+    return 1;
+}
+#define CHECK(x) do { int r_ = (x); if (r_) { fprintf(stderr, "%s: %d\n", #x, r_); __sync_fetch_and_add(&failures, 1); return NULL; } } while (0)
+
+static void *worker(void *arg) {
+    (void)arg;
+    cuCtxSetCurrent(ctx);
+    void *s;
+    CHECK(cuStreamCreate(&s, 1));
+    size_t off, len;
+    long long t;
+    if (mode == BOUNCE) {
+        void *buf[2];
+        void *ev[2];
+        int used[2] = {0, 0};
+        for (int i = 0; i < 2; i++) { CHECK(cuMemHostAlloc(&buf[i], chunk, 0)); CHECK(cuEventCreate(&ev[i], 2)); }
+        for (int i = 0; take(&off, &len); i ^= 1) {
+            if (used[i]) CHECK(cuEventSynchronize(ev[i]));
+            t = now_ns();
+            for (size_t got = 0; got < len;) {
+                ssize_t n = pread(fd, (char *)buf[i] + got, len - got, off + got);
+                if (n <= 0) { __sync_fetch_and_add(&failures, 1); return NULL; }
+                got += n;
+            }
+            add(5, t);
+            CHECK(cuMemcpyHtoDAsync(dev + off, buf[i], len, s));
+            CHECK(cuEventRecord(ev[i], s));
+            used[i] = 1;
+        }
+        CHECK(cuStreamSynchronize(s));
+    } else if (mode == MAPEACH) {
+        while (take(&off, &len)) {
+            t = now_ns();
+            void *p = mmap(NULL, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, off);
+            if (p == MAP_FAILED) { __sync_fetch_and_add(&failures, 1); return NULL; }
+            add(0, t); t = now_ns();
+            CHECK(cuMemHostRegister(p, len, RO));
+            add(1, t); t = now_ns();
+            CHECK(cuMemcpyHtoDAsync(dev + off, p, len, s));
+            CHECK(cuStreamSynchronize(s));
+            add(2, t); t = now_ns();
+            CHECK(cuMemHostUnregister(p));
+            add(3, t); t = now_ns();
+            munmap(p, len);
+            add(4, t);
+        }
+    } else if (mode == MAPWHOLE) {
+        while (take(&off, &len)) {
+            t = now_ns();
+            CHECK(cuMemHostRegister(whole + off, len, RO));
+            add(1, t); t = now_ns();
+            CHECK(cuMemcpyHtoDAsync(dev + off, whole + off, len, s));
+            CHECK(cuStreamSynchronize(s));
+            add(2, t); t = now_ns();
+            CHECK(cuMemHostUnregister(whole + off));
+            add(3, t);
+        }
+    } else if (mode == MAPPIPE) {
+        void *ev[2];
+        char *held[2] = {NULL, NULL};
+        for (int i = 0; i < 2; i++) CHECK(cuEventCreate(&ev[i], 2));
+        for (int i = 0; take(&off, &len); i ^= 1) {
+            if (held[i]) {
+                t = now_ns();
+                CHECK(cuEventSynchronize(ev[i]));
+                add(2, t); t = now_ns();
+                CHECK(cuMemHostUnregister(held[i]));
+                add(3, t);
+            }
+            t = now_ns();
+            CHECK(cuMemHostRegister(whole + off, len, RO));
+            add(1, t);
+            CHECK(cuMemcpyHtoDAsync(dev + off, whole + off, len, s));
+            CHECK(cuEventRecord(ev[i], s));
+            held[i] = whole + off;
+        }
+        CHECK(cuStreamSynchronize(s));
+        for (int i = 0; i < 2; i++) if (held[i]) CHECK(cuMemHostUnregister(held[i]));
+    } else { /* REGONCE, PINNED: copies only */
+        while (take(&off, &len)) {
+            t = now_ns();
+            const void *src = mode == REGONCE ? (const void *)(whole + off) : pinned_src;
+            CHECK(cuMemcpyHtoDAsync(dev + off, src, len, s));
+            CHECK(cuStreamSynchronize(s));
+            add(2, t);
+        }
+    }
+    return NULL;
+}
+
+#define LOAD(f, name) do { *(void **)&f = dlsym(cuda, name); if (!f) { printf("no %s\n", name); return 1; } } while (0)
+int main(int argc, char **argv) {
+    if (argc < 5) { fprintf(stderr, "usage: %s FILE CHUNK_MIB THREADS MODE...\n", argv[0]); return 2; }
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!cuda) { printf("no libcuda\n"); return 1; }
+    LOAD(cuInit, "cuInit"); LOAD(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    LOAD(cuCtxSetCurrent, "cuCtxSetCurrent"); LOAD(cuMemAlloc, "cuMemAlloc_v2");
+    LOAD(cuMemHostAlloc, "cuMemHostAlloc"); LOAD(cuMemHostRegister, "cuMemHostRegister_v2");
+    LOAD(cuMemHostUnregister, "cuMemHostUnregister"); LOAD(cuStreamCreate, "cuStreamCreate");
+    LOAD(cuStreamSynchronize, "cuStreamSynchronize"); LOAD(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    LOAD(cuEventCreate, "cuEventCreate"); LOAD(cuEventRecord, "cuEventRecord");
+    LOAD(cuEventSynchronize, "cuEventSynchronize");
+    if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx)) { printf("no GPU\n"); return 1; }
+    fd = open(argv[1], O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st)) { perror(argv[1]); return 1; }
+    file_size = st.st_size;
+    chunk = (size_t)atol(argv[2]) << 20;
+    int threads = atoi(argv[3]);
+    if (cuMemAlloc(&dev, file_size)) { printf("cuMemAlloc failed\n"); return 1; }
+    if (cuMemHostAlloc(&pinned_src, chunk, 0)) { printf("cuMemHostAlloc failed\n"); return 1; }
+    memset(pinned_src, 7, chunk);
+    for (int a = 4; a < argc; a++) {
+        mode = -1;
+        for (int m = 0; m < 6; m++) if (!strcmp(argv[a], mode_names[m])) mode = m;
+        if (mode < 0) { printf("unknown mode %s\n", argv[a]); return 2; }
+        memset((void *)steps, 0, sizeof steps);
+        memset((void *)nsteps, 0, sizeof nsteps);
+        next_chunk = 0;
+        long long t0 = now_ns(), setup = 0;
+        if (mode == MAPWHOLE || mode == MAPPIPE || mode == REGONCE) {
+            whole = mmap(NULL, file_size, PROT_READ, MAP_SHARED, fd, 0);
+            if (whole == MAP_FAILED) { perror("mmap"); return 1; }
+            if (mode == REGONCE && cuMemHostRegister(whole, file_size, RO)) { printf("register whole failed\n"); return 1; }
+            setup = now_ns() - t0;
+        }
+        long long t1 = now_ns();
+        pthread_t th[256];
+        for (int i = 0; i < threads && i < 256; i++) pthread_create(&th[i], NULL, worker, NULL);
+        for (int i = 0; i < threads && i < 256; i++) pthread_join(th[i], NULL);
+        long long t2 = now_ns();
+        long long teardown = 0;
+        if (whole) {
+            long long t3 = now_ns();
+            if (mode == REGONCE) cuMemHostUnregister(whole);
+            munmap(whole, file_size);
+            whole = NULL;
+            teardown = now_ns() - t3;
+        }
+        double all = (t2 - t0 + teardown) / 1e9, copies = (t2 - t1) / 1e9;
+        printf("%-9s chunk %4zu MiB t%-3d %6.2f GB/s (%6.2f without set-up %.0f ms / tear-down %.0f ms)",
+               mode_names[mode], chunk >> 20, threads, file_size / all / 1e9, file_size / copies / 1e9,
+               setup / 1e6, teardown / 1e6);
+        static const char *sn[] = {"mmap", "reg", "copy", "unreg", "munmap", "pread"};
+        for (int k = 0; k < 6; k++)
+            if (nsteps[k]) printf(" %s %.2f ms", sn[k], steps[k] / 1e6 / nsteps[k]);
+        printf("%s\n", failures ? " FAILED" : "");
+        fflush(stdout);
+        failures = 0;
+    }
+    return 0;
+}
