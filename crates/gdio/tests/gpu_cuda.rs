@@ -32,10 +32,13 @@ fn gpu_reads_random_ranges_and_verifies() {
     for (where_, d) in dirs() {
         let data = random_bytes(21, 64 << 20);
         let p = write_file(d.path(), "g", &data);
-        for (policy, threads, task, bounce) in [
-            (DirectIoPolicy::Off, 8, 1 << 20, 1 << 20),
-            (DirectIoPolicy::On, 4, 3 << 20, 1 << 20),
-            (DirectIoPolicy::Auto, 16, 8 << 20, 8 << 20),
+        for (policy, threads, task, bounce, watcher) in [
+            (DirectIoPolicy::Off, 8, 1 << 20, 1 << 20, false),
+            (DirectIoPolicy::On, 4, 3 << 20, 1 << 20, false),
+            (DirectIoPolicy::Auto, 16, 8 << 20, 8 << 20, false),
+            // Tasks finished by the completion watcher (the streams' progress words).
+            (DirectIoPolicy::Off, 8, 1 << 20, 1 << 20, true),
+            (DirectIoPolicy::Auto, 4, 3 << 20, 1 << 20, true),
         ] {
             let drv = driver(
                 &rt,
@@ -44,13 +47,17 @@ fn gpu_reads_random_ranges_and_verifies() {
                     task_size: task,
                     bounce_buffer_size: bounce,
                     direct_io: policy,
+                    completion_watcher: watcher,
                     ..Config::default()
                 },
             );
             let f = FileHandle::open(&p).unwrap();
             let mut dev = drv.alloc_device(0, data.len()).unwrap();
             assert_eq!(drv.read(&f, 0, &mut dev, 0, data.len()).unwrap(), data.len());
-            assert!(dev.to_vec().unwrap() == data, "{where_} {policy:?}: whole-file read differs");
+            assert!(
+                dev.to_vec().unwrap() == data,
+                "{where_} {policy:?} watcher {watcher}: whole-file read differs"
+            );
             let mut r = rng(5);
             for _ in 0..10 {
                 let (off, len) = random_range(&mut r, data.len());
@@ -61,7 +68,7 @@ fn gpu_reads_random_ranges_and_verifies() {
                 assert_eq!(n, want.len());
                 let mut back = vec![0u8; n];
                 dev.copy_to_host(boff, &mut back).unwrap();
-                assert!(back == want, "{where_} {policy:?} off {off} len {len}");
+                assert!(back == want, "{where_} {policy:?} watcher {watcher} off {off} len {len}");
             }
         }
     }

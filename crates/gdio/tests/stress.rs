@@ -25,6 +25,16 @@ const TAIL: usize = 128 << 10;
 
 #[test]
 fn eight_threads_eight_handles_mixed_io_every_byte_checked() {
+    stress(false);
+}
+
+/// The same with the completion watcher finishing tasks while their workers read on.
+#[test]
+fn eight_threads_eight_handles_mixed_io_with_the_completion_watcher() {
+    stress(true);
+}
+
+fn stress(completion_watcher: bool) {
     let secs: u64 =
         std::env::var("GDIO_STRESS_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(8);
     let d = tempfile::tempdir().unwrap();
@@ -38,7 +48,11 @@ fn eight_threads_eight_handles_mixed_io_every_byte_checked() {
             })
             .collect(),
     );
-    let config = gdio::Config { write_threads: 4, ..tiny_config(DirectIoPolicy::Auto, 6) };
+    let config = gdio::Config {
+        write_threads: 4,
+        completion_watcher,
+        ..tiny_config(DirectIoPolicy::Auto, 6)
+    };
     let drv = Arc::new(sim_driver(config, 1));
     let initial = Arc::new(initial);
     let bytes = Arc::new(AtomicU64::new(0));
@@ -129,7 +143,7 @@ fn eight_threads_eight_handles_mixed_io_every_byte_checked() {
         assert!(now[THREADS * STRIPE..] == initial[i][THREADS * STRIPE..]);
     }
     eprintln!(
-        "stress: {total_ops} operations, {:.1} MB moved in {secs} s, every byte checked",
+        "stress (watcher {completion_watcher}): {total_ops} operations, {:.1} MB moved in {secs} s, every byte checked",
         bytes.load(Ordering::Relaxed) as f64 / 1e6
     );
     assert!(total_ops > THREADS as u64, "too few operations to mean anything");

@@ -174,6 +174,11 @@ pub struct Config {
     /// Off by default: CUDA's one callback thread per process made 1 MiB requests 3.6 times
     /// slower on the H200 host (BENCHMARKS.md, session 3).
     pub completion_callbacks: bool,
+    /// One engine thread finishes each task the moment its copies land, by a word its copy
+    /// stream sets in stream order (`cuStreamWriteValue32`), instead of when its worker next
+    /// looks. No host function holds the stream, unlike `completion_callbacks`. The thread
+    /// polls every `completion_poll_us` while copies are in flight.
+    pub completion_watcher: bool,
     /// On a machine of several NUMA nodes, engine workers run on the CPUs of the node of the
     /// GPU they move bytes for (their pinned bounce buffers are then allocated there too).
     pub numa_affinity: bool,
@@ -276,6 +281,7 @@ impl Default for Config {
             completion_spin_us: 1000,
             completion_poll_us: 4,
             completion_callbacks: false,
+            completion_watcher: false,
             numa_affinity: true,
             inline_max_bytes: 256 << 10,
             split_min_bytes: 2 << 20,

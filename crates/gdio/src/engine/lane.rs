@@ -14,11 +14,13 @@ use std::time::{Duration, Instant};
 
 use super::job::{Job, TaskResult};
 use super::plan::Task;
+use super::watcher::Watcher;
 use crate::error::{Error, Result};
-use crate::gpu::{GpuRuntime, GpuStream, PinnedBuffer};
+use crate::gpu::{GpuRuntime, GpuStream, PinnedBuffer, ProgressWord};
 
-/// A task whose copies are queued: finished once, by its stream's callback or by the worker.
-struct Deferred {
+/// A task whose copies are queued: finished once, by its stream's callback, the completion
+/// watcher or the worker.
+pub(super) struct Deferred {
     taken: AtomicBool,
     job: Arc<Job>,
     task: Task,
@@ -30,7 +32,7 @@ struct Deferred {
 
 impl Deferred {
     /// Finishes the task (with `error`, or with its result) unless that was done already.
-    fn finish(&self, error: Option<Error>) {
+    pub(super) fn finish(&self, error: Option<Error>) {
         if self.taken.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -43,7 +45,7 @@ impl Deferred {
         }
     }
 
-    fn is_finished(&self) -> bool {
+    pub(super) fn is_finished(&self) -> bool {
         self.taken.load(Ordering::Acquire)
     }
 }
@@ -97,6 +99,9 @@ pub struct Lane {
     polling: Polling,
     /// The stream finishes deferred tasks with a callback (turned off if the runtime has none).
     callbacks: bool,
+    /// The engine's completion watcher and this lane's stream's progress word: the stream
+    /// sets the word to each marker's sequence number, the watcher finishes tasks by it.
+    watch: Option<(Arc<Watcher>, ProgressWord)>,
 }
 
 impl Lane {
@@ -104,19 +109,24 @@ impl Lane {
     /// when cold reads want several in flight, [`Lane::ensure_buffers`]: pinned memory costs
     /// set-up time and RAM per worker), and a stream with one marker per buffer;
     /// `callbacks`: deferred tasks are finished by a stream callback as soon as their copies
-    /// are done (else only when the worker polls or waits).
-    pub fn new(
+    /// are done (else only when the worker polls or waits); `watcher`: by the engine's
+    /// completion watcher, through the stream's progress word (where the runtime has one).
+    pub(crate) fn new(
         runtime: &Arc<dyn GpuRuntime>,
         ordinal: usize,
         size: usize,
         (count, max): (usize, usize),
         polling: Polling,
-        callbacks: bool,
+        (callbacks, watcher): (bool, Option<&Arc<Watcher>>),
     ) -> Result<Lane> {
         let count = count.max(2);
         let max = max.max(count);
         runtime.bind_thread(ordinal)?;
-        let stream = runtime.new_stream(ordinal, max)?;
+        let mut stream = runtime.new_stream(ordinal, max)?;
+        let watch = match watcher {
+            Some(w) => stream.progress()?.map(|word| (w.clone(), word)),
+            None => None,
+        };
         let buffers = (0..count)
             .map(|_| PinnedBuffer::new(runtime, ordinal, size))
             .collect::<Result<Vec<_>>>()?;
@@ -131,6 +141,7 @@ impl Lane {
             in_flight: VecDeque::new(),
             polling,
             callbacks,
+            watch,
         })
     }
 
@@ -190,6 +201,13 @@ impl Lane {
         self.stream.record(slot)?;
         self.seq += 1;
         self.slot_seq[slot] = self.seq;
+        if self.watch.is_some() {
+            if let Err(e) = self.stream.signal(self.seq as u32) {
+                // The marker stands; the worker finishes this lane's tasks from now on.
+                tracing::debug!(error = %e, "no progress word; the worker finishes its tasks");
+                self.watch = None;
+            }
+        }
         Ok(self.seq)
     }
 
@@ -208,6 +226,7 @@ impl Lane {
             let cb = d.clone();
             self.ask_callback(Box::new(move || cb.finish(None)));
         }
+        self.watch_task(seq, &d);
         self.in_flight.push_back(InFlight { seq, slot, task: d });
     }
 
@@ -232,7 +251,15 @@ impl Lane {
             let cb = tasks.clone();
             self.ask_callback(Box::new(move || cb.iter().for_each(|d| d.finish(None))));
         }
+        tasks.iter().for_each(|d| self.watch_task(seq, d));
         self.in_flight.extend(tasks.into_iter().map(|task| InFlight { seq, slot, task }));
+    }
+
+    /// Hands `task` (finished by marker `seq`) to the completion watcher, if this lane has one.
+    fn watch_task(&self, seq: u64, task: &Arc<Deferred>) {
+        if let Some((watcher, word)) = &self.watch {
+            watcher.watch(word, seq as u32, task.clone());
+        }
     }
 
     /// Queues `finish` on the stream behind the copies so far; a stream without callbacks is

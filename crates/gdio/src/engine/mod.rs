@@ -21,6 +21,7 @@ pub mod plan;
 mod pool;
 mod ring;
 mod transfer;
+mod watcher;
 mod worker_time;
 
 use std::sync::atomic::Ordering;
@@ -117,6 +118,7 @@ impl Engine {
                 every: std::time::Duration::from_micros(config.completion_poll_us),
             },
             callbacks: config.completion_callbacks,
+            watcher: config.completion_watcher,
             poll_for_work: may_poll_while_idle(&config),
         };
         let counters: Arc<Counters> = Arc::default();

@@ -17,6 +17,7 @@ use super::numa::{self, GpuNodes};
 use super::plan::Task;
 use super::ring::{IoChoice, WorkerRing};
 use super::transfer::{self, ReadPath};
+use super::watcher::Watcher;
 use super::worker_time::{self, timed, Phase};
 use crate::error::{Error, Result};
 use crate::gpu::GpuRuntime;
@@ -34,6 +35,8 @@ pub(crate) struct LaneShape {
     pub polling: Polling,
     /// Streams finish tasks with completion callbacks.
     pub callbacks: bool,
+    /// A completion watcher finishes tasks by their streams' progress words.
+    pub watcher: bool,
     /// An idle worker polls the queue for the polling's `spin` before it sleeps
     /// ([`super::may_poll_while_idle`]).
     pub poll_for_work: bool,
@@ -87,6 +90,8 @@ struct Shared {
     nodes: GpuNodes,
     /// The engine's `io_engine`: each worker makes its ring from it.
     io: Arc<IoChoice>,
+    /// The pool's completion watcher (`completion_watcher`).
+    watcher: Option<Arc<Watcher>>,
 }
 
 /// A fixed set of worker threads, started on first use.
@@ -134,6 +139,10 @@ impl Pool {
                 numa: spec.numa,
                 nodes: GpuNodes::default(),
                 io: spec.io,
+                watcher: spec
+                    .shape
+                    .watcher
+                    .then(|| Arc::new(Watcher::new(spec.shape.polling, &format!("{name}-watch")))),
             }),
             threads: spec.threads,
             name: name.to_owned(),
@@ -314,7 +323,7 @@ fn lane<'a>(
             shared.shape.size,
             (shared.shape.count, shared.shape.max),
             shared.shape.polling,
-            shared.shape.callbacks,
+            (shared.shape.callbacks, shared.watcher.as_ref()),
         )?)),
     }
 }

@@ -330,7 +330,8 @@ impl GpuRuntime for CudaRuntime {
             },
             "cuStreamCreate",
         )?;
-        let mut s = CudaStream { ctx, stream, events: Vec::new(), recorded: Vec::new() };
+        let mut s =
+            CudaStream { ctx, stream, events: Vec::new(), recorded: Vec::new(), progress: None };
         for _ in 0..=slots.max(1) {
             let mut ev: sys::CUevent = std::ptr::null_mut();
             let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32
@@ -522,6 +523,8 @@ struct CudaStream {
     stream: sys::CUstream,
     events: Vec<sys::CUevent>,
     recorded: Vec<bool>,
+    /// The progress word, once asked for: its handle and device address.
+    progress: Option<(super::ProgressWord, u64)>,
 }
 
 // SAFETY: CUDA streams and events may be used from any thread once the owning context is made
@@ -659,6 +662,22 @@ impl GpuStream for CudaStream {
             return Err(e);
         }
         Ok(())
+    }
+    fn progress(&mut self) -> Result<Option<super::ProgressWord>> {
+        if self.progress.is_none() {
+            self.bind()?;
+            self.progress = Some(super::cuda_progress::new_word(&self.ctx)?);
+        }
+        Ok(self.progress.as_ref().map(|(w, _)| w.clone()))
+    }
+    fn signal(&mut self, value: u32) -> Result<()> {
+        let Some((_, dev)) = self.progress else {
+            return Err(Error::new(ErrorKind::Gpu, "signal before the progress word was made"));
+        };
+        self.bind()?;
+        // SAFETY: the stream is live; the word lives as long as this stream's handle, which
+        // Drop keeps until after the stream is synchronized.
+        unsafe { super::cuda_progress::signal(self.stream, dev, value) }
     }
 }
 

@@ -9,14 +9,17 @@ pub mod buffer;
 pub mod cuda;
 pub(crate) mod cuda_error;
 mod cuda_gate;
+mod cuda_progress;
 pub mod host;
 mod huge_pages;
 mod nvml;
+mod progress;
 pub mod sim;
 
 use std::sync::Arc;
 
 pub use buffer::{DeviceBuffer, PinnedBuffer};
+pub use progress::ProgressWord;
 
 use crate::error::Result;
 use crate::memory::MemoryKind;
@@ -88,6 +91,21 @@ pub trait GpuStream: Send {
         Err(crate::error::Error::new(
             crate::error::ErrorKind::Unsupported,
             "this runtime's streams have no completion callbacks",
+        ))
+    }
+    /// This stream's progress word ([`GpuStream::signal`] sets it), made on the first call
+    /// (a resource: call it where streams are made, not while a caller's stream is held).
+    /// `None`: the runtime's streams cannot write one; completion is then learnt from markers.
+    fn progress(&mut self) -> Result<Option<ProgressWord>> {
+        Ok(None)
+    }
+    /// Queues a write of `value` into the progress word, after the work queued so far (and
+    /// with everything it wrote visible first). Runtimes without a word say so.
+    fn signal(&mut self, value: u32) -> Result<()> {
+        let _ = value;
+        Err(crate::error::Error::new(
+            crate::error::ErrorKind::Unsupported,
+            "this runtime's streams have no progress word",
         ))
     }
     /// Number of marker slots.

@@ -3,11 +3,13 @@
 //! so code that reuses a buffer before waiting for its copy reads wrong bytes in tests.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU32;
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 
 use super::host::{alloc_aligned, free_aligned};
-use super::{DeviceInfo, GpuRuntime, GpuStream, StreamGate};
+use super::progress::BoxedWord;
+use super::{DeviceInfo, GpuRuntime, GpuStream, ProgressWord, StreamGate};
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::MemoryKind;
 
@@ -319,6 +321,8 @@ struct Marks {
 
 struct SimStream {
     tx: Option<mpsc::Sender<Op>>,
+    /// Set in stream order by [`GpuStream::signal`] (made with the stream).
+    progress: ProgressWord,
     worker: Option<std::thread::JoinHandle<()>>,
     marks: Arc<Marks>,
     recorded: Vec<u64>,
@@ -369,6 +373,7 @@ impl SimStream {
         });
         SimStream {
             tx: Some(tx),
+            progress: ProgressWord::new(Arc::new(BoxedWord(AtomicU32::new(0)))),
             worker: Some(worker),
             marks,
             recorded: vec![0; slots + 1],
@@ -426,6 +431,13 @@ impl GpuStream for SimStream {
     }
     fn notify(&mut self, f: Box<dyn FnOnce() + Send>) -> Result<()> {
         self.send(Op::Host(f))
+    }
+    fn progress(&mut self) -> Result<Option<ProgressWord>> {
+        Ok(Some(self.progress.clone()))
+    }
+    fn signal(&mut self, value: u32) -> Result<()> {
+        let word = self.progress.clone();
+        self.send(Op::Host(Box::new(move || word.store(value))))
     }
 }
 

@@ -267,8 +267,9 @@ fn faults_reach_io_uring_reads_as_they_reach_pread() {
 
 /// One worker, every read of file b sleeping 400 ms. The worker is busy in Z (a read of b) while
 /// A (a read of a) and B (another read of b) queue behind it; it then reads A, queues A's copy
-/// (the simulated copy takes 30 ms) and starts B. With completion callbacks A completes when its
-/// copy lands (about 430 ms in); without, only when the worker is back from B (800 ms in).
+/// (the simulated copy takes 30 ms) and starts B. With completion callbacks, or with the
+/// completion watcher, A completes when its copy lands (about 430 ms in); with neither, only
+/// when the worker is back from B (800 ms in).
 #[test]
 fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
     use std::time::{Duration, Instant};
@@ -278,7 +279,7 @@ fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
     let fa = Arc::new(FileHandle::open(file(d.path(), "a", &a_data)).unwrap());
     let pb = file(d.path(), "b", &b_data);
     let fb = Arc::new(FileHandle::open(&pb).unwrap());
-    for callbacks in [true, false] {
+    for (callbacks, watcher) in [(true, false), (false, true), (false, false)] {
         let config = Config {
             threads: 1,
             task_size: 1 << 20,
@@ -287,6 +288,7 @@ fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
             inline_max_bytes: 0,
             direct_io: DirectIoPolicy::Off,
             completion_callbacks: callbacks,
+            completion_watcher: watcher,
             completion_spin_us: 0,
             ..Config::default()
         };
@@ -311,8 +313,11 @@ fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
             assert_eq!(n.unwrap(), 1 << 20);
             assert_eq!(buf.to_vec().unwrap(), b_data);
         }
-        if callbacks {
-            assert!(a_took < Duration::from_millis(650), "A took {a_took:?}: it waited for B");
+        if callbacks || watcher {
+            assert!(
+                a_took < Duration::from_millis(650),
+                "A took {a_took:?}: it waited for B (callbacks {callbacks}, watcher {watcher})"
+            );
         } else {
             // The gap the callbacks close (and proof that this test tells the two apart).
             assert!(a_took >= Duration::from_millis(750), "A took {a_took:?}");

@@ -1,0 +1,125 @@
+//! The completion watcher (`completion_watcher`): one engine thread that finishes a task the
+//! moment its copies land, by watching the progress words its lane's stream sets in stream
+//! order ([`crate::gpu::ProgressWord`]). Without it a task is finished by its worker, which
+//! notices only between two chunks: a request then waits up to one more `pread` (a few hundred
+//! microseconds) after its bytes are on the GPU, which callers with few requests in flight
+//! (synchronous `cuFileRead`s, 4 MiB at a time) pay in full. Unlike completion callbacks, the
+//! word costs the stream nothing: no host function holds it.
+//!
+//! The watcher only finishes tasks; buffer reuse still waits on the lane's markers, and the
+//! worker still finishes any task the watcher has not reached (each task finishes once).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use super::lane::{Deferred, Polling};
+use crate::gpu::ProgressWord;
+
+/// A task waiting for its stream's word to reach `seq`.
+struct Watched {
+    word: ProgressWord,
+    seq: u32,
+    task: Arc<Deferred>,
+}
+
+struct Inbox {
+    tasks: Vec<Watched>,
+    shutdown: bool,
+}
+
+struct Shared {
+    inbox: Mutex<Inbox>,
+    cv: Condvar,
+    /// Entries in `inbox.tasks`, readable without the lock (the watcher looks while it polls).
+    waiting: AtomicUsize,
+    polling: Polling,
+}
+
+/// The engine's completion watcher thread (started at the first task it is given).
+pub(crate) struct Watcher {
+    shared: Arc<Shared>,
+    handle: Mutex<Option<JoinHandle<()>>>,
+    name: String,
+}
+
+impl Watcher {
+    /// A watcher that checks its tasks' words every `polling.every` while any is waiting.
+    pub(crate) fn new(polling: Polling, name: &str) -> Watcher {
+        Watcher {
+            shared: Arc::new(Shared {
+                inbox: Mutex::new(Inbox { tasks: Vec::new(), shutdown: false }),
+                cv: Condvar::new(),
+                waiting: AtomicUsize::new(0),
+                polling,
+            }),
+            handle: Mutex::new(None),
+            name: name.to_owned(),
+        }
+    }
+
+    /// Finishes `task` once `word` reaches `seq` (unless its worker finished it first).
+    pub(super) fn watch(&self, word: &ProgressWord, seq: u32, task: Arc<Deferred>) {
+        self.start();
+        let mut inbox = self.shared.inbox.lock().unwrap_or_else(|p| p.into_inner());
+        inbox.tasks.push(Watched { word: word.clone(), seq, task });
+        self.shared.waiting.store(inbox.tasks.len(), Ordering::Release);
+        drop(inbox);
+        self.shared.cv.notify_one();
+    }
+
+    fn start(&self) {
+        let mut h = self.handle.lock().unwrap_or_else(|p| p.into_inner());
+        if h.is_some() {
+            return;
+        }
+        let shared = self.shared.clone();
+        match std::thread::Builder::new().name(self.name.clone()).spawn(move || run(&shared)) {
+            Ok(j) => *h = Some(j),
+            // No thread: the workers finish every task themselves, as without a watcher.
+            Err(e) => tracing::debug!(error = %e, "no completion watcher thread"),
+        }
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.shared.inbox.lock().unwrap_or_else(|p| p.into_inner()).shutdown = true;
+        self.shared.cv.notify_all();
+        if let Some(h) = self.handle.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn run(shared: &Shared) {
+    let mut watched: Vec<Watched> = Vec::new();
+    loop {
+        if watched.is_empty() || shared.waiting.load(Ordering::Acquire) > 0 {
+            let mut inbox = shared.inbox.lock().unwrap_or_else(|p| p.into_inner());
+            while watched.is_empty() && inbox.tasks.is_empty() && !inbox.shutdown {
+                inbox = shared.cv.wait(inbox).unwrap_or_else(|p| p.into_inner());
+            }
+            if inbox.shutdown {
+                return;
+            }
+            watched.append(&mut inbox.tasks);
+            shared.waiting.store(0, Ordering::Release);
+        }
+        let at = Instant::now();
+        watched.retain(|w| {
+            if w.task.is_finished() {
+                return false;
+            }
+            if w.word.reached(w.seq) {
+                w.task.finish(None);
+                return false;
+            }
+            true
+        });
+        if !watched.is_empty() {
+            shared.polling.pause(at, || shared.waiting.load(Ordering::Relaxed) > 0);
+        }
+    }
+}
