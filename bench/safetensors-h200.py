@@ -159,6 +159,8 @@ def main():
                     help="also load with this gdio binary (the build before a change), same rows")
     ap.add_argument("--peers", default="safetensors,fastsafetensors,instanttensor,instanttensor-buffered",
                     help="comma list of peers to run (empty: none)")
+    ap.add_argument("--gdio-torch", action="store_true",
+                    help="also load with gdio.safetensors.torch.load_file (issue 11), same rows")
     ap.add_argument("--rows", default="verify,tmpfs,ext4-hot,cold,save,2gpu",
                     help="comma list of row groups to run (split a run to fit a 10-minute limit; "
                          "results.jsonl accumulates)")
@@ -193,6 +195,10 @@ def main():
             if where == "ext4-hot":
                 warm(files)
             run.gdio_load(where, "gpu:0", os.path.join(d, "model.safetensors.index.json"))
+            if a.gdio_torch:
+                if where == "ext4-hot":
+                    warm(files)
+                run.peer(where, "gdio-torch", files)
             if a.gdio_before:
                 run.gdio_load(where, "gpu:0", os.path.join(d, "model.safetensors.index.json"),
                               binary=a.gdio_before, label="gdio-before")
@@ -240,6 +246,10 @@ def main():
             print(f"{where}: gdio before this change {b:.2f} GB/s, now {g:.2f} ({g / b:.2f} x)")
         print(f"{where}: gdio {g:.2f} GB/s = {g / p if p else 0:.2f} x best peer ({p:.2f}; target >= 1.15) "
               f"= {g / h2d if h2d else 0:.2f} x pinned H2D ({h2d:.2f}; target >= 0.90)")
+        t = run.best(where, ["gdio-torch"])
+        if t:
+            print(f"{where}: gdio.safetensors.torch.load_file {t:.2f} GB/s = {t / p if p else 0:.2f} x best peer "
+                  f"({p:.2f}; target >= 1.15)")
     g, o = run.best("cold", ["gdio gpu:0"]), run.best("cold", ["odirect"])
     if o:
         print(f"cold: gdio {g:.2f} GB/s = {g / o:.2f} x plain parallel O_DIRECT ({o:.2f}; target >= 0.95)")

@@ -3,6 +3,7 @@
 
 usage: safetensors_peer.py KIND FILE [FILE...]
   KIND: safetensors | fastsafetensors | instanttensor | instanttensor-buffered
+        | gdio-torch (gdio.safetensors.torch.load_file: gdio's drop-in, not a peer)
         | h2d (pinned host->device copy limit) | odirect (plain parallel O_DIRECT read)
         | save-safetensors OUTDIR (save_file of the checkpoint loaded to GPU first)
         | save-gdio OUTDIR / save-gdio-serial OUTDIR (gdio.safetensors.torch.save_file of the
@@ -51,6 +52,23 @@ def load_safetensors(files):
     keep = {}
     for p in files:
         keep.update(load_file(p, device="cuda:0"))
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0, len(keep)
+
+
+def load_gdio_torch(files):
+    """gdio's drop-in: gdio.safetensors.torch.load_file of the whole checkpoint (its index
+    when the shards have one, as a user would pass it; else each file), timed like the peers."""
+    torch = cuda_ready()
+    import gdio.safetensors.torch as gst
+    index = os.path.join(os.path.dirname(files[0]), "model.safetensors.index.json")
+    t0 = time.perf_counter()
+    if os.path.exists(index):
+        keep = gst.load_file(index, device="cuda:0")
+    else:
+        keep = {}
+        for p in files:
+            keep.update(gst.load_file(p, device="cuda:0"))
     torch.cuda.synchronize()
     return time.perf_counter() - t0, len(keep)
 
@@ -245,6 +263,9 @@ def main():
     nbytes = data_bytes(files) if files else 0
     if kind == "safetensors":
         secs, n = load_safetensors(files)
+        out(kind, files, nbytes, secs, tensors=n)
+    elif kind == "gdio-torch":
+        secs, n = load_gdio_torch(files)
         out(kind, files, nbytes, secs, tensors=n)
     elif kind == "fastsafetensors":
         secs, n = load_fastsafetensors(files)
