@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# safetensors loads under settings, alternating in one run (issue 10/11 A/B): the checkpoint of
+# bench/safetensors-h200.py (LOADAB_GIB GiB, written if missing) from tmpfs and the hot ext4
+# page cache, `gdio load` under each of LOADAB_SETTINGS (environment assignments joined by
+# commas, "GDIO_NONE=1" for the defaults), gdio.safetensors.torch.load_file (gdio-torch, under
+# the first setting) and the best peer of each place (InstantTensor; its BUFFERED mode on ext4),
+# LOADAB_REPS times. GB/s of checkpoint data, one line per load.
+# usage (through bench/gpu-session.sh loadab): bench/gpu-phase-loadab.sh OUTDIR
+set -uo pipefail
+out=${1:-/tmp/loadab}; mkdir -p "$out"
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gdsite .dev/wheel/gdio-*.whl 2>/dev/null
+export PYTHONPATH=/tmp/gdsite${PYTHONPATH:+:$PYTHONPATH}
+[ -f /tmp/gdio-st/model.safetensors.index.json ] ||
+  python3 bench/safetensors-h200.py --gdio "$GDIO" --out "$out/st" --size-gib "${LOADAB_GIB:-16}" --rows none --peers "" >/dev/null 2>&1
+read -ra settings <<<"${LOADAB_SETTINGS:-GDIO_NONE=1 GDIO_COMPLETION_WATCHER=false}"
+gb() { python3 -c "import json,sys; d=json.loads([l for l in sys.stdin if l.startswith('{')][-1]); print(f\"{d.get('checkpoint_bytes', d['bytes'])/d['seconds']/1e9:.2f}\")"; }
+for rep in $(seq "${LOADAB_REPS:-3}"); do
+  for where in /dev/shm/gdio-st /tmp/gdio-st; do
+    files=$(ls "$where"/model-*.safetensors)
+    [ "$where" = /tmp/gdio-st ] && cat $files >/dev/null
+    peer=instanttensor; [ "$where" = /tmp/gdio-st ] && peer=instanttensor-buffered
+    echo "rep $rep $where $peer: $(python3 bench/safetensors_peer.py $peer $files 2>>"$out/stderr.txt" | gb)"
+    for v in "${settings[@]}"; do
+      [ "$where" = /tmp/gdio-st ] && cat $files >/dev/null
+      echo "rep $rep $where gdio load $v: $(env ${v//,/ } "$GDIO" load "$where/model.safetensors.index.json" --target gpu:0 --json 2>>"$out/stderr.txt" | gb)"
+    done
+    echo "rep $rep $where gdio-torch ${settings[0]}: $(env ${settings[0]//,/ } python3 bench/safetensors_peer.py gdio-torch $files 2>>"$out/stderr.txt" | gb)"
+  done
+done
