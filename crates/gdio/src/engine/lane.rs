@@ -255,10 +255,15 @@ impl Lane {
         self.in_flight.extend(tasks.into_iter().map(|task| InFlight { seq, slot, task }));
     }
 
-    /// Hands `task` (finished by marker `seq`) to the completion watcher, if this lane has one.
+    /// Hands `task` (finished by marker `seq`) to the completion watcher, if this lane has one
+    /// and its job has no task left to claim: a task in the middle of a job is not what its
+    /// caller waits for (the job's later tasks are), and its worker comes back to the job.
+    /// So a large read costs the watcher only its last tasks.
     fn watch_task(&self, seq: u64, task: &Arc<Deferred>) {
         if let Some((watcher, word)) = &self.watch {
-            watcher.watch(word, seq as u32, task.clone());
+            if task.job.all_claimed() {
+                watcher.watch(word, seq as u32, task.clone());
+            }
         }
     }
 
