@@ -174,13 +174,13 @@ pub struct Config {
     /// Off by default: CUDA's one callback thread per process made 1 MiB requests 3.6 times
     /// slower on the H200 host (BENCHMARKS.md, session 3).
     pub completion_callbacks: bool,
-    /// One engine thread finishes each task the moment its copies land, by a word its copy
-    /// stream sets in stream order (`cuStreamWriteValue32`), instead of when its worker next
-    /// looks. No host function holds the stream, unlike `completion_callbacks`. The thread
-    /// polls every `completion_poll_us` while copies are in flight (every 50 µs after
-    /// `completion_spin_us` without a landing). On by default: on the H200 it read 1 MiB × 32
-    /// 4–7 % and 16 MiB × 8 4–5 % faster, the other rows within their noise (BENCHMARKS.md,
-    /// session 11).
+    /// One engine thread finishes the tasks of requests of one or two tasks the moment their
+    /// copies land, by a word the copy stream sets in stream order (`cuStreamWriteValue32`),
+    /// instead of when their worker next looks. No host function holds the stream, unlike
+    /// `completion_callbacks`. The thread polls every `completion_poll_us` while copies are in
+    /// flight (every 50 µs after `completion_spin_us` without a landing). On by default: on the
+    /// H200 it read 1 MiB × 32 5–9 % and 16 MiB × 8 4–25 % faster and Python's `preadv` 15 %
+    /// faster; larger requests are left to their workers (BENCHMARKS.md, session 11).
     pub completion_watcher: bool,
     /// On a machine of several NUMA nodes, engine workers run on the CPUs of the node of the
     /// GPU they move bytes for (their pinned bounce buffers are then allocated there too).

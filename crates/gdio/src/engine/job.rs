@@ -299,13 +299,6 @@ impl Job {
         Some(self.tasks[s.claimed - 1])
     }
 
-    /// True when no task is left to claim: every task is running or done (or the job stopped).
-    /// A task that finishes after this is one the caller may be waiting on.
-    pub(crate) fn all_claimed(&self) -> bool {
-        let s = self.lock();
-        s.stopped || s.claimed >= self.tasks.len()
-    }
-
     /// Stops claiming: tasks not started are canceled; tasks in flight still finish. Returns
     /// false when the job was already done.
     pub(crate) fn cancel(&self) -> bool {

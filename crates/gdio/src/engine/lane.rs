@@ -50,6 +50,13 @@ impl Deferred {
     }
 }
 
+/// The most tasks a request may have for the completion watcher to finish them: requests of
+/// one or two tasks (up to 2 × `task_size`) are the ones whose callers wait on one landing,
+/// and the H200 read them 3–9 % faster with the watcher (1 MiB × 32, 16 MiB × 8; BENCHMARKS.md
+/// session 11); the large requests of a checkpoint load read 1.5–4 % slower with their tasks
+/// watched, so their workers finish their tasks themselves.
+const WATCH_MAX_TASKS: usize = 2;
+
 /// How a worker waits for a copy's completion marker: it asks the stream every `every` for up
 /// to `spin`, then blocks. Asking back to back from many workers keeps the driver's locks busy
 /// for the threads queueing copies; an interval of a few microseconds costs little latency.
@@ -256,12 +263,10 @@ impl Lane {
     }
 
     /// Hands `task` (finished by marker `seq`) to the completion watcher, if this lane has one
-    /// and its job has no task left to claim: a task in the middle of a job is not what its
-    /// caller waits for (the job's later tasks are), and its worker comes back to the job.
-    /// So a large read costs the watcher only its last tasks.
+    /// and the task's job is small ([`WATCH_MAX_TASKS`]).
     fn watch_task(&self, seq: u64, task: &Arc<Deferred>) {
         if let Some((watcher, word)) = &self.watch {
-            if task.job.all_claimed() {
+            if task.job.tasks.len() <= WATCH_MAX_TASKS {
                 watcher.watch(word, seq as u32, task.clone());
             }
         }
