@@ -8,8 +8,12 @@
 # usage (through bench/gpu-session.sh loadab): bench/gpu-phase-loadab.sh OUTDIR
 set -uo pipefail
 out=${1:-/tmp/loadab}; mkdir -p "$out"
+GDIO=${GDIO:-$PWD/.dev/bin/gdio}
+if [ -d .whl ] && [ ! -d /tmp/site ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null
+fi
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gdsite .dev/wheel/gdio-*.whl 2>/dev/null
-export PYTHONPATH=/tmp/gdsite${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONPATH=/tmp/gdsite:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 [ -f /tmp/gdio-st/model.safetensors.index.json ] ||
   python3 bench/safetensors-h200.py --gdio "$GDIO" --out "$out/st" --size-gib "${LOADAB_GIB:-16}" --rows none --peers "" >/dev/null 2>&1
 read -ra settings <<<"${LOADAB_SETTINGS:-GDIO_NONE=1 GDIO_COMPLETION_WATCHER=false}"
