@@ -56,6 +56,8 @@ pub(crate) struct Counters {
     pub gathered_reads: AtomicU64,
     /// One-task reads spread over idle workers (`split_min_bytes`).
     pub split_reads: AtomicU64,
+    /// Tasks the completion watcher finished (before their workers looked).
+    pub watcher_finished: AtomicU64,
     /// Where the workers' time went.
     pub time: super::worker_time::Clock,
 }

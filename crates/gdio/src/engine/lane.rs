@@ -31,10 +31,11 @@ pub(super) struct Deferred {
 }
 
 impl Deferred {
-    /// Finishes the task (with `error`, or with its result) unless that was done already.
-    pub(super) fn finish(&self, error: Option<Error>) {
+    /// Finishes the task (with `error`, or with its result) unless that was done already;
+    /// true when this call finished it.
+    pub(super) fn finish(&self, error: Option<Error>) -> bool {
         if self.taken.swap(true, Ordering::AcqRel) {
-            return;
+            return false;
         }
         if let (Some(clock), Some(queued)) = (self.job.clock(), self.queued) {
             clock.landed(queued);
@@ -43,6 +44,7 @@ impl Deferred {
             None => self.job.finish(self.task, self.result, None),
             Some(e) => self.job.finish(self.task, TaskResult::default(), Some(e)),
         }
+        true
     }
 
     pub(super) fn is_finished(&self) -> bool {
@@ -231,7 +233,9 @@ impl Lane {
         let d = Arc::new(Deferred { taken: AtomicBool::new(false), job, task, result, queued });
         if self.callbacks {
             let cb = d.clone();
-            self.ask_callback(Box::new(move || cb.finish(None)));
+            self.ask_callback(Box::new(move || {
+                cb.finish(None);
+            }));
         }
         self.watch_task(seq, &d);
         self.in_flight.push_back(InFlight { seq, slot, task: d });
@@ -256,7 +260,11 @@ impl Lane {
             .collect();
         if self.callbacks && !tasks.is_empty() {
             let cb = tasks.clone();
-            self.ask_callback(Box::new(move || cb.iter().for_each(|d| d.finish(None))));
+            self.ask_callback(Box::new(move || {
+                for d in &cb {
+                    d.finish(None);
+                }
+            }));
         }
         tasks.iter().for_each(|d| self.watch_task(seq, d));
         self.in_flight.extend(tasks.into_iter().map(|task| InFlight { seq, slot, task }));

@@ -73,6 +73,9 @@ pub struct EngineCounters {
     pub io_uring_reads: u64,
     /// One-task reads into GPU memory split over idle workers (`split_min_bytes`).
     pub split_reads: u64,
+    /// Tasks the completion watcher finished the moment their copies landed, before their
+    /// workers looked (`completion_watcher`; requests of one or two tasks only).
+    pub watcher_finished: u64,
     /// Where the workers' time went (summed over workers).
     pub worker_time: WorkerTime,
 }
@@ -190,6 +193,7 @@ impl Engine {
             direct_write_bytes: c.direct_write.load(Ordering::Relaxed),
             gathered_reads: c.gathered_reads.load(Ordering::Relaxed),
             split_reads: c.split_reads.load(Ordering::Relaxed),
+            watcher_finished: c.watcher_finished.load(Ordering::Relaxed),
             io_uring_reads: self.io.uring_reads.load(Ordering::Relaxed),
             worker_time: c.time.snapshot(),
         }

@@ -121,6 +121,10 @@ pub(crate) struct PoolSpec {
 impl Pool {
     /// A pool of `spec.threads` workers (started at its first work), named `{name}-{i}`.
     pub(crate) fn new(spec: PoolSpec, name: &str) -> Pool {
+        let watcher = spec.shape.watcher.then(|| {
+            let name = format!("{name}-watch");
+            Arc::new(Watcher::new(spec.shape.polling, &name, spec.counters.clone()))
+        });
         Pool {
             shared: Arc::new(Shared {
                 queue: Mutex::new(Queue {
@@ -139,10 +143,7 @@ impl Pool {
                 numa: spec.numa,
                 nodes: GpuNodes::default(),
                 io: spec.io,
-                watcher: spec
-                    .shape
-                    .watcher
-                    .then(|| Arc::new(Watcher::new(spec.shape.polling, &format!("{name}-watch")))),
+                watcher,
             }),
             threads: spec.threads,
             name: name.to_owned(),

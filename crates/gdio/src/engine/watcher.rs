@@ -14,6 +14,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::job::Counters;
 use super::lane::{Deferred, Polling};
 use crate::gpu::ProgressWord;
 
@@ -35,6 +36,7 @@ struct Shared {
     /// Entries in `inbox.tasks`, readable without the lock (the watcher looks while it polls).
     waiting: AtomicUsize,
     polling: Polling,
+    counters: Arc<Counters>,
 }
 
 /// The engine's completion watcher thread (started at the first task it is given). While
@@ -47,14 +49,16 @@ pub(crate) struct Watcher {
 }
 
 impl Watcher {
-    /// A watcher that checks its tasks' words every `polling.every` while any is waiting.
-    pub(crate) fn new(polling: Polling, name: &str) -> Watcher {
+    /// A watcher that checks its tasks' words every `polling.every` while any is waiting,
+    /// counting the tasks it finishes in `counters`.
+    pub(crate) fn new(polling: Polling, name: &str, counters: Arc<Counters>) -> Watcher {
         Watcher {
             shared: Arc::new(Shared {
                 inbox: Mutex::new(Inbox { tasks: Vec::new(), shutdown: false }),
                 cv: Condvar::new(),
                 waiting: AtomicUsize::new(0),
                 polling,
+                counters,
             }),
             handle: Mutex::new(None),
             name: name.to_owned(),
@@ -126,7 +130,9 @@ fn run(shared: &Shared) {
                 return false;
             }
             if w.word.reached(w.seq) {
-                w.task.finish(None);
+                if w.task.finish(None) {
+                    shared.counters.watcher_finished.fetch_add(1, Ordering::Relaxed);
+                }
                 return false;
             }
             true

@@ -313,6 +313,8 @@ fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
             assert_eq!(n.unwrap(), 1 << 20);
             assert_eq!(buf.to_vec().unwrap(), b_data);
         }
+        let by_watcher = drv.engine().counters().watcher_finished;
+        assert_eq!(by_watcher > 0, watcher, "the watcher finished {by_watcher} tasks");
         if callbacks || watcher {
             assert!(
                 a_took < Duration::from_millis(650),
@@ -322,6 +324,44 @@ fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
             // The gap the callbacks close (and proof that this test tells the two apart).
             assert!(a_took >= Duration::from_millis(750), "A took {a_took:?}");
         }
+    }
+}
+
+/// The watcher finishes only the tasks of requests of one or two tasks: a read of three or
+/// more is left to its workers, while they read on (one worker, each read of the file slow).
+#[test]
+fn the_completion_watcher_leaves_requests_of_many_tasks_to_their_workers() {
+    use std::time::Duration;
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(92, 4 << 20);
+    let p = file(d.path(), "many", &data);
+    let f = Arc::new(FileHandle::open(&p).unwrap());
+    let config = Config {
+        threads: 1,
+        task_size: 1 << 20,
+        bounce_buffer_size: 1 << 20,
+        buffered_chunk_size: 1 << 20,
+        inline_max_bytes: 0,
+        split_min_bytes: 0,
+        direct_io: DirectIoPolicy::Off,
+        completion_watcher: true,
+        completion_spin_us: 0,
+        ..Config::default()
+    };
+    let rt = Arc::new(SimRuntime::new(1, Duration::from_millis(20)));
+    let drv = Driver::with_runtime(config, rt).unwrap();
+    drv.prepare_gpu(0).unwrap();
+    let plan = FaultPlan { read_delay: Some(Duration::from_millis(50)), ..FaultPlan::default() };
+    let _slow = inject(&p, plan).unwrap();
+    for (len, watched) in [(3 << 20, false), (4 << 20, false), (2 << 20, true)] {
+        let before = drv.engine().counters().watcher_finished;
+        let h = drv.submit_read(&f, 0, drv.alloc_device(0, len).unwrap(), 0, len).unwrap();
+        let (n, buf) = h.wait();
+        assert_eq!(n.unwrap(), len);
+        assert!(buf.to_vec().unwrap() == data[..len], "{len} bytes differ");
+        let by_watcher = drv.engine().counters().watcher_finished - before;
+        // A two-task read: its first task's copy lands while the worker reads the second.
+        assert_eq!(by_watcher > 0, watched, "{len} bytes: the watcher finished {by_watcher}");
     }
 }
 
