@@ -265,6 +265,28 @@ fn faults_reach_io_uring_reads_as_they_reach_pread() {
     }
 }
 
+/// One worker, 1 MiB tasks, chunks and bounce buffers, nothing run inline, buffered reads, no
+/// spinning: which tasks finish when is then up to the completion mechanisms under test.
+fn one_worker_1mib_tasks() -> Config {
+    Config {
+        threads: 1,
+        task_size: 1 << 20,
+        bounce_buffer_size: 1 << 20,
+        buffered_chunk_size: 1 << 20,
+        inline_max_bytes: 0,
+        direct_io: DirectIoPolicy::Off,
+        completion_spin_us: 0,
+        ..Config::default()
+    }
+}
+
+/// A driver on one simulated GPU whose copies take `copy`, its workers' lanes made.
+fn sim_driver_warm(config: Config, copy: std::time::Duration) -> Driver {
+    let drv = Driver::with_runtime(config, Arc::new(SimRuntime::new(1, copy))).unwrap();
+    drv.prepare_gpu(0).unwrap();
+    drv
+}
+
 /// One worker, every read of file b sleeping 400 ms. The worker is busy in Z (a read of b) while
 /// A (a read of a) and B (another read of b) queue behind it; it then reads A, queues A's copy
 /// (the simulated copy takes 30 ms) and starts B. With completion callbacks, or with the
@@ -281,20 +303,11 @@ fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
     let fb = Arc::new(FileHandle::open(&pb).unwrap());
     for (callbacks, watcher) in [(true, false), (false, true), (false, false)] {
         let config = Config {
-            threads: 1,
-            task_size: 1 << 20,
-            bounce_buffer_size: 1 << 20,
-            buffered_chunk_size: 1 << 20,
-            inline_max_bytes: 0,
-            direct_io: DirectIoPolicy::Off,
             completion_callbacks: callbacks,
             completion_watcher: watcher,
-            completion_spin_us: 0,
-            ..Config::default()
+            ..one_worker_1mib_tasks()
         };
-        let rt = Arc::new(SimRuntime::new(1, Duration::from_millis(30)));
-        let drv = Driver::with_runtime(config, rt).unwrap();
-        drv.prepare_gpu(0).unwrap();
+        let drv = sim_driver_warm(config, Duration::from_millis(30));
         let plan =
             FaultPlan { read_delay: Some(Duration::from_millis(400)), ..FaultPlan::default() };
         let _slow = inject(&pb, plan).unwrap();
@@ -336,21 +349,8 @@ fn the_completion_watcher_leaves_requests_of_many_tasks_to_their_workers() {
     let data = random_bytes(92, 4 << 20);
     let p = file(d.path(), "many", &data);
     let f = Arc::new(FileHandle::open(&p).unwrap());
-    let config = Config {
-        threads: 1,
-        task_size: 1 << 20,
-        bounce_buffer_size: 1 << 20,
-        buffered_chunk_size: 1 << 20,
-        inline_max_bytes: 0,
-        split_min_bytes: 0,
-        direct_io: DirectIoPolicy::Off,
-        completion_watcher: true,
-        completion_spin_us: 0,
-        ..Config::default()
-    };
-    let rt = Arc::new(SimRuntime::new(1, Duration::from_millis(20)));
-    let drv = Driver::with_runtime(config, rt).unwrap();
-    drv.prepare_gpu(0).unwrap();
+    let config = Config { split_min_bytes: 0, completion_watcher: true, ..one_worker_1mib_tasks() };
+    let drv = sim_driver_warm(config, Duration::from_millis(20));
     let plan = FaultPlan { read_delay: Some(Duration::from_millis(50)), ..FaultPlan::default() };
     let _slow = inject(&p, plan).unwrap();
     for (len, watched) in [(3 << 20, false), (4 << 20, false), (2 << 20, true)] {
