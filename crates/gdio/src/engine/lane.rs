@@ -132,9 +132,15 @@ impl Lane {
         let max = max.max(count);
         runtime.bind_thread(ordinal)?;
         let mut stream = runtime.new_stream(ordinal, max)?;
-        let watch = match watcher {
-            Some(w) => stream.progress()?.map(|word| (w.clone(), word)),
-            None => None,
+        // Without a progress word (the runtime has none, or it could not be made) the worker
+        // finishes this lane's tasks itself, as with the watcher off.
+        let watch = match watcher.map(|w| (w, stream.progress())) {
+            Some((w, Ok(Some(word)))) => Some((w.clone(), word)),
+            Some((_, Err(e))) => {
+                tracing::debug!(error = %e, "no progress word; the worker finishes its tasks");
+                None
+            }
+            _ => None,
         };
         let buffers = (0..count)
             .map(|_| PinnedBuffer::new(runtime, ordinal, size))
@@ -210,13 +216,6 @@ impl Lane {
         self.stream.record(slot)?;
         self.seq += 1;
         self.slot_seq[slot] = self.seq;
-        if self.watch.is_some() {
-            if let Err(e) = self.stream.signal(self.seq as u32) {
-                // The marker stands; the worker finishes this lane's tasks from now on.
-                tracing::debug!(error = %e, "no progress word; the worker finishes its tasks");
-                self.watch = None;
-            }
-        }
         Ok(self.seq)
     }
 
@@ -237,7 +236,7 @@ impl Lane {
                 cb.finish(None);
             }));
         }
-        self.watch_task(seq, &d);
+        self.watch_tasks(seq, std::slice::from_ref(&d));
         self.in_flight.push_back(InFlight { seq, slot, task: d });
     }
 
@@ -266,16 +265,28 @@ impl Lane {
                 }
             }));
         }
-        tasks.iter().for_each(|d| self.watch_task(seq, d));
+        self.watch_tasks(seq, &tasks);
         self.in_flight.extend(tasks.into_iter().map(|task| InFlight { seq, slot, task }));
     }
 
-    /// Hands `task` (finished by marker `seq`) to the completion watcher, if this lane has one
-    /// and the task's job is small ([`WATCH_MAX_TASKS`]).
-    fn watch_task(&self, seq: u64, task: &Arc<Deferred>) {
+    /// Hands the tasks of `tasks` (finished by marker `seq`, just recorded) whose jobs are
+    /// small ([`WATCH_MAX_TASKS`]) to the completion watcher, if this lane has one: queues the
+    /// write of `seq` into the stream's progress word behind their copies first. Large jobs
+    /// cost nothing here, not even that write.
+    fn watch_tasks(&mut self, seq: u64, tasks: &[Arc<Deferred>]) {
+        let small = |d: &&Arc<Deferred>| d.job.tasks.len() <= WATCH_MAX_TASKS;
+        if self.watch.is_none() || !tasks.iter().any(|d| small(&d)) {
+            return;
+        }
+        if let Err(e) = self.stream.signal(seq as u32) {
+            // The marker stands; the worker finishes this lane's tasks from now on.
+            tracing::debug!(error = %e, "no progress word; the worker finishes its tasks");
+            self.watch = None;
+            return;
+        }
         if let Some((watcher, word)) = &self.watch {
-            if task.job.tasks.len() <= WATCH_MAX_TASKS {
-                watcher.watch(word, seq as u32, task.clone());
+            for d in tasks.iter().filter(small) {
+                watcher.watch(word, seq as u32, d.clone());
             }
         }
     }

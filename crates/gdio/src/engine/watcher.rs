@@ -1,15 +1,15 @@
 //! The completion watcher (`completion_watcher`): one engine thread that finishes a task the
-//! moment its copies land, by watching the progress words its lane's stream sets in stream
+//! moment its copies land, by watching the progress word its lane's stream sets in stream
 //! order ([`crate::gpu::ProgressWord`]). Without it a task is finished by its worker, which
 //! notices only between two chunks: a request then waits up to one more `pread` (a few hundred
-//! microseconds) after its bytes are on the GPU, which callers with few requests in flight
-//! (synchronous `cuFileRead`s, 4 MiB at a time) pay in full. Unlike completion callbacks, the
-//! word costs the stream nothing: no host function holds it.
+//! microseconds) after its bytes are on the GPU, which a request of one or two tasks pays in
+//! full. Unlike a completion callback, the word holds nothing up: no host function sits in the
+//! stream.
 //!
 //! The watcher only finishes tasks; buffer reuse still waits on the lane's markers, and the
 //! worker still finishes any task the watcher has not reached (each task finishes once).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -45,8 +45,15 @@ struct Shared {
 pub(crate) struct Watcher {
     shared: Arc<Shared>,
     handle: Mutex<Option<JoinHandle<()>>>,
+    /// [`NOT_STARTED`], [`RUNNING`] or [`NO_THREAD`].
+    state: AtomicU8,
     name: String,
 }
+
+const NOT_STARTED: u8 = 0;
+const RUNNING: u8 = 1;
+/// The thread could not be made: tasks are not taken (their workers finish them).
+const NO_THREAD: u8 = 2;
 
 impl Watcher {
     /// A watcher that checks its tasks' words every `polling.every` while any is waiting,
@@ -61,13 +68,16 @@ impl Watcher {
                 counters,
             }),
             handle: Mutex::new(None),
+            state: AtomicU8::new(NOT_STARTED),
             name: name.to_owned(),
         }
     }
 
     /// Finishes `task` once `word` reaches `seq` (unless its worker finished it first).
     pub(super) fn watch(&self, word: &ProgressWord, seq: u32, task: Arc<Deferred>) {
-        self.start();
+        if self.state.load(Ordering::Acquire) != RUNNING && !self.start() {
+            return;
+        }
         let mut inbox = self.shared.inbox.lock().unwrap_or_else(|p| p.into_inner());
         inbox.tasks.push(Watched { word: word.clone(), seq, task });
         self.shared.waiting.store(inbox.tasks.len(), Ordering::Release);
@@ -75,16 +85,27 @@ impl Watcher {
         self.shared.cv.notify_one();
     }
 
-    fn start(&self) {
+    /// Starts the thread unless that was done (or failed) already; true when it runs.
+    fn start(&self) -> bool {
         let mut h = self.handle.lock().unwrap_or_else(|p| p.into_inner());
-        if h.is_some() {
-            return;
+        match self.state.load(Ordering::Acquire) {
+            RUNNING => return true,
+            NO_THREAD => return false,
+            _ => {}
         }
         let shared = self.shared.clone();
         match std::thread::Builder::new().name(self.name.clone()).spawn(move || run(&shared)) {
-            Ok(j) => *h = Some(j),
+            Ok(j) => {
+                *h = Some(j);
+                self.state.store(RUNNING, Ordering::Release);
+                true
+            }
             // No thread: the workers finish every task themselves, as without a watcher.
-            Err(e) => tracing::debug!(error = %e, "no completion watcher thread"),
+            Err(e) => {
+                tracing::debug!(error = %e, "no completion watcher thread");
+                self.state.store(NO_THREAD, Ordering::Release);
+                false
+            }
         }
     }
 }
