@@ -60,6 +60,9 @@ fn bench_main_job_verifies_and_cleans_up() {
             share("file_io") + share("buffer_wait") + share("copy_queue") + share("draining");
         assert!(busy == 0.0 || (busy + share("idle") - 1.0).abs() < 1e-9 || busy > 1.0, "{w}");
         assert!(share("file_io") + share("inline") > 0.0, "nobody did the I/O: {w}");
+        // The completion watcher serves copies to GPUs only.
+        let watched = r["watcher_finished_tasks"].as_u64().unwrap();
+        assert!(target != "host" || watched == 0, "{target}: {watched} watched");
     }
     assert!(v["limits"]["host_read_gbps"].as_f64().unwrap() > 0.0);
     assert!(v["stats"]["backends"].is_object());

@@ -49,6 +49,9 @@ pub struct OpResult {
     pub direct_bytes: u64,
     /// Bytes of the timed iterations moved by DMA straight from the page cache.
     pub page_cache_dma_bytes: u64,
+    /// Tasks of the timed iterations that the completion watcher finished the moment their
+    /// copies landed (`completion_watcher`: requests of one or two tasks into GPU memory).
+    pub watcher_finished_tasks: u64,
     /// Where the engine's workers spent the timed iterations.
     pub workers: WorkerShares,
     /// Page cache dropped before each iteration.
@@ -123,11 +126,15 @@ impl BenchReport {
                 r.backend,
             );
             outln!(
-                "{:<6} path: {} buffered, {} O_DIRECT, {} page-cache DMA",
+                "{:<6} path: {} buffered, {} O_DIRECT, {} page-cache DMA{}",
                 "",
                 format_size(r.buffered_bytes),
                 format_size(r.direct_bytes),
-                format_size(r.page_cache_dma_bytes)
+                format_size(r.page_cache_dma_bytes),
+                match r.watcher_finished_tasks {
+                    0 => String::new(),
+                    n => format!("; {n} tasks finished by the completion watcher"),
+                }
             );
             outln!(
                 "{:<6} {} requests of {} x {} in flight: {:.0} per second; limit {}",

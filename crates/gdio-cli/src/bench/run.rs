@@ -87,6 +87,8 @@ struct Moved {
     buffered: u64,
     direct: u64,
     page_cache_dma: u64,
+    /// Tasks the completion watcher finished.
+    watcher_finished: u64,
     time: gdio::engine::WorkerTime,
 }
 
@@ -107,6 +109,7 @@ impl Moved {
             self.direct += d(after.direct_read_bytes, before.direct_read_bytes);
             self.page_cache_dma += d(after.page_cache_dma_bytes, before.page_cache_dma_bytes);
         }
+        self.watcher_finished += d(after.watcher_finished, before.watcher_finished);
         self.time = self.time.plus(&after.worker_time.since(&before.worker_time));
     }
 }
@@ -357,6 +360,7 @@ impl<'a> Bench<'a> {
             buffered_bytes: moved.buffered,
             direct_bytes: moved.direct,
             page_cache_dma_bytes: moved.page_cache_dma,
+            watcher_finished_tasks: moved.watcher_finished,
             workers: self.worker_shares(op == "write", m.seconds.iter().sum(), moved.time),
             cold: self.args.cold,
             fsync_seconds: None,
