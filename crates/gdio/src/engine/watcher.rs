@@ -9,7 +9,7 @@
 //! The watcher only finishes tasks; buffer reuse still waits on the lane's markers, and the
 //! worker still finishes any task the watcher has not reached (each task finishes once).
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -35,6 +35,9 @@ struct Shared {
     cv: Condvar,
     /// Entries in `inbox.tasks`, readable without the lock (the watcher looks while it polls).
     waiting: AtomicUsize,
+    /// `inbox.shutdown`, readable without the lock: the thread ends even while tasks it watches
+    /// never land (their workers finish or fail them; the watcher is only a shortcut).
+    stop: AtomicBool,
     polling: Polling,
     counters: Arc<Counters>,
 }
@@ -64,6 +67,7 @@ impl Watcher {
                 inbox: Mutex::new(Inbox { tasks: Vec::new(), shutdown: false }),
                 cv: Condvar::new(),
                 waiting: AtomicUsize::new(0),
+                stop: AtomicBool::new(false),
                 polling,
                 counters,
             }),
@@ -113,6 +117,7 @@ impl Watcher {
 impl Drop for Watcher {
     fn drop(&mut self) {
         self.shared.inbox.lock().unwrap_or_else(|p| p.into_inner()).shutdown = true;
+        self.shared.stop.store(true, Ordering::Release);
         self.shared.cv.notify_all();
         if let Some(h) = self.handle.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = h.join();
@@ -130,6 +135,9 @@ fn run(shared: &Shared) {
     // When a task last finished or arrived.
     let mut moved = Instant::now();
     loop {
+        if shared.stop.load(Ordering::Acquire) {
+            return;
+        }
         if watched.is_empty() || shared.waiting.load(Ordering::Acquire) > 0 {
             let mut inbox = shared.inbox.lock().unwrap_or_else(|p| p.into_inner());
             while watched.is_empty() && inbox.tasks.is_empty() && !inbox.shutdown {
