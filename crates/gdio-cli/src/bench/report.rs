@@ -52,6 +52,9 @@ pub struct OpResult {
     /// Tasks of the timed iterations that the completion watcher finished the moment their
     /// copies landed (`completion_watcher`: requests of one or two tasks into GPU memory).
     pub watcher_finished_tasks: u64,
+    /// Requests of the timed iterations that ran on the bench's own threads instead of the
+    /// engine's workers (`inline_max_bytes`, `inline_callers_min`).
+    pub inline_requests: u64,
     /// Where the engine's workers spent the timed iterations.
     pub workers: WorkerShares,
     /// Page cache dropped before each iteration.
@@ -131,9 +134,14 @@ impl BenchReport {
                 format_size(r.buffered_bytes),
                 format_size(r.direct_bytes),
                 format_size(r.page_cache_dma_bytes),
-                match r.watcher_finished_tasks {
-                    0 => String::new(),
-                    n => format!("; {n} tasks finished by the completion watcher"),
+                match (r.watcher_finished_tasks, r.inline_requests) {
+                    (0, 0) => String::new(),
+                    (n, 0) => format!("; {n} tasks finished by the completion watcher"),
+                    (0, i) => format!("; {i} requests run by their callers"),
+                    (n, i) => format!(
+                        "; {n} tasks finished by the completion watcher, {i} requests run by \
+                         their callers"
+                    ),
                 }
             );
             outln!(

@@ -89,6 +89,8 @@ struct Moved {
     page_cache_dma: u64,
     /// Tasks the completion watcher finished.
     watcher_finished: u64,
+    /// Requests run on their calling threads.
+    inline_requests: u64,
     time: gdio::engine::WorkerTime,
 }
 
@@ -110,6 +112,7 @@ impl Moved {
             self.page_cache_dma += d(after.page_cache_dma_bytes, before.page_cache_dma_bytes);
         }
         self.watcher_finished += d(after.watcher_finished, before.watcher_finished);
+        self.inline_requests += d(after.inline_requests, before.inline_requests);
         self.time = self.time.plus(&after.worker_time.since(&before.worker_time));
     }
 }
@@ -361,6 +364,7 @@ impl<'a> Bench<'a> {
             direct_bytes: moved.direct,
             page_cache_dma_bytes: moved.page_cache_dma,
             watcher_finished_tasks: moved.watcher_finished,
+            inline_requests: moved.inline_requests,
             workers: self.worker_shares(op == "write", m.seconds.iter().sum(), moved.time),
             cold: self.args.cold,
             fsync_seconds: None,

@@ -58,6 +58,8 @@ pub(crate) struct Counters {
     pub split_reads: AtomicU64,
     /// Tasks the completion watcher finished (before their workers looked).
     pub watcher_finished: AtomicU64,
+    /// Requests into or out of GPU memory run on their calling threads.
+    pub inline_requests: AtomicU64,
     /// Where the workers' time went.
     pub time: super::worker_time::Clock,
 }
