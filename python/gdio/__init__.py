@@ -47,12 +47,8 @@ __all__ = [
     "wait",
 ]
 
-try:
-    from importlib.metadata import version as _version
-
-    __version__ = _version("gdio")
-except Exception:  # noqa: BLE001 - running from a source tree without metadata
-    __version__ = "0+unknown"
+__version__: str = _native.__version__
+"""The package's version (its native module's, which the wheel is built from)."""
 
 File = CuFile
 """``gdio.File`` is ``gdio.CuFile``."""

@@ -74,58 +74,6 @@ fn gpu_reads_random_ranges_and_verifies() {
     }
 }
 
-/// `inline_callers_min`: 8 threads at once, each request run on its own thread's lane and
-/// stream in 256 KiB chunks (reads overlapping copies); every byte checked, reads and writes.
-#[test]
-fn gpu_crowd_of_callers_runs_inline_and_lands_every_byte() {
-    let Some(rt) = cuda() else { return };
-    for (where_, d) in dirs() {
-        let data = random_bytes(24, 48 << 20);
-        let p = write_file(d.path(), "crowd", &data);
-        let config = Config {
-            threads: 4,
-            inline_callers_min: 4,
-            inline_chunk_size: 256 << 10,
-            ..Config::default()
-        };
-        let drv = driver(&rt, config);
-        let f = FileHandle::open_with(&p, OpenOptions::new().read(true).write(true)).unwrap();
-        let slice = data.len() / 8;
-        std::thread::scope(|s| {
-            for t in 0..8 {
-                let (drv, f, data) = (&drv, &f, &data);
-                s.spawn(move || {
-                    let mut r = rng(60 + t as u64);
-                    let mut dev = drv.alloc_device(0, 8 << 20).unwrap();
-                    for _ in 0..20 {
-                        let len = r.random_range(1..=(8 << 20));
-                        let off = r.random_range(0..data.len() as u64);
-                        let n = drv.read(f, off, &mut dev, 0, len).unwrap();
-                        let want = &data[off as usize..(off as usize + len).min(data.len())];
-                        assert_eq!(n, want.len(), "{where_}");
-                        let mut back = vec![0u8; n];
-                        dev.copy_to_host(0, &mut back).unwrap();
-                        assert!(back == want, "{where_}: bytes differ at {off}+{len}");
-                    }
-                    // Then each thread rewrites its eighth of the file with the same bytes,
-                    // from GPU memory, in random pieces.
-                    let base = t * slice;
-                    dev.copy_from_host(0, &data[base..base + slice]).unwrap();
-                    let mut at = 0;
-                    while at < slice {
-                        let len = r.random_range(1..=(2 << 20)).min(slice - at);
-                        let wrote = drv.write(f, (base + at) as u64, &dev, at, len).unwrap();
-                        assert_eq!(wrote, len, "{where_}");
-                        at += len;
-                    }
-                });
-            }
-        });
-        assert!(std::fs::read(&p).unwrap() == data, "{where_}: the rewritten file differs");
-        assert!(drv.engine().counters().inline_requests > 0, "{where_}: nothing ran inline");
-    }
-}
-
 #[test]
 fn gpu_writes_read_back() {
     let Some(rt) = cuda() else { return };

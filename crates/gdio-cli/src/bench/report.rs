@@ -53,7 +53,7 @@ pub struct OpResult {
     /// copies landed (`completion_watcher`: requests of one or two tasks into GPU memory).
     pub watcher_finished_tasks: u64,
     /// Requests of the timed iterations that ran on the bench's own threads instead of the
-    /// engine's workers (`inline_max_bytes`, `inline_callers_min`).
+    /// engine's workers (`inline_max_bytes`).
     pub inline_requests: u64,
     /// Where the engine's workers spent the timed iterations.
     pub workers: WorkerShares,

@@ -221,7 +221,9 @@ pub struct GdsPlatform {
     pub cuda: std::result::Result<(), String>,
     /// nvidia-fs is loaded (`/proc/driver/nvidia-fs/version` or `/dev/nvidia-fs*`).
     pub nvidia_fs: bool,
-    /// The kernel can do PCI P2PDMA (`CONFIG_PCI_P2PDMA` or `p2pdma_pgmap_ops`).
+    /// The kernel can do PCI P2PDMA (`CONFIG_PCI_P2PDMA` or `p2pdma_pgmap_ops`). Probed only
+    /// where it could serve: `use_pci_p2pdma` on and no nvidia-fs (the probe may read all of
+    /// `/proc/kallsyms`, 40–90 ms, which every process making a driver would pay).
     pub p2pdma: bool,
     /// libcufile loaded with every symbol gdio needs (its name), or why not. `Err` also when
     /// it was not tried because no DMA path exists.
@@ -246,10 +248,10 @@ impl GdsPlatform {
     /// (nvidia-fs or P2PDMA), CUDA, library, driver open.
     pub fn rule(&self, config: &Config) -> Option<super::Reason> {
         if !(self.nvidia_fs || self.p2pdma && config.use_pci_p2pdma) {
-            return Some(if self.p2pdma {
-                "nvidia-fs is not loaded and PCI P2PDMA mode is off (set use_pci_p2pdma=true to use the kernel's P2PDMA)".into()
-            } else {
+            return Some(if config.use_pci_p2pdma {
                 "nvidia-fs is not loaded (no /proc/driver/nvidia-fs/version, no /dev/nvidia-fs*) and the kernel has no PCI P2PDMA".into()
+            } else {
+                "nvidia-fs is not loaded (no /proc/driver/nvidia-fs/version, no /dev/nvidia-fs*) and PCI P2PDMA mode is off (use_pci_p2pdma=true tries the kernel's P2PDMA; `gdio check` says whether this kernel has it)".into()
             });
         }
         if let Err(why) = &self.cuda {
@@ -327,7 +329,7 @@ impl GdsBackend {
     /// libcufile and opens the driver. Never fails: what is missing becomes the reject reason.
     pub fn new(runtime: Arc<dyn GpuRuntime>, config: &Config) -> GdsBackend {
         let nvidia_fs = nvidia_fs_loaded();
-        let p2pdma = kernel_p2pdma();
+        let p2pdma = !nvidia_fs && config.use_pci_p2pdma && kernel_p2pdma();
         let cuda = if runtime.name() == "cuda" && runtime.device_count() > 0 {
             Ok(())
         } else {
@@ -650,5 +652,22 @@ mod tests {
         assert!(p.rule(&c).unwrap().contains("nvidia-fs"));
         p.nvidia_fs = true;
         assert!(p.rule(&c).unwrap().contains("libcufile"));
+    }
+
+    /// The P2PDMA probe (which may read all of /proc/kallsyms) runs only where P2PDMA could
+    /// serve; the reason given without it still says what to set.
+    #[test]
+    fn p2pdma_is_probed_only_when_use_pci_p2pdma_is_on() {
+        let rt: Arc<dyn GpuRuntime> =
+            Arc::new(crate::gpu::sim::SimRuntime::new(1, std::time::Duration::ZERO));
+        let off = GdsBackend::new(rt.clone(), &Config::default());
+        assert!(!off.platform().p2pdma);
+        let why = off.platform().rule(&Config::default()).unwrap();
+        if !off.platform().nvidia_fs {
+            assert!(why.contains("use_pci_p2pdma=true"), "{why}");
+        }
+        let on_config = Config { use_pci_p2pdma: true, ..Config::default() };
+        let on = GdsBackend::new(rt, &on_config);
+        assert_eq!(on.platform().p2pdma, !on.platform().nvidia_fs && kernel_p2pdma());
     }
 }

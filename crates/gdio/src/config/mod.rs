@@ -190,16 +190,6 @@ pub struct Config {
     /// wake-ups); larger ones go to the workers, which overlap one task's copy with the next
     /// read. 0: never inline.
     pub inline_max_bytes: usize,
-    /// A request of one task (up to `task_size`) into or out of GPU memory also runs on the
-    /// calling thread, whatever its size, when at least this many synchronous requests are in
-    /// flight on the engine at once (this one included): their callers keep the link busy
-    /// themselves, as KvikIO's threads do over cuFile, and each saves two thread hand-offs.
-    /// 0: only `inline_max_bytes` decides.
-    pub inline_callers_min: usize,
-    /// Chunk size of a request run on the calling thread: its lane reads chunk N+1 while chunk
-    /// N is copied, so a task of several chunks overlaps its reads and copies (at most
-    /// `buffered_chunk_size`).
-    pub inline_chunk_size: usize,
     /// A read into GPU memory of one task and at least twice this many bytes is split into
     /// tasks of at least this size when workers are idle, so that few large requests in flight
     /// still keep several workers reading (H200, 4 MiB requests, 8 in flight: 24.4 GB/s as one
@@ -297,8 +287,6 @@ impl Default for Config {
             completion_watcher: true,
             numa_affinity: true,
             inline_max_bytes: 256 << 10,
-            inline_callers_min: 0,
-            inline_chunk_size: 1 << 20,
             split_min_bytes: 2 << 20,
             pool_per_gpu: false,
             save_writes_in_flight: 1,

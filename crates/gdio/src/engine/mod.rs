@@ -24,7 +24,7 @@ mod transfer;
 mod watcher;
 mod worker_time;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub use job::DirectChoice;
@@ -76,8 +76,8 @@ pub struct EngineCounters {
     /// Tasks the completion watcher finished the moment their copies landed, before their
     /// workers looked (`completion_watcher`; requests of one or two tasks only).
     pub watcher_finished: u64,
-    /// Synchronous requests of one task that ran on their calling threads' own lanes instead of
-    /// the workers (`inline_max_bytes`, `inline_callers_min`; host memory always does).
+    /// Synchronous requests of one task that ran on their calling threads instead of the
+    /// workers: host memory, and GPU memory up to `inline_max_bytes`.
     pub inline_requests: u64,
     /// Where the workers' time went (summed over workers).
     pub worker_time: WorkerTime,
@@ -95,25 +95,6 @@ pub struct Engine {
     config: Config,
     counters: Arc<Counters>,
     io: Arc<ring::IoChoice>,
-    /// Synchronous requests in flight now (`inline_callers_min`).
-    sync_callers: AtomicUsize,
-}
-
-/// One synchronous request counted in [`Engine::sync_callers`] while it lives.
-struct SyncCaller<'a>(&'a AtomicUsize);
-
-impl<'a> SyncCaller<'a> {
-    /// Counts one more caller; returns the guard and how many are in flight with it.
-    fn enter(count: &'a AtomicUsize) -> (SyncCaller<'a>, usize) {
-        let now = count.fetch_add(1, Ordering::Relaxed) + 1;
-        (SyncCaller(count), now)
-    }
-}
-
-impl Drop for SyncCaller<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
 }
 
 impl std::fmt::Debug for Engine {
@@ -166,7 +147,6 @@ impl Engine {
             config,
             counters,
             io,
-            sync_callers: AtomicUsize::new(0),
         }
     }
 
@@ -322,20 +302,6 @@ impl Engine {
 
     /// Builds the job of a checked request of `len` bytes.
     fn job(&self, op: Op, file: JobFile, buf: BufferRef, offset: u64, len: u64) -> Job {
-        self.job_split(op, file, buf, offset, len, true)
-    }
-
-    /// [`Engine::job`]; `split`: a one-task read into GPU memory may be spread over idle
-    /// workers (`split_min_bytes`).
-    fn job_split(
-        &self,
-        op: Op,
-        file: JobFile,
-        buf: BufferRef,
-        offset: u64,
-        len: u64,
-        split: bool,
-    ) -> Job {
         let fh = match &file {
             // SAFETY: the caller of `job` holds the handle for the whole call.
             JobFile::Borrowed(p) => unsafe { &**p },
@@ -343,11 +309,7 @@ impl Engine {
         };
         let align = transfer::direct_align(fh);
         let mut tasks = plan::split(offset, len, self.config.task_size as u64, align);
-        if split
-            && tasks.len() == 1
-            && op == Op::Read
-            && matches!(buf.kind, MemoryKind::Device { .. })
-        {
+        if tasks.len() == 1 && op == Op::Read && matches!(buf.kind, MemoryKind::Device { .. }) {
             if let Some(size) = self.split_size(len, self.pool_for(buf.kind)) {
                 tasks = plan::split(offset, len, size, align);
                 self.counters.split_reads.fetch_add(1, Ordering::Relaxed);
@@ -426,24 +388,17 @@ impl Engine {
         let Some(len) = self.check(op, file, buf.len as u64, offset)? else {
             return Ok(Transfer::default());
         };
-        let (_caller, callers) = SyncCaller::enter(&self.sync_callers);
-        // Many callers at once keep the link busy themselves (`inline_callers_min`): a request
-        // of one task then stays whole and runs on its caller, whatever its size.
-        let crowd = self.config.inline_callers_min > 0
-            && callers >= self.config.inline_callers_min
-            && len <= self.config.task_size.max(1) as u64;
-        let mut job = self.job_split(op, JobFile::Borrowed(file), buf, offset, len, !crowd);
+        let job = self.job(op, JobFile::Borrowed(file), buf, offset, len);
         // A single task runs on the calling thread: no hand-off, no wake-up. Host memory in
-        // place; device memory through the thread's own lane when it is small or the callers
-        // are many (not for page-cache DMA): a lone thread overlaps a large task's reads with
-        // its copies only chunk by chunk, where the workers would read its pieces at once.
+        // place; device memory through the thread's own lane when it is small (not for
+        // page-cache DMA): a lone thread cannot overlap a large task's copy with more reads.
         let since = std::time::Instant::now();
         let inline = match buf.kind {
             _ if job.tasks.len() != 1 => false,
             MemoryKind::Device { ordinal } => {
                 !job.page_cache_dma
-                    && (crowd || len <= self.config.inline_max_bytes as u64)
-                    && self.run_on_caller(&mut job, ordinal)
+                    && len <= self.config.inline_max_bytes as u64
+                    && caller_lane::run(&self.runtime, self.pool.shape(), ordinal, &job)
             }
             _ => {
                 if let Some(task) = job.claim() {
@@ -460,18 +415,6 @@ impl Engine {
         // Not queued: canceled, so the job counts as done before it is dropped.
         let job = self.launch(Arc::new(job), offset, len, None)?;
         Self::settled(&job)
-    }
-
-    /// Runs `job` on the calling thread's lane in chunks of `inline_chunk_size`; false, with
-    /// nothing claimed and the job as it was, when the thread cannot have a lane.
-    fn run_on_caller(&self, job: &mut Job, ordinal: usize) -> bool {
-        let chunk = job.buffered_chunk;
-        job.buffered_chunk = chunk.min(self.config.inline_chunk_size.max(4096) as u64);
-        let ran = caller_lane::run(&self.runtime, self.pool.shape(), ordinal, job);
-        if !ran {
-            job.buffered_chunk = chunk;
-        }
-        ran
     }
 
     /// Reads up to `dst.len` bytes at `offset` into `dst`. Fewer bytes come back only when the
