@@ -63,6 +63,9 @@ fn bench_main_job_verifies_and_cleans_up() {
         // The completion watcher serves copies to GPUs only.
         let watched = r["watcher_finished_tasks"].as_u64().unwrap();
         assert!(target != "host" || watched == 0, "{target}: {watched} watched");
+        // Requests run by their callers are the ones whose time counts as inline.
+        let inline = r["inline_requests"].as_u64().unwrap();
+        assert_eq!(inline > 0, share("inline") > 0.0, "{inline} inline requests: {w}");
     }
     assert!(v["limits"]["host_read_gbps"].as_f64().unwrap() > 0.0);
     assert!(v["stats"]["backends"].is_object());
