@@ -205,3 +205,41 @@ with gdio.CuFile(path) as f:
 assert other.bytes() == b"\\x33" * 4096
 print("ok")
 """, seed=14)
+
+
+PRODUCER_STREAM = """
+# A producer's stream (a handle other than 1 and 2, which CAI gives meanings of their own):
+# its queued work lands late and writes where the futures then read. Each future names the
+# stream, so its read must follow that work: the bytes left are the future's.
+s = _native._sim_stream(1)
+while s <= 2:
+    s = _native._sim_stream(1)
+size, count = 65_536, 300
+buf = Dev(size * count, ordinal=1)
+
+def on_stream(view):
+    v = Dev.__new__(Dev)
+    v.n, v.ordinal, v.addr = view.n, view.ordinal, view.addr
+    v.__cuda_array_interface__ = dict(view.__cuda_array_interface__, stream=s)
+    return v
+
+for rnd in range(3):
+    stale = [rng.randrange(0, len(data) - size) for _ in range(count)]
+    fresh = [rng.randrange(0, len(data) - size) for _ in range(count)]
+    with gdio.CuFile(path) as f:
+        # Stale bytes queued on the producer's stream first, into every slot.
+        queued = [f.raw_read_async(buf, s, size, o, i * size) for i, o in enumerate(stale)]
+        futs = [f.pread(on_stream(buf.part(i * size, size)), file_offset=o)
+                for i, o in enumerate(fresh)]
+        assert sum(fu.get() for fu in futs) == size * count
+        _native._sim_stream_synchronize(s)
+        assert sum(q.get() for q in queued) == size * count
+    for i, o in enumerate(fresh):
+        assert buf.bytes(i * size, size) == data[o:o + size], (rnd, i)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("pool", ["0", "1"])
+def test_futures_naming_a_stream_read_after_its_queued_work(tmp_path, pool):
+    run_child(tmp_path, PRODUCER_STREAM, seed=15, extra_env={"GDIO_PY_POOL": pool})

@@ -93,6 +93,7 @@ impl CuFile {
             memory: b.memory,
             file_offset,
             sync: b.sync,
+            ticket: crate::sync_point::ticket(),
             tail: false,
         };
         Ok((rt, file, b, part))
@@ -190,6 +191,7 @@ impl CuFile {
                     memory: b.memory,
                     file_offset: offsets[i],
                     sync: b.sync,
+                    ticket: crate::sync_point::ticket(),
                     tail: false,
                 },
             ));

@@ -36,6 +36,9 @@ pub struct Part {
     pub file_offset: u64,
     /// Stream `(ordinal, handle)` to synchronize first.
     pub sync: Option<(usize, u64)>,
+    /// When the part was made ([`crate::sync_point::ticket`]): a synchronization of `sync`
+    /// that began later covers it.
+    pub ticket: u64,
     /// A later part of a split read: starting at or past the end of the file reads 0 bytes
     /// (the request as a whole started inside the file), not an error.
     pub tail: bool,
@@ -55,7 +58,7 @@ impl Part {
             return Ok(0);
         }
         if let Some((ordinal, s)) = self.sync {
-            stream::synchronize(driver, ordinal, s)?;
+            stream::synchronize_since(driver, ordinal, s, self.ticket)?;
         }
         let (f, off, a, n) = (file, self.file_offset, self.addr, self.len);
         // GPU memory whose ordinal the import already found: no second pointer query per part
@@ -148,9 +151,10 @@ pub fn submit(
 }
 
 /// Submits one `part` at offset `at` of the request, reporting to `completion`: a part of GPU
-/// memory straight to the engine (no thread waits for it, and the engine's workers may gather
-/// many small reads into one copy), anything else to the runtime's pool, whose workers call
-/// the synchronous driver.
+/// memory to the engine (no thread waits for it, and the engine's workers may gather many small
+/// reads into one copy), after its producer's stream is synchronized on the pool when it names
+/// one (shared with the parts made before that synchronization began); anything else to the
+/// runtime's pool, whose workers call the synchronous driver.
 pub fn submit_one(
     rt: &Arc<Runtime>,
     file: &Arc<FileHandle>,
@@ -158,27 +162,21 @@ pub fn submit_one(
     part: Part,
     completion: &Arc<Completion>,
 ) {
-    if let (Memory::Device(ordinal), None, false) = (part.memory, part.sync, part.tail) {
+    if let (Memory::Device(ordinal), false) = (part.memory, part.tail) {
         if part.len > 0 && !rt.pool_only {
-            let buf =
-                BufferRef { addr: part.addr, len: part.len, kind: MemoryKind::Device { ordinal } };
-            let op = match part.dir {
-                Dir::Read => Op::Read,
-                Dir::Write => Op::Write,
+            let Some((o, s)) = part.sync else {
+                return submit_to_engine(rt, file, at, part, ordinal, completion);
             };
-            let (c, pool) = (completion.clone(), rt.clone());
-            let done = Box::new(move |r: gdio::Result<usize>| {
-                // On an engine worker: Python callbacks go to the pool, which may take the GIL.
-                c.part_done_then(at, r, |callbacks| pool.dispatch.submit(callbacks));
-            });
-            // SAFETY: `addr..addr+len` lies in GPU memory of `ordinal` taken from a Python
-            // object by `buffer::acquire` (bounds checked by `split`) and kept alive by the
-            // completion's `Keepalive` until this part reports, which is after `done` ran;
-            // reads were refused on read-only memory there.
-            if let Err(e) = unsafe { rt.driver.submit_then(op, file, part.file_offset, buf, done) }
-            {
-                completion.part_done(at, Err(e));
-            }
+            let (rt2, file, completion) = (rt.clone(), file.clone(), completion.clone());
+            rt.dispatch.submit(Box::new(move || {
+                match stream::synchronize_since(&rt2.driver, o, s, part.ticket) {
+                    Ok(()) => submit_to_engine(&rt2, &file, at, part, ordinal, &completion),
+                    Err(e) => completion.part_done(
+                        at,
+                        Err(e.with_range(part.file_offset, part.len as u64).with_path(file.path())),
+                    ),
+                }
+            }));
             return;
         }
     }
@@ -187,6 +185,35 @@ pub fn submit_one(
         let r = part.run_caught(&driver, &file);
         completion.part_done(at, r);
     }));
+}
+
+/// Hands a part of GPU memory of `ordinal` (its stream, if any, already synchronized) to the
+/// engine, whose completion reports to `completion`.
+fn submit_to_engine(
+    rt: &Arc<Runtime>,
+    file: &Arc<FileHandle>,
+    at: usize,
+    part: Part,
+    ordinal: usize,
+    completion: &Arc<Completion>,
+) {
+    let buf = BufferRef { addr: part.addr, len: part.len, kind: MemoryKind::Device { ordinal } };
+    let op = match part.dir {
+        Dir::Read => Op::Read,
+        Dir::Write => Op::Write,
+    };
+    let (c, pool) = (completion.clone(), rt.clone());
+    let done = Box::new(move |r: gdio::Result<usize>| {
+        // On an engine worker: Python callbacks go to the pool, which may take the GIL.
+        c.part_done_then(at, r, |callbacks| pool.dispatch.submit(callbacks));
+    });
+    // SAFETY: `addr..addr+len` lies in GPU memory of `ordinal` taken from a Python object by
+    // `buffer::acquire` (bounds checked by `split`) and kept alive by the completion's
+    // `Keepalive` until this part reports, which is after `done` ran; reads were refused on
+    // read-only memory there.
+    if let Err(e) = unsafe { rt.driver.submit_then(op, file, part.file_offset, buf, done) } {
+        completion.part_done(at, Err(e));
+    }
 }
 
 #[cfg(test)]
@@ -201,6 +228,7 @@ mod tests {
             memory: Memory::Host,
             file_offset: 50,
             sync: None,
+            ticket: 0,
             tail: false,
         }
     }

@@ -14,6 +14,7 @@ mod io;
 mod safetensors;
 mod state;
 mod stream;
+mod sync_point;
 mod torch;
 
 use std::os::fd::AsFd;

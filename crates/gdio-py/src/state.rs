@@ -63,7 +63,9 @@ pub fn runtime() -> gdio::Result<Arc<Runtime>> {
     // Tests without a GPU: the engine's GPU paths on simulated GPUs (host memory whose copies
     // land late), so CI runs them too.
     let sim = simulated_gpus().map(|n| {
-        Arc::new(gdio::gpu::sim::SimRuntime::new(n, std::time::Duration::from_micros(50)))
+        let rt = Arc::new(gdio::gpu::sim::SimRuntime::new(n, std::time::Duration::from_micros(50)));
+        SIMS.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::downgrade(&rt));
+        rt
     });
     let driver = Arc::new(match &sim {
         Some(rt) => Driver::with_runtime(loaded.config().clone(), rt.clone())?,
@@ -75,6 +77,18 @@ pub fn runtime() -> gdio::Result<Arc<Runtime>> {
     let rt = Arc::new(Runtime { driver, dispatch, pool_only, sim });
     s.current = Some(rt.clone());
     Ok(rt)
+}
+
+/// Every simulated runtime made so far (a runtime is rebuilt after a configuration change;
+/// futures in flight keep theirs).
+static SIMS: Mutex<Vec<std::sync::Weak<gdio::gpu::sim::SimRuntime>>> = Mutex::new(Vec::new());
+
+/// The simulated runtime `driver` runs on, when it runs on one (the tests' streams are its
+/// streams).
+pub fn sim_of(driver: &Driver) -> Option<Arc<gdio::gpu::sim::SimRuntime>> {
+    let target = Arc::as_ptr(driver.runtime()) as *const ();
+    let sims = SIMS.lock().unwrap_or_else(|e| e.into_inner());
+    sims.iter().filter_map(std::sync::Weak::upgrade).find(|s| Arc::as_ptr(s) as *const () == target)
 }
 
 /// `GDIO_SIMULATE_GPUS=N` (N ≥ 1): the process runs on N simulated GPUs instead of CUDA, for
