@@ -169,6 +169,13 @@ impl Engine {
         }
     }
 
+    /// Workers of the engine's first pool waiting for work now (tests wait for them to settle
+    /// before a request whose plan depends on it).
+    #[cfg(test)]
+    pub(crate) fn idle_workers(&self) -> usize {
+        self.pool.idle_workers()
+    }
+
     /// Worker pools started so far (one, or with `pool_per_gpu` one more per GPU after the
     /// first that has had work).
     pub fn pools(&self) -> usize {

@@ -385,10 +385,21 @@ fn eio_inside_a_split_read_fails_it_in_any_piece_and_the_next_read_is_right() {
     drv.prepare_gpu(0).unwrap();
     let f = rw(&p);
     let base = 1u64 << 20;
+    // A read is split only over workers idle when it comes (under memcheck the workers of the
+    // previous read may still be finishing): wait for all four.
+    let settle = || {
+        let start = std::time::Instant::now();
+        while drv.engine().idle_workers() < 4
+            && start.elapsed() < std::time::Duration::from_secs(20)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    };
     for piece in 0..4u64 {
         let bad = base + piece * (256 << 10) + 4097;
         let inj = inject(&p, FaultPlan { eio_at: Some(bad), ..Default::default() }).unwrap();
         let mut dev = DeviceBuffer::new(drv.runtime(), 0, 1 << 20).unwrap();
+        settle();
         let e = drv.read(&f, base, &mut dev, 0, 1 << 20).unwrap_err();
         assert_eq!(e.errno(), Some(libc::EIO), "{e}");
         assert_eq!(e.path(), Some(p.as_path()));
@@ -397,6 +408,7 @@ fn eio_inside_a_split_read_fails_it_in_any_piece_and_the_next_read_is_right() {
         assert!(inj.injected() >= 1);
         drop(inj);
         // The lanes that met the error are whole again: the same read now lands exactly.
+        settle();
         let n = drv.read(&f, base, &mut dev, 0, 1 << 20).unwrap();
         assert_eq!(n, 1 << 20);
         let mut back = vec![0u8; 1 << 20];
