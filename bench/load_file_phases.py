@@ -11,18 +11,10 @@ data bytes / seconds.
 """
 import json
 import os
-import struct
 import sys
 import time
 
-
-def data_bytes(files):
-    total = 0
-    for p in files:
-        with open(p, "rb") as f:
-            n = struct.unpack("<Q", f.read(8))[0]
-        total += os.path.getsize(p) - 8 - n
-    return total
+from safetensors_peer import data_bytes  # bench/, the script's own directory
 
 
 def main():

@@ -15,6 +15,7 @@ use crate::error::to_py;
 use crate::future::Future;
 use crate::io::{check_size, split, submit, submit_one, Dir, Part};
 use crate::state::{self, Runtime};
+use crate::sync_point::StreamWait;
 
 /// A file opened for I/O between it and GPU or host memory.
 #[pyclass(module = "gdio", name = "CuFile", frozen)]
@@ -92,8 +93,7 @@ impl CuFile {
             len: size,
             memory: b.memory,
             file_offset,
-            sync: b.sync,
-            ticket: crate::sync_point::ticket(),
+            sync: StreamWait::made_now(b.sync),
             tail: false,
         };
         Ok((rt, file, b, part))
@@ -190,8 +190,7 @@ impl CuFile {
                     len: size,
                     memory: b.memory,
                     file_offset: offsets[i],
-                    sync: b.sync,
-                    ticket: crate::sync_point::ticket(),
+                    sync: StreamWait::made_now(b.sync),
                     tail: false,
                 },
             ));

@@ -9,7 +9,7 @@ use gdio::{Driver, Error, ErrorKind, FileHandle, MemoryKind, Op};
 use crate::buffer::Memory;
 use crate::completion::Completion;
 use crate::state::Runtime;
-use crate::stream;
+use crate::sync_point::StreamWait;
 
 /// Read (file → buffer) or write (buffer → file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,11 +34,8 @@ pub struct Part {
     pub memory: Memory,
     /// File offset.
     pub file_offset: u64,
-    /// Stream `(ordinal, handle)` to synchronize first.
-    pub sync: Option<(usize, u64)>,
-    /// When the part was made ([`crate::sync_point::ticket`]): a synchronization of `sync`
-    /// that began later covers it.
-    pub ticket: u64,
+    /// The producer's stream to wait for first, as of when the part was made.
+    pub sync: Option<StreamWait>,
     /// A later part of a split read: starting at or past the end of the file reads 0 bytes
     /// (the request as a whole started inside the file), not an error.
     pub tail: bool,
@@ -57,9 +54,7 @@ impl Part {
         {
             return Ok(0);
         }
-        if let Some((ordinal, s)) = self.sync {
-            stream::synchronize_since(driver, ordinal, s, self.ticket)?;
-        }
+        self.wait_for_stream(driver, file)?;
         let (f, off, a, n) = (file, self.file_offset, self.addr, self.len);
         // GPU memory whose ordinal the import already found: no second pointer query per part
         // (one per 64 KiB future adds up).
@@ -86,6 +81,14 @@ impl Part {
                 (Dir::Write, Memory::Any) => driver.write_raw(f, off, a, n),
             }
         }
+    }
+
+    /// Waits for the producer's stream, if the part names one; an error says which transfer
+    /// it held up.
+    fn wait_for_stream(&self, driver: &Driver, file: &FileHandle) -> gdio::Result<()> {
+        let Some(w) = self.sync else { return Ok(()) };
+        w.wait(driver)
+            .map_err(|e| e.with_range(self.file_offset, self.len as u64).with_path(file.path()))
     }
 
     /// Runs the transfer, turning a panic into an error (a future must always complete).
@@ -164,18 +167,13 @@ pub fn submit_one(
 ) {
     if let (Memory::Device(ordinal), false) = (part.memory, part.tail) {
         if part.len > 0 && !rt.pool_only {
-            let Some((o, s)) = part.sync else {
+            if part.sync.is_none() {
                 return submit_to_engine(rt, file, at, part, ordinal, completion);
-            };
+            }
             let (rt2, file, completion) = (rt.clone(), file.clone(), completion.clone());
-            rt.dispatch.submit(Box::new(move || {
-                match stream::synchronize_since(&rt2.driver, o, s, part.ticket) {
-                    Ok(()) => submit_to_engine(&rt2, &file, at, part, ordinal, &completion),
-                    Err(e) => completion.part_done(
-                        at,
-                        Err(e.with_range(part.file_offset, part.len as u64).with_path(file.path())),
-                    ),
-                }
+            rt.dispatch.submit(Box::new(move || match part.wait_for_stream(&rt2.driver, &file) {
+                Ok(()) => submit_to_engine(&rt2, &file, at, part, ordinal, &completion),
+                Err(e) => completion.part_done(at, Err(e)),
             }));
             return;
         }
@@ -228,7 +226,6 @@ mod tests {
             memory: Memory::Host,
             file_offset: 50,
             sync: None,
-            ticket: 0,
             tail: false,
         }
     }

@@ -11,9 +11,11 @@ pub const PER_THREAD: i64 = 2;
 /// Blocks until the work queued on `stream` of GPU `ordinal` is done (0 means the legacy
 /// default stream, as CUDA counts it; on the tests' simulated GPUs, one of their streams).
 pub fn synchronize(driver: &Driver, ordinal: usize, stream: u64) -> gdio::Result<()> {
-    if let Some(sim) = crate::state::sim_of(driver) {
-        // The tests' simulated GPUs: `stream` is one of their streams (`_sim_stream`).
-        return sim.with_stream(stream, |s| s.synchronize()).and_then(|r| r);
+    if driver.runtime().name() == "sim" {
+        if let Some(sim) = crate::state::sim_of(driver) {
+            // The tests' simulated GPUs: `stream` is one of their streams (`_sim_stream`).
+            return sim.with_stream(stream, |s| s.synchronize()).and_then(|r| r);
+        }
     }
     if driver.runtime().name() != "cuda" {
         return Err(Error::new(
@@ -32,16 +34,4 @@ pub fn synchronize(driver: &Driver, ordinal: usize, stream: u64) -> gdio::Result
     unsafe { cudarc::driver::result::stream::synchronize(handle) }.map_err(|e| {
         Error::gpu(e.0 as i64, &format!("{e:?}"), format!("synchronizing CUDA stream 0x{stream:x}"))
     })
-}
-
-/// [`synchronize`], shared: returns once a synchronization of `stream` that began after
-/// `ticket` ([`crate::sync_point::ticket`], taken when the part was made) has finished, this
-/// thread's or another's.
-pub fn synchronize_since(
-    driver: &Driver,
-    ordinal: usize,
-    stream: u64,
-    ticket: u64,
-) -> gdio::Result<()> {
-    crate::sync_point::point(ordinal, stream).since(ticket, || synchronize(driver, ordinal, stream))
 }

@@ -49,10 +49,34 @@ impl SyncPoint {
     }
 }
 
+/// What a part waits for before it touches its memory: stream `stream` of GPU `ordinal`, as
+/// of when the part was made.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamWait {
+    ordinal: usize,
+    stream: u64,
+    ticket: u64,
+}
+
+impl StreamWait {
+    /// The wait of a part made now, for the stream `(ordinal, handle)` its producer named
+    /// (`None`: nothing to wait for, and no ticket taken).
+    pub fn made_now(stream: Option<(usize, u64)>) -> Option<StreamWait> {
+        stream.map(|(ordinal, stream)| StreamWait { ordinal, stream, ticket: ticket() })
+    }
+
+    /// Returns once a synchronization of the stream that began after the part was made has
+    /// finished, this thread's or another's.
+    pub fn wait(&self, driver: &gdio::Driver) -> gdio::Result<()> {
+        point(self.ordinal, self.stream)
+            .since(self.ticket, || crate::stream::synchronize(driver, self.ordinal, self.stream))
+    }
+}
+
 /// The point of stream `stream` of GPU `ordinal` (made at its first use, kept for the
 /// process: a handle reused by a new stream is still ordered right, since a point only ever
 /// covers tickets older than a synchronization of that handle).
-pub fn point(ordinal: usize, stream: u64) -> Arc<SyncPoint> {
+fn point(ordinal: usize, stream: u64) -> Arc<SyncPoint> {
     /// Each stream's point, by (GPU ordinal, stream handle).
     type Points = HashMap<(usize, u64), Arc<SyncPoint>>;
     static POINTS: OnceLock<Mutex<Points>> = OnceLock::new();

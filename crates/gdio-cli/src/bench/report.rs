@@ -134,15 +134,14 @@ impl BenchReport {
                 format_size(r.buffered_bytes),
                 format_size(r.direct_bytes),
                 format_size(r.page_cache_dma_bytes),
-                match (r.watcher_finished_tasks, r.inline_requests) {
-                    (0, 0) => String::new(),
-                    (n, 0) => format!("; {n} tasks finished by the completion watcher"),
-                    (0, i) => format!("; {i} requests run by their callers"),
-                    (n, i) => format!(
-                        "; {n} tasks finished by the completion watcher, {i} requests run by \
-                         their callers"
-                    ),
-                }
+                [
+                    (r.watcher_finished_tasks, "tasks finished by the completion watcher"),
+                    (r.inline_requests, "requests run by their callers"),
+                ]
+                .iter()
+                .filter(|(n, _)| *n > 0)
+                .map(|(n, what)| format!("; {n} {what}"))
+                .collect::<String>()
             );
             outln!(
                 "{:<6} {} requests of {} x {} in flight: {:.0} per second; limit {}",

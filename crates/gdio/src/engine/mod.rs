@@ -169,11 +169,15 @@ impl Engine {
         }
     }
 
-    /// Workers of the engine's first pool waiting for work now (tests wait for them to settle
-    /// before a request whose plan depends on it).
+    /// Waits until `n` workers of the engine's first pool wait for work (tests let them settle
+    /// before a request whose plan depends on it); fails the test after 10 s.
     #[cfg(test)]
-    pub(crate) fn idle_workers(&self) -> usize {
-        self.pool.idle_workers()
+    pub(crate) fn wait_idle(&self, n: usize) {
+        let start = std::time::Instant::now();
+        while self.pool.idle_workers() < n && start.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(self.pool.idle_workers(), n, "workers did not go idle");
     }
 
     /// Worker pools started so far (one, or with `pool_per_gpu` one more per GPU after the
@@ -670,7 +674,7 @@ impl Drop for EngineIo {
 mod tests {
     use super::*;
     use crate::gpu::sim::SimRuntime;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     #[test]
     fn pool_per_gpu_gives_each_gpu_after_the_first_a_pool_of_its_own() {
@@ -702,22 +706,13 @@ mod tests {
         Engine::new(rt, &config)
     }
 
-    /// Waits until the warmed workers have gone to sleep (they were started by the warm-up).
-    fn wait_idle(e: &Engine, n: usize) {
-        let start = Instant::now();
-        while e.pool.idle_workers() < n && start.elapsed() < Duration::from_secs(10) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        assert_eq!(e.pool.idle_workers(), n, "workers did not go idle");
-    }
-
     #[test]
     fn a_large_one_task_read_is_spread_over_idle_workers_only_when_some_are_idle() {
         let e = engine(2 << 20);
         // No worker started yet: nothing idle, nothing split.
         assert_eq!(e.split_size(8 << 20, &e.pool), None);
         e.prepare_gpu(0).unwrap();
-        wait_idle(&e, 4);
+        e.wait_idle(4);
         // 4 idle workers + the request's own: 5 pieces of 8 MiB would be under 2 MiB each, so
         // as many pieces of at least 2 MiB as fit: 4 of 2 MiB.
         assert_eq!(e.split_size(8 << 20, &e.pool), Some(2 << 20));
@@ -728,7 +723,7 @@ mod tests {
         // Off.
         let off = engine(0);
         off.prepare_gpu(0).unwrap();
-        wait_idle(&off, 4);
+        off.wait_idle(4);
         assert_eq!(off.split_size(64 << 20, &off.pool), None);
     }
 }

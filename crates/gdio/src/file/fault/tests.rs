@@ -387,14 +387,7 @@ fn eio_inside_a_split_read_fails_it_in_any_piece_and_the_next_read_is_right() {
     let base = 1u64 << 20;
     // A read is split only over workers idle when it comes (under memcheck the workers of the
     // previous read may still be finishing): wait for all four.
-    let settle = || {
-        let start = std::time::Instant::now();
-        while drv.engine().idle_workers() < 4
-            && start.elapsed() < std::time::Duration::from_secs(20)
-        {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-    };
+    let settle = || drv.engine().wait_idle(4);
     for piece in 0..4u64 {
         let bad = base + piece * (256 << 10) + 4097;
         let inj = inject(&p, FaultPlan { eio_at: Some(bad), ..Default::default() }).unwrap();
