@@ -4,8 +4,9 @@
 //! Each job calls the synchronous [`gdio::Driver`] and reports to its [`Completion`]. Futures'
 //! parts in GPU memory skip the pool: `io::submit_one` hands them to the engine with
 //! `Driver::submit_then`, and the pool then only runs their Python callbacks (an engine worker
-//! must not wait for the GIL). Host memory, managed memory, parts that wait for a stream first
-//! and the tails of split reads come here.
+//! must not wait for the GIL), and each stream's drainer, which waits for one synchronization
+//! for all the parts queued on that stream and hands them to the engine (`sync_point`). Host
+//! memory, managed memory and the tails of split reads come here whole.
 
 use std::cell::Cell;
 use std::collections::VecDeque;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use gdio::memory::{BufferRef, KnownBuffer};
-use gdio::{Driver, Error, ErrorKind, FileHandle, MemoryKind, Op};
+use gdio::{Driver, Error, ErrorKind, FileHandle, MemoryKind, Op, SubmitGroup};
 
 use crate::buffer::Memory;
 use crate::completion::Completion;
@@ -87,8 +87,12 @@ impl Part {
     /// it held up.
     fn wait_for_stream(&self, driver: &Driver, file: &FileHandle) -> gdio::Result<()> {
         let Some(w) = self.sync else { return Ok(()) };
-        w.wait(driver)
-            .map_err(|e| e.with_range(self.file_offset, self.len as u64).with_path(file.path()))
+        w.wait(driver).map_err(|e| self.stream_error(e, file))
+    }
+
+    /// A failed wait for the producer's stream, saying which transfer it held up.
+    fn stream_error(&self, e: Error, file: &FileHandle) -> Error {
+        e.with_range(self.file_offset, self.len as u64).with_path(file.path())
     }
 
     /// Runs the transfer, turning a panic into an error (a future must always complete).
@@ -155,9 +159,10 @@ pub fn submit(
 
 /// Submits one `part` at offset `at` of the request, reporting to `completion`: a part of GPU
 /// memory to the engine (no thread waits for it, and the engine's workers may gather many small
-/// reads into one copy), after its producer's stream is synchronized on the pool when it names
-/// one (shared with the parts made before that synchronization began); anything else to the
-/// runtime's pool, whose workers call the synchronous driver.
+/// reads into one copy), when it names a producer's stream after that stream's queue is
+/// drained past it (one synchronization on the pool for every part queued before it began:
+/// `StreamWait::then`); anything else to the runtime's pool, whose workers call the
+/// synchronous driver.
 pub fn submit_one(
     rt: &Arc<Runtime>,
     file: &Arc<FileHandle>,
@@ -167,14 +172,26 @@ pub fn submit_one(
 ) {
     if let (Memory::Device(ordinal), false) = (part.memory, part.tail) {
         if part.len > 0 && !rt.pool_only {
-            if part.sync.is_none() {
-                return submit_to_engine(rt, file, at, part, ordinal, completion);
-            }
+            let Some(wait) = part.sync else {
+                return submit_to_engine(rt, file, at, part, ordinal, completion, None);
+            };
             let (rt2, file, completion) = (rt.clone(), file.clone(), completion.clone());
-            rt.dispatch.submit(Box::new(move || match part.wait_for_stream(&rt2.driver, &file) {
-                Ok(()) => submit_to_engine(&rt2, &file, at, part, ordinal, &completion),
-                Err(e) => completion.part_done(at, Err(e)),
-            }));
+            let then =
+                Box::new(
+                    move |synced: gdio::Result<()>, group: &mut SubmitGroup<'_>| match synced {
+                        Ok(()) => submit_to_engine(
+                            &rt2,
+                            &file,
+                            at,
+                            part,
+                            ordinal,
+                            &completion,
+                            Some(group),
+                        ),
+                        Err(e) => completion.part_done(at, Err(part.stream_error(e, &file))),
+                    },
+                );
+            wait.then(&rt.driver, |drain| rt.dispatch.submit(drain), then);
             return;
         }
     }
@@ -186,7 +203,8 @@ pub fn submit_one(
 }
 
 /// Hands a part of GPU memory of `ordinal` (its stream, if any, already synchronized) to the
-/// engine, whose completion reports to `completion`.
+/// engine, whose completion reports to `completion`; in `group` when given (queued with the
+/// group's other submissions).
 fn submit_to_engine(
     rt: &Arc<Runtime>,
     file: &Arc<FileHandle>,
@@ -194,6 +212,7 @@ fn submit_to_engine(
     part: Part,
     ordinal: usize,
     completion: &Arc<Completion>,
+    group: Option<&mut SubmitGroup<'_>>,
 ) {
     let buf = BufferRef { addr: part.addr, len: part.len, kind: MemoryKind::Device { ordinal } };
     let op = match part.dir {
@@ -205,11 +224,17 @@ fn submit_to_engine(
         // On an engine worker: Python callbacks go to the pool, which may take the GIL.
         c.part_done_then(at, r, |callbacks| pool.dispatch.submit(callbacks));
     });
-    // SAFETY: `addr..addr+len` lies in GPU memory of `ordinal` taken from a Python object by
-    // `buffer::acquire` (bounds checked by `split`) and kept alive by the completion's
+    // The buffer: `addr..addr+len` lies in GPU memory of `ordinal` taken from a Python object
+    // by `buffer::acquire` (bounds checked by `split`) and kept alive by the completion's
     // `Keepalive` until this part reports, which is after `done` ran; reads were refused on
     // read-only memory there.
-    if let Err(e) = unsafe { rt.driver.submit_then(op, file, part.file_offset, buf, done) } {
+    let submitted = match group {
+        // SAFETY: the buffer, as above.
+        Some(g) => unsafe { g.submit_then(op, file, part.file_offset, buf, done) },
+        // SAFETY: the buffer, as above.
+        None => unsafe { rt.driver.submit_then(op, file, part.file_offset, buf, done) },
+    };
+    if let Err(e) = submitted {
         completion.part_done(at, Err(e));
     }
 }

@@ -9,7 +9,7 @@ use crate::backend::gds::GdsBackend;
 use crate::backend::{compat::CompatBackend, host::HostBackend, select, Backend};
 use crate::batch::Batch;
 use crate::config::{Config, LoadedConfig};
-use crate::engine::Engine;
+use crate::engine::{Bulk, Engine};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{FileHandle, FileInfo, OpenOptions};
 use crate::gpu::{self, DeviceBuffer, GpuRuntime};
@@ -17,6 +17,7 @@ use crate::memory::{BufferRef, IoBuf, IoBufMut, MemoryKind};
 use crate::request::{Op, Request};
 use crate::stats::{Stats, StatsSnapshot};
 use crate::submit::{IoHandle, Router};
+use crate::submit_group::SubmitGroup;
 
 pub use crate::backend::select::Decision;
 
@@ -553,11 +554,34 @@ impl Driver {
         buf: BufferRef,
         done: Box<dyn FnOnce(Result<usize>) + Send>,
     ) -> Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.submit_then_into(op, file, file_offset, buf, done, None) }
+    }
+
+    /// A group of [`Driver::submit_then`] submissions queued for the engine's workers
+    /// together (see [`SubmitGroup`]).
+    pub fn submit_group(&self) -> SubmitGroup<'_> {
+        SubmitGroup::new(self)
+    }
+
+    /// [`Driver::submit_then`], holding an engine job in `bulk` when one is given.
+    ///
+    /// # Safety
+    /// As [`Driver::submit_then`].
+    pub(crate) unsafe fn submit_then_into(
+        &self,
+        op: Op,
+        file: &Arc<FileHandle>,
+        file_offset: u64,
+        buf: BufferRef,
+        done: Box<dyn FnOnce(Result<usize>) + Send>,
+        bulk: Option<&mut Bulk>,
+    ) -> Result<()> {
         if buf.addr == 0 && buf.len > 0 {
             return Err(null_buffer(file, file_offset, buf.len));
         }
         // SAFETY: forwarded contract.
-        unsafe { self.router().start_then(op, file, buf, file_offset, done) }
+        unsafe { self.router().start_then(op, file, buf, file_offset, done, bulk) }
     }
 
     /// Starts `op` on GPU memory at device address `dptr`, as [`Driver::submit_raw`] does;

@@ -67,6 +67,7 @@ pub mod safetensors;
 pub mod stats;
 pub mod stream_io;
 pub mod submit;
+pub mod submit_group;
 
 pub use batch::{Batch, BatchEntry, BatchEvent, BatchState, BatchStatus};
 pub use config::{Config, ConfigEntry, DirectIoPolicy, IoEngine, LoadedConfig, Source};
@@ -79,3 +80,4 @@ pub use request::Op;
 pub use stats::{BackendStats, StatsSnapshot};
 pub use stream_io::StreamIoParams;
 pub use submit::IoHandle;
+pub use submit_group::SubmitGroup;

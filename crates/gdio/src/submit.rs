@@ -146,7 +146,8 @@ impl Router {
     /// Starts `op` on `buf` (whose kind the caller vouches for: no pointer query) and calls
     /// `done` once with the result when the I/O is over: on an engine worker, or on this thread
     /// when a backend serves the I/O synchronously. Stats are recorded before `done` runs.
-    /// When this returns an error, `done` is never called.
+    /// When this returns an error, `done` is never called. With `bulk`, an engine job is held
+    /// there and queued when `bulk` is flushed or dropped.
     ///
     /// # Safety
     /// `buf` is memory of `buf.kind`, valid and not otherwise accessed until `done` is called.
@@ -157,6 +158,7 @@ impl Router {
         buf: BufferRef,
         offset: u64,
         done: Box<dyn FnOnce(Result<usize>) + Send>,
+        bulk: Option<&mut Bulk>,
     ) -> Result<()> {
         let (req, chosen) = self.choose(op, file, buf, offset)?;
         if let Some(engine) = chosen.engine() {
@@ -170,7 +172,7 @@ impl Router {
                 done(r);
             });
             // SAFETY: forwarded contract.
-            return unsafe { engine.submit_then(op, file, buf, offset, report) }.inspect_err(
+            return unsafe { engine.submit_then(op, file, buf, offset, report, bulk) }.inspect_err(
                 |_| {
                     self.stats.record_error(chosen.name());
                 },

@@ -831,3 +831,79 @@ fn submit_then_reports_every_io_once_and_the_bytes_land() {
     assert_eq!(e.kind(), ErrorKind::PermissionDenied);
     assert!(rx.recv_timeout(Duration::from_millis(100)).is_err(), "refused I/O called back");
 }
+
+/// `Driver::submit_group`: reads held in a group are not queued until the group fills
+/// (`batch_queue_group`), is flushed or is dropped; then each reports once with its bytes,
+/// which land exactly (random offsets into simulated GPU memory). A submission refused at once
+/// returns its error and never calls back, and leaves the group's other I/Os working.
+#[test]
+fn a_submit_group_holds_its_ios_until_it_fills_flushes_or_drops() {
+    use gdio::memory::BufferRef;
+    use gdio::MemoryKind;
+    use std::sync::mpsc;
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(93, 2 << 20);
+    let path = write_file(d.path(), "group", &data);
+    let cfg = Config { batch_queue_group: 16, ..tiny_config(DirectIoPolicy::Off, 4) };
+    let drv = sim_driver(cfg, 1);
+    let f = Arc::new(FileHandle::open(&path).unwrap());
+    let piece = 8 << 10;
+    let n = 40;
+    let dev = drv.alloc_device(0, n * piece).unwrap();
+    let mut r = rng(94);
+    let offs: Vec<u64> = (0..n).map(|_| r.random_range(0..(2 << 20) - piece as u64)).collect();
+    let (tx, rx) = mpsc::channel();
+    let submit = |g: &mut gdio::SubmitGroup<'_>, i: usize, off: u64| {
+        let tx = tx.clone();
+        let buf = BufferRef {
+            addr: dev.addr() + (i * piece) as u64,
+            len: piece,
+            kind: MemoryKind::Device { ordinal: 0 },
+        };
+        // SAFETY: each piece is its own range of `dev`, which outlives every completion (all
+        // are received below before it drops).
+        unsafe {
+            g.submit_then(Op::Read, &f, off, buf, Box::new(move |res| tx.send((i, res)).unwrap()))
+        }
+    };
+    let mut seen = vec![false; n];
+    let take = |k: usize, seen: &mut Vec<bool>| {
+        for _ in 0..k {
+            let (i, res) = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+            assert!(!seen[i], "piece {i} reported twice");
+            seen[i] = true;
+            assert_eq!(res.unwrap(), piece, "piece {i}");
+        }
+    };
+    {
+        let mut g = drv.submit_group();
+        // Fewer than a group: held.
+        for (i, &off) in offs.iter().enumerate().take(10) {
+            submit(&mut g, i, off).unwrap();
+        }
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "a held read ran");
+        g.flush();
+        take(10, &mut seen);
+        // A refused submission (past the end of the file): its error now, no callback.
+        let e = submit(&mut g, 39, 3 << 20);
+        if let Err(e) = e {
+            assert!(e.to_string().contains("offset"), "{e}");
+        } else {
+            let (i, res) = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+            assert!(i == 39 && res.is_err(), "a read past the end succeeded");
+        }
+        // More than a group: the first 16 go out as soon as they are held; the rest when
+        // the group drops.
+        for (i, &off) in offs.iter().enumerate().take(39).skip(10) {
+            submit(&mut g, i, off).unwrap();
+        }
+        take(16, &mut seen);
+    }
+    take(13, &mut seen);
+    assert!(rx.recv_timeout(Duration::from_millis(50)).is_err(), "no extra report");
+    let mut got = vec![0u8; n * piece];
+    dev.copy_to_host(0, &mut got).unwrap();
+    for (i, &off) in offs.iter().enumerate().take(39) {
+        assert_eq!(&got[i * piece..(i + 1) * piece], expect(&data, off, piece), "piece {i}");
+    }
+}

@@ -552,10 +552,11 @@ impl Engine {
         buf: BufferRef,
         offset: u64,
         done: Box<dyn FnOnce(Result<Transfer>) + Send>,
+        bulk: Option<&mut Bulk>,
     ) -> Result<()> {
         let (mut job, len) = self.checked_job(op, JobFile::Shared(file.clone()), buf, offset)?;
         job.set_done_hook(Box::new(move |job: &Job| done(Self::settled(job))));
-        self.launch(Arc::new(job), offset, len, None).map(drop)
+        self.launch(Arc::new(job), offset, len, bulk).map(drop)
     }
 
     /// Queues `job` (or completes it at once when it has nothing to move).
