@@ -31,6 +31,17 @@ def parse_device(device: Any) -> Optional[int]:
     raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or an int, not {device!r}")
 
 
+BACKENDS = ("mmap", "pread")
+
+
+def check_backend(backend: str) -> None:
+    """Accepts the ``backend=`` values of the ``safetensors`` package (``"mmap"``, ``"pread"``:
+    how it serves tensor bytes; gdio reads with its own engine either way) and refuses any
+    other, as the package does, so a misspelt keyword is not silently taken."""
+    if backend not in BACKENDS:
+        raise ValueError(f'backend "{backend}" is invalid (expected one of: "mmap", "pread")')
+
+
 def _paths(filename: PathArg) -> list[str]:
     if isinstance(filename, (str, bytes, os.PathLike)):
         return [os.fsdecode(filename)]
@@ -54,6 +65,8 @@ class safe_open:
     ``(name, shape)`` giving ``dim`` or ``None``; a planned tensor comes back as this rank's
     part of it along ``dim`` (rank ``r`` of ``world`` near-equal parts), read by this rank
     alone, and never travels between ranks.
+    ``backend``: the package's ``"mmap"`` or ``"pread"``, accepted for compatibility (gdio
+    reads with its engine either way); anything else is a ``ValueError``.
     """
 
     def __init__(
@@ -63,7 +76,9 @@ class safe_open:
         device: Any = "cpu",
         process_group: Any = None,
         plan: Any = None,
+        backend: str = "mmap",
     ) -> None:
+        check_backend(backend)
         self._framework = _frameworks.normalize(framework)
         self._gpu = parse_device(device)
         self._ckpt = _native.Checkpoint(_paths(filename))

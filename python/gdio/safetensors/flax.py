@@ -55,7 +55,7 @@ def load(data: bytes) -> Dict[str, Any]:
     return out
 
 
-def load_file(filename: Union[str, os.PathLike], **_backend: Any) -> Dict[str, Any]:
+def load_file(filename: Union[str, os.PathLike], *, backend: str = "mmap") -> Dict[str, Any]:
     """Every tensor of ``filename`` as JAX arrays."""
-    with safe_open(filename, framework="flax") as f:
+    with safe_open(filename, framework="flax", backend=backend) as f:
         return f.get_tensors()

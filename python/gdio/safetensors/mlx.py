@@ -38,7 +38,7 @@ def load(data: bytes) -> Dict[str, Any]:
     return _to_mx(_np.load(data))
 
 
-def load_file(filename: Union[str, os.PathLike], **_backend: Any) -> Dict[str, Any]:
+def load_file(filename: Union[str, os.PathLike], *, backend: str = "mmap") -> Dict[str, Any]:
     """Every tensor of ``filename`` (a file, shard list, directory or index) as MLX arrays."""
-    with safe_open(filename, framework="mlx") as f:
+    with safe_open(filename, framework="mlx", backend=backend) as f:
         return f.get_tensors()

@@ -71,7 +71,9 @@ def load(data: bytes) -> Dict[str, np.ndarray]:
     return out
 
 
-def load_file(filename: Union[str, os.PathLike], **_backend: Any) -> Dict[str, np.ndarray]:
+def load_file(
+    filename: Union[str, os.PathLike], *, backend: str = "mmap"
+) -> Dict[str, np.ndarray]:
     """Every tensor of ``filename`` (a file, shard list, directory or index) in host memory."""
-    with safe_open(filename, framework="np") as f:
+    with safe_open(filename, framework="np", backend=backend) as f:
         return f.get_tensors()

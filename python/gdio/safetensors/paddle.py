@@ -40,8 +40,8 @@ def load(data: bytes, device: str = "cpu") -> Dict[str, Any]:
 
 
 def load_file(
-    filename: Union[str, os.PathLike], device: Any = "cpu", **_backend: Any
+    filename: Union[str, os.PathLike], device: Any = "cpu", *, backend: str = "mmap"
 ) -> Dict[str, Any]:
     """Every tensor of ``filename`` (a file, shard list, directory or index) on ``device``."""
-    with safe_open(filename, framework="paddle", device=device) as f:
+    with safe_open(filename, framework="paddle", device=device, backend=backend) as f:
         return f.get_tensors()

@@ -40,8 +40,8 @@ def load(data: bytes) -> Dict[str, Any]:
     return _to_tf(_np.load(data))
 
 
-def load_file(filename: Union[str, os.PathLike], **_backend: Any) -> Dict[str, Any]:
+def load_file(filename: Union[str, os.PathLike], *, backend: str = "mmap") -> Dict[str, Any]:
     """Every tensor of ``filename`` (a file, shard list, directory or index) as TensorFlow
     tensors."""
-    with safe_open(filename, framework="tf") as f:
+    with safe_open(filename, framework="tf", backend=backend) as f:
         return f.get_tensors()

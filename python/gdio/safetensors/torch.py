@@ -5,7 +5,7 @@ the ranks of a ``torch.distributed`` group read the checkpoint once between them
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Set, Tuple, Union
 
 import torch
 
@@ -13,7 +13,10 @@ from .. import _native
 from . import _format
 from ._open import safe_open
 
-__all__ = ["load", "load_file", "save", "save_file"]
+__all__ = [
+    "load", "load_file", "load_model", "save", "save_file", "save_model", "storage_ptr",
+    "storage_size",
+]
 
 _TYPES: Dict[str, Any] = {
     "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
@@ -119,14 +122,175 @@ def load_file(
     filename: Union[str, os.PathLike],
     device: Union[str, int] = "cpu",
     *,
+    backend: str = "mmap",
     process_group: Any = None,
     plan: Any = None,
-    **_backend: Any,
 ) -> Dict[str, torch.Tensor]:
     """Every tensor of ``filename`` (a file, shard list, directory or index) on ``device``;
     with ``process_group`` read once by the group, with ``plan`` the planned tensors as this
-    rank's parts (see :class:`gdio.safetensors.safe_open`)."""
+    rank's parts (see :class:`gdio.safetensors.safe_open`). ``backend`` as the package's
+    (``"mmap"`` or ``"pread"``; gdio reads with its engine either way)."""
     with safe_open(
-        filename, framework="pt", device=device, process_group=process_group, plan=plan
+        filename, framework="pt", device=device, process_group=process_group, plan=plan,
+        backend=backend,
     ) as f:
         return f.get_tensors()
+
+
+def storage_ptr(tensor: torch.Tensor) -> int:
+    """Address of the first byte of the storage ``tensor`` views (0 for storage without memory,
+    such as the meta device's)."""
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except (AttributeError, NotImplementedError, RuntimeError):
+        pass
+    try:
+        return tensor.storage().data_ptr()  # torch without untyped_storage
+    except (NotImplementedError, RuntimeError):
+        return 0
+
+
+def storage_size(tensor: torch.Tensor) -> int:
+    """Bytes of the storage ``tensor`` views (the tensor's own bytes where the storage has no
+    memory)."""
+    try:
+        return tensor.untyped_storage().nbytes()
+    except (AttributeError, NotImplementedError, RuntimeError):
+        pass
+    try:
+        return tensor.storage().size() * tensor.element_size()
+    except (NotImplementedError, RuntimeError):
+        return tensor.nelement() * tensor.element_size()
+
+
+def _byte_span(t: torch.Tensor) -> Tuple[int, int]:
+    """``[first, end)`` byte addresses of ``t``'s elements (empty at its address when it has
+    none)."""
+    start = t.data_ptr()
+    if t.nelement() == 0:
+        return start, start
+    last = sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if n > 0)
+    return start, start + (last + 1) * t.element_size()
+
+
+def _aliases(state_dict: Dict[str, torch.Tensor]) -> List[Set[str]]:
+    """Groups of names whose tensors overlap in one storage (tied weights); tensors of one
+    storage that touch disjoint bytes are not grouped (they save apart without duplication)."""
+    by_storage: Dict[Tuple[Any, int, int], List[str]] = {}
+    for name, t in state_dict.items():
+        if t.device.type == "meta":
+            continue
+        ptr = storage_ptr(t)
+        if ptr:
+            by_storage.setdefault((t.device, ptr, storage_size(t)), []).append(name)
+    groups = []
+    for names in by_storage.values():
+        if len(names) < 2:
+            continue
+        spans = sorted((_byte_span(state_dict[n]), n) for n in names)
+        current: Set[str] = set()
+        end = None
+        for (lo, hi), n in spans:
+            if end is not None and lo < end:
+                current.add(n)
+                end = max(end, hi)
+            else:
+                if len(current) > 1:
+                    groups.append(current)
+                current, end = {n}, hi
+        if len(current) > 1:
+            groups.append(current)
+    return groups
+
+
+def _whole(t: torch.Tensor) -> bool:
+    """``t`` spans its whole storage from its first byte (it can stand for every alias)."""
+    return t.data_ptr() == storage_ptr(t) and t.nelement() * t.element_size() == storage_size(t)
+
+
+def _names_to_drop(
+    state_dict: Dict[str, torch.Tensor], preferred: Any = ()
+) -> Dict[str, List[str]]:
+    """For each group of aliases, the name kept (one whose tensor spans the whole storage: among
+    ``preferred`` names first, then the first in sorted order) and the names dropped with it,
+    as the ``safetensors`` package chooses them (so files and metadata match)."""
+    preferred = set(preferred)
+    out: Dict[str, List[str]] = {}
+    for group in _aliases(state_dict):
+        whole = sorted(n for n in group if _whole(state_dict[n]))
+        if not whole:
+            raise RuntimeError(
+                "Error while trying to find names to remove to save state dict, but found no "
+                f"suitable name to keep for saving amongst: {sorted(group)}. None of them "
+                "covers the full storage. Refusing to save/load the model since you could be "
+                "storing much more memory than needed. Please refer to "
+                "https://huggingface.co/docs/safetensors/torch_shared_tensors for more "
+                "information. Or open an issue."
+            )
+        liked = [n for n in whole if n in preferred]
+        keep = (liked or whole)[0]
+        out[keep] = sorted(n for n in group if n != keep)
+    return out
+
+
+def save_model(
+    model: torch.nn.Module,
+    filename: Union[str, os.PathLike],
+    metadata: Optional[Dict[str, str]] = None,
+    force_contiguous: bool = True,
+) -> None:
+    """``model``'s state dict to ``filename`` as :func:`save_file` writes it, tied weights
+    once: of each group of tensors sharing memory one name is kept and the others are
+    dropped, each recorded in ``metadata`` as ``{dropped: kept}`` (unless the caller's
+    metadata has that key), as ``safetensors.torch.save_model`` does. ``force_contiguous``
+    saves non-contiguous tensors as contiguous copies."""
+    state = model.state_dict()
+    for keep, dropped in _names_to_drop(state).items():
+        for name in dropped:
+            metadata = dict(metadata or {})
+            metadata.setdefault(name, keep)
+            del state[name]
+    if force_contiguous:
+        state = {k: v.contiguous() for k, v in state.items()}
+    try:
+        save_file(state, filename, metadata=metadata)
+    except ValueError as e:
+        raise ValueError(
+            f"{e} Or use save_model(..., force_contiguous=True), read the docs for potential "
+            "caveats."
+        ) from e
+
+
+def load_model(
+    model: torch.nn.Module,
+    filename: Union[str, os.PathLike],
+    strict: bool = True,
+    device: Union[str, int] = "cpu",
+    *,
+    backend: str = "mmap",
+) -> Tuple[Set[str], List[str]]:
+    """Loads ``filename`` (saved by :func:`save_model`, or any checkpoint of ``model``'s names)
+    into ``model`` with gdio, as ``safetensors.torch.load_model``: names tied to a loaded
+    tensor are not missing; returns ``(missing, unexpected)`` (a set and a list), and with
+    ``strict`` raises ``RuntimeError`` naming them when either is not empty."""
+    state = load_file(filename, device=device, backend=backend)
+    tied = _names_to_drop(model.state_dict(), preferred=state.keys())
+    missing_keys, unexpected = model.load_state_dict(state, strict=False)
+    missing = set(missing_keys)
+    unexpected = list(unexpected)
+    for dropped in tied.values():
+        for name in dropped:
+            if name in missing:
+                missing.remove(name)
+            else:
+                unexpected.append(name)
+    if strict and (missing or unexpected):
+        error = f"Error(s) in loading state_dict for {model.__class__.__name__}:"
+        if missing:
+            error += "\n    Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in sorted(missing))
+        if unexpected:
+            error += "\n    Unexpected key(s) in state_dict: " + ", ".join(
+                f'"{k}"' for k in sorted(unexpected)
+            )
+        raise RuntimeError(error)
+    return missing, unexpected
