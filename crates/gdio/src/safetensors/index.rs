@@ -229,21 +229,22 @@ impl Checkpoint {
                     ));
                 }
             }
-            // The other way round: a shard's tensor the index does not list.
+            // The other way round: a shard's tensor the index does not list is loaded like the
+            // others (transformers loads every tensor of each shard its index names); only
+            // said, since an index that lists less than its shards hold is stale, not wrong.
             if by_name.len() != idx.weight_map.len() {
-                let loc = order.iter().find(|l| {
-                    !idx.weight_map.contains_key(&files[l.file].header.tensors[l.tensor].name)
-                });
-                if let Some(l) = loc {
-                    return Err(bad_index(
-                        Some(ipath),
-                        format!(
-                            "tensor {:?} of {} is missing from the index's weight_map",
-                            files[l.file].header.tensors[l.tensor].name,
-                            files[l.file].path.display()
-                        ),
-                    ));
-                }
+                let unlisted: Vec<&str> = order
+                    .iter()
+                    .map(|l| files[l.file].header.tensors[l.tensor].name.as_str())
+                    .filter(|n| !idx.weight_map.contains_key(*n))
+                    .collect();
+                tracing::warn!(
+                    index = %ipath.display(),
+                    "{} tensor(s) of the shards are not in the index's weight_map and are \
+                     loaded too (first: {:?})",
+                    unlisted.len(),
+                    unlisted.first()
+                );
             }
         }
         Ok(Checkpoint { files, by_name, order, index })
