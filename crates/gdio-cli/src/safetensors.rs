@@ -59,6 +59,10 @@ pub struct LoadArgs {
     /// the others over the GPU link, faster where the CPU side limits the load).
     #[arg(long)]
     pub spread_reads: bool,
+    /// Tests only: this many simulated GPUs (host memory, copies that complete late) instead
+    /// of the machine's, so that CI covers the GPU paths of the load.
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub sim_gpus: usize,
 }
 
 /// Arguments of `gdio save`.
@@ -82,6 +86,9 @@ pub struct SaveArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Tests only: this many simulated GPUs instead of the machine's (see `gdio load`).
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub sim_gpus: usize,
 }
 
 fn fail(cmd: &str, e: impl std::fmt::Display) -> ExitCode {
@@ -100,8 +107,14 @@ fn gbps(bytes: u64, secs: f64) -> f64 {
 /// The driver of `gdio load` and `gdio save`: the configured workers, however many GPUs are
 /// targets (on the two-GPU H200 host, 24 workers loaded a checkpoint onto both GPUs at
 /// 20.1–20.9 GB/s and 12 at 27.6–28.3, BENCHMARKS.md session 3).
-fn driver() -> gdio::Result<Arc<Driver>> {
-    Ok(Arc::new(Driver::from_loaded(crate::config::load()?)?))
+/// With `sim_gpus` > 0 (tests), the driver runs on that many simulated GPUs.
+fn driver(sim_gpus: usize) -> gdio::Result<Arc<Driver>> {
+    let loaded = crate::config::load()?;
+    if sim_gpus == 0 {
+        return Ok(Arc::new(Driver::from_loaded(loaded)?));
+    }
+    let sim = gdio::gpu::sim::SimRuntime::new(sim_gpus, std::time::Duration::from_micros(20));
+    Ok(Arc::new(Driver::with_runtime(loaded.config().clone(), Arc::new(sim))?))
 }
 
 struct LoadRun {
@@ -203,7 +216,7 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail("load", e),
     };
-    let driver = match driver() {
+    let driver = match driver(a.sim_gpus) {
         Ok(d) => d,
         Err(e) => return fail("load", e),
     };
@@ -326,7 +339,7 @@ pub fn save_main(a: SaveArgs) -> ExitCode {
         Ok(_) => return fail("save", "--via takes one target (gpu:N or host)"),
         Err(e) => return fail("save", e),
     };
-    let driver = match driver() {
+    let driver = match driver(a.sim_gpus) {
         Ok(d) => d,
         Err(e) => return fail("save", e),
     };

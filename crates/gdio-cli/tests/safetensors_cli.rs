@@ -1,5 +1,7 @@
 //! `gdio load` and `gdio save` end to end on host memory: JSON, --verify, --tensors, --resave,
-//! sharded save, and errors for malformed files.
+//! sharded save, and errors for malformed files; and through GPU memory on simulated GPUs (the
+//! hidden `--sim-gpus`): one GPU, two GPUs each getting every tensor (read once and copied, or
+//! each reading a share), `--resave` and `gdio save --via gpu:N`.
 
 use std::process::Command;
 
@@ -133,4 +135,103 @@ fn malformed_files_and_bad_arguments_fail_with_a_message() {
         let out = gdio().arg("load").arg(&p).args(["--target", target]).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{target}");
     }
+}
+
+/// The bytes of every tensor of the checkpoint at `path` (any layout), by name.
+fn tensors_of(path: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let ck = Checkpoint::open(path).unwrap();
+    let mut out: Vec<(String, Vec<u8>)> = ck
+        .keys()
+        .map(|name| {
+            let loc = ck.locate(name).unwrap();
+            let (file, info) = (&ck.files()[loc.file], ck.info_at(loc));
+            let bytes = std::fs::read(&file.path).unwrap();
+            let s = (file.header.data_start + info.data_offsets.0) as usize;
+            let e = (file.header.data_start + info.data_offsets.1) as usize;
+            (name.to_owned(), bytes[s..e].to_vec())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn load_and_save_through_simulated_gpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, mut data) = checkpoint(dir.path(), 24);
+    data.sort();
+    let total: usize = data.iter().map(|d| d.1.len()).sum();
+    let runs: [&[&str]; 4] = [
+        &["--target", "gpu:0", "--sim-gpus", "1"],
+        &["--target", "gpu", "--sim-gpus", "1", "--request-size", "12K", "--requests", "3"],
+        &["--target", "gpu:0,1", "--sim-gpus", "2"],
+        &["--target", "gpu:1,0", "--sim-gpus", "2", "--spread-reads"],
+    ];
+    for args in runs {
+        let out =
+            gdio().arg("load").arg(&p).args(args).args(["--verify", "--json"]).output().unwrap();
+        let v = json_of(&out);
+        let gpus = if args.contains(&"2") { 2 } else { 1 };
+        assert_eq!(v["tensors"], 24, "{args:?}");
+        assert_eq!(v["views"], 24 * gpus, "{args:?}");
+        assert_eq!(v["checkpoint_bytes"], total, "{args:?}");
+        assert_eq!(v["bytes"], total * gpus, "{args:?}: every GPU holds every byte");
+        assert_eq!(v["verified"], true, "{args:?}: {v}");
+    }
+
+    // Resaved from GPU 1's copies: the same tensors, byte for byte.
+    let resaved = dir.path().join("again.safetensors");
+    let out = gdio()
+        .arg("load")
+        .arg(&p)
+        .args([
+            "--target",
+            "gpu:1",
+            "--sim-gpus",
+            "2",
+            "--json",
+            "--tensors",
+            "model.layers.1?.weight",
+        ])
+        .arg("--resave")
+        .arg(&resaved)
+        .output()
+        .unwrap();
+    assert_eq!(json_of(&out)["tensors"], 10);
+    // model.layers.1?.weight: one more digit after the 1.
+    let picked = |n: &str| {
+        let mid = n.strip_prefix("model.layers.1").and_then(|r| r.strip_suffix(".weight"));
+        mid.is_some_and(|m| m.len() == 1)
+    };
+    let want: Vec<_> = data.iter().filter(|d| picked(&d.0)).cloned().collect();
+    assert_eq!(want.len(), 10);
+    assert_eq!(tensors_of(&resaved), want);
+
+    // `gdio save` through GPU memory, in shards: every tensor back, byte for byte.
+    let out_path = dir.path().join("out").join("m.safetensors");
+    std::fs::create_dir(out_path.parent().unwrap()).unwrap();
+    let out = gdio()
+        .arg("save")
+        .arg(&p)
+        .arg("--out")
+        .arg(&out_path)
+        .args(["--via", "gpu:0", "--sim-gpus", "1", "--shard-size", "20K", "--json"])
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    assert!(v["files"].as_array().unwrap().len() > 1, "{v}");
+    let index = std::path::PathBuf::from(v["index"].as_str().unwrap());
+    assert_eq!(tensors_of(&index), data);
+
+    // A GPU the machine does not have: an error naming it, nothing on standard output.
+    let out = gdio()
+        .arg("load")
+        .arg(&p)
+        .args(["--target", "gpu:2", "--sim-gpus", "2", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains('2'), "{err}");
 }
