@@ -402,3 +402,60 @@ def test_bad_plans_are_errors_naming_the_tensor(tmp_path):
         split_dims({"nope": 0}, tensors)
     with pytest.raises(ValueError, match="process_group"):
         safe_open(str(tmp_path / "m.safetensors"), framework="np", plan={"w": 0})
+
+
+# The safetensors dtypes that only newer torch has (2.3+: unsigned; 2.5+: FNUZ, E8M0, F4),
+# torch's name, and whether the safetensors package (0.8) can load them into torch.
+NEWER_TORCH_DTYPES = [
+    ("U16", "uint16", True), ("U32", "uint32", True), ("U64", "uint64", True),
+    ("F8_E4M3FNUZ", "float8_e4m3fnuz", True), ("F8_E5M2FNUZ", "float8_e5m2fnuz", True),
+    ("F8_E8M0", "float8_e8m0fnu", False), ("F4", "float4_e2m1fn_x2", False),
+]
+
+
+def test_torch_newer_dtypes_round_trip_with_the_format_s_names_and_shapes(tmp_path):
+    """Every safetensors dtype this torch has beyond torch 1.13's: saved under the format's
+    name (F4 with its last dimension counted in 4-bit values, twice torch's), bytes as given,
+    loaded back with torch's dtype and shape on the host (and the GPU where there is one),
+    and against the package where it loads them. Nothing to check on a torch without them."""
+    torch = _torch()
+    import gdio.safetensors.torch as gst_t
+
+    gen = torch.Generator().manual_seed(21)
+    have = [(st, getattr(torch, name), ok) for st, name, ok in NEWER_TORCH_DTYPES if hasattr(torch, name)]
+    if not have:
+        pytest.skip(f"torch {torch.__version__} has none of the newer dtypes")
+    tensors, raw = {}, {}
+    for st, dt, _ in have:
+        size = {"U16": 2, "U32": 4, "U64": 8}.get(st, 1)
+        b = torch.randint(0, 256, (5, 6 * size), dtype=torch.uint8, generator=gen)
+        tensors[st] = b.view(dt)
+        raw[st] = b.numpy().tobytes()
+    path = tmp_path / "newer.safetensors"
+    gst_t.save_file(tensors, path)
+    blob = path.read_bytes()
+    n = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8:8 + n])
+    body = blob[8 + n:]
+    for st, dt, _ in have:
+        h = header[st]
+        assert h["dtype"] == st
+        assert h["shape"] == ([5, 12] if st == "F4" else [5, 6]), (st, h["shape"])
+        a, b = h["data_offsets"]
+        assert body[a:b] == raw[st], st
+    devices = ["cpu"] + (["cuda:0"] if torch.cuda.is_available() and gdio.runtime_info()["gpus"] else [])
+    for device in devices:
+        got = gst_t.load_file(path, device=device)
+        for st, dt, _ in have:
+            assert got[st].dtype == dt and got[st].shape == (5, 6), (device, st, got[st].shape)
+            assert got[st].cpu().view(torch.uint8).numpy().tobytes() == raw[st], (device, st)
+    import safetensors.torch as ref_t
+    for st, dt, ok in have:
+        if not ok:
+            continue
+        theirs, ours = tmp_path / f"ref-{st}.safetensors", tmp_path / f"gdio-{st}.safetensors"
+        ref_t.save_file({st: tensors[st]}, str(theirs))
+        gst_t.save_file({st: tensors[st]}, ours)
+        assert gst_t.load_file(theirs)[st].view(torch.uint8).numpy().tobytes() == raw[st], st
+        back = ref_t.load_file(str(ours))[st]
+        assert back.dtype == dt and back.view(torch.uint8).numpy().tobytes() == raw[st], st
