@@ -12,7 +12,6 @@ use std::fs::File;
 use std::os::fd::{AsRawFd, IntoRawFd};
 
 use common::*;
-use cufile::abi::*;
 use cufile::params::string;
 use cufile::*;
 
