@@ -367,4 +367,57 @@ mod tests {
         assert!(p.apply_to_config(&mut loaded).is_empty());
         assert_eq!(loaded.config().threads, 3);
     }
+
+    /// Every `CUFILE_*` variable read at open lands in its parameter; a value that does not
+    /// parse leaves the parameter as it was; the ones gdio's engine acts on reach its config.
+    #[test]
+    fn every_variable_lands_in_its_parameter_and_bad_values_change_nothing() {
+        let env: std::collections::HashMap<&str, &str> = [
+            ("CUFILE_ALLOW_COMPAT_MODE", "false"),
+            ("CUFILE_FORCE_COMPAT_MODE", "true"),
+            ("CUFILE_USE_PCIP2PDMA", "1"),
+            ("CUFILE_SKIP_TOPOLOGY_DETECTION", "yes"),
+            ("CUFILE_STREAM_MEMOPS_BYPASS", "true"),
+            ("CUFILE_NVTX", "on"),
+            ("CUFILE_MAX_DEVICE_CACHE_SIZE", " 4096 "),
+            ("CUFILE_PER_BUFFER_CACHE_SIZE", "2048"),
+            ("CUFILE_LOGGING_LEVEL", "TRACE"),
+            ("CUFILE_LOGFILE_PATH", "/tmp/x.log"),
+        ]
+        .into_iter()
+        .collect();
+        let mut p = Params::default();
+        p.apply_env(|k| env.get(k).map(|v| v.to_string()));
+        assert!(!p.bools[flag::ALLOW_COMPAT_MODE]);
+        for f in [
+            flag::FORCE_COMPAT_MODE,
+            flag::USE_PCIP2PDMA,
+            flag::SKIP_TOPOLOGY_DETECTION,
+            flag::STREAM_MEMOPS_BYPASS,
+            flag::PROFILE_NVTX,
+        ] {
+            assert!(p.bools[f], "flag {f}");
+        }
+        assert_eq!(p.sizes[size::MAX_DEVICE_CACHE_SIZE_KB], 4096);
+        assert_eq!(p.sizes[size::PER_BUFFER_CACHE_SIZE_KB], 2048);
+        assert_eq!(p.strings[string::LOGGING_LEVEL].as_deref(), Some("TRACE"));
+        assert_eq!(p.strings[string::ENV_LOGFILE_PATH].as_deref(), Some("/tmp/x.log"));
+        let mut loaded = LoadedConfig::defaults();
+        assert!(p.apply_to_config(&mut loaded).is_empty());
+        let c = loaded.config();
+        assert!(!c.allow_compat_mode && c.force_compat_mode && c.use_pci_p2pdma);
+
+        let before = p.clone();
+        let bad: std::collections::HashMap<&str, &str> = [
+            ("CUFILE_FORCE_COMPAT_MODE", "maybe"),
+            ("CUFILE_USE_PCIP2PDMA", ""),
+            ("CUFILE_MAX_DEVICE_CACHE_SIZE", "12x"),
+            ("CUFILE_PER_BUFFER_CACHE_SIZE", "-5"),
+        ]
+        .into_iter()
+        .collect();
+        p.apply_env(|k| bad.get(k).map(|v| v.to_string()));
+        assert_eq!(p.bools, before.bools);
+        assert_eq!(p.sizes, before.sizes);
+    }
 }
