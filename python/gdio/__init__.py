@@ -40,10 +40,12 @@ __all__ = [
     "defaults",
     "drop_file_page_cache",
     "drop_system_page_cache",
+    "explain",
     "get_page_cache_info",
     "memory_deregister",
     "memory_register",
     "runtime_info",
+    "stats",
     "wait",
 ]
 
@@ -171,3 +173,34 @@ def runtime_info() -> dict[str, Any]:
     ``future_workers``."""
     name, gpus, why, workers = _native.runtime_info()
     return {"runtime": name, "gpus": gpus, "why_no_gpu": why, "future_workers": workers}
+
+
+def stats() -> dict[str, Any]:
+    """Which paths gdio's I/O took in this process, since its driver was built (a change of
+    :mod:`gdio.defaults` builds a new one): ``backends``, per backend name, the ``ops``,
+    ``bytes`` and ``errors`` it served, its ``retries`` (a fastpath's failures retried on a
+    fallback, by cause) and ``fallbacks`` (I/Os a fallback served for a fastpath, by the
+    fastpath's reason); ``engine``, how the engine moved the bytes (``buffered_read_bytes``,
+    ``direct_read_bytes``, ``page_cache_dma_bytes``, the writes likewise, ``gathered_reads``,
+    ``split_reads``, ``inline_requests``...) and where its workers' time went
+    (``worker_time``: ``file_io_ns``, ``buffer_wait_ns``, ``copy_queue_ns``, ``draining_ns``,
+    ``inline_ns``, ``landing_ns`` over ``copies_landed``). Take two and subtract to see one
+    step's share, as ``gdio bench`` does."""
+    import json
+
+    return json.loads(_native.stats_json())
+
+
+def explain(file: Any, op: str = "read", device: Any = "cuda:0", aligned: bool = True) -> dict[str, Any]:
+    """Which backend would serve an ``op`` (``"read"``/``"write"``) of ``file`` (a path or a
+    :class:`CuFile`) into or out of ``device`` memory (``"cpu"``, ``"cuda:N"`` or ``N``), and
+    why: ``backend`` (``None`` when every backend refuses), its ``reason``, and every backend's
+    ``score`` (100 fastpath, 1 fallback, -1 refused) and reason, with the file facts the rules
+    used. ``aligned=False`` asks about a request that misses the file's ``O_DIRECT`` alignment.
+    ``gdio check PATH`` prints the same for every case."""
+    import json
+
+    from .safetensors._open import parse_device
+
+    path = file.path if isinstance(file, CuFile) else file
+    return json.loads(_native.explain_json(os.fspath(path), op, parse_device(device), aligned))

@@ -11,6 +11,7 @@ mod error;
 mod file;
 mod future;
 mod io;
+mod report;
 mod safetensors;
 mod state;
 mod stream;
@@ -240,6 +241,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(page_cache_info, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(runtime_info, m)?)?;
+    m.add_function(wrap_pyfunction!(report::stats_json, m)?)?;
+    m.add_function(wrap_pyfunction!(report::explain_json, m)?)?;
     m.add_function(wrap_pyfunction!(prepare_gpu, m)?)?;
     Ok(())
 }
