@@ -243,3 +243,33 @@ print("ok")
 @pytest.mark.parametrize("pool", ["0", "1"])
 def test_futures_naming_a_stream_read_after_its_queued_work(tmp_path, pool):
     run_child(tmp_path, PRODUCER_STREAM, seed=15, extra_env={"GDIO_PY_POOL": pool})
+
+
+STATS = """
+# Small futures into (simulated) GPU memory go through the engine: its counters move by the
+# bytes read, the gathered small reads show, and the serving backend's ops and bytes match.
+size, count = 16_384, 200
+buf = Dev(size * count)
+offs = [rng.randrange(0, len(data) - size) for _ in range(count)]
+with gdio.CuFile(path) as f:
+    f.pread(buf.part(0, size), file_offset=0).get()
+    before = gdio.stats()
+    futs = [f.pread(buf.part(i * size, size), file_offset=o) for i, o in enumerate(offs)]
+    assert sum(x.get() for x in futs) == size * count
+    after = gdio.stats()
+for i, o in enumerate(offs):
+    assert buf.bytes(i * size, size) == data[o:o + size], i
+e0, e1 = before["engine"], after["engine"]
+assert e1["buffered_read_bytes"] + e1["direct_read_bytes"] - e0["buffered_read_bytes"] - e0["direct_read_bytes"] == size * count, (e0, e1)
+assert e1["gathered_reads"] > e0["gathered_reads"], (e0, e1)
+moved = {n: (b["ops"] - before["backends"].get(n, {"ops": 0})["ops"], b["bytes"] - before["backends"].get(n, {"bytes": 0})["bytes"])
+         for n, b in after["backends"].items()}
+moved = {n: v for n, v in moved.items() if v != (0, 0)}
+assert list(moved.values()) == [(count, size * count)], moved
+assert list(moved) == [gdio.explain(path, "read", 0)["backend"]], moved
+print("ok")
+"""
+
+
+def test_stats_show_gpu_futures_going_through_the_engine(tmp_path):
+    run_child(tmp_path, STATS, seed=16)
