@@ -115,6 +115,24 @@ def test_tensors_in_completion_order_and_alive_after_close(tmp_path):
     assert_same(got, t)  # the memory stays alive while the arrays use it
 
 
+def test_a_file_loads_into_one_allocation_laid_out_as_the_file(tmp_path):
+    """Zero-copy views: every tensor of a file sits at the allocation's base plus its offset in
+    the file's data section (one allocation per file, no per-tensor copies)."""
+    t = random_tensors(9)
+    path = tmp_path / "z.safetensors"
+    ref_np.save_file(t, str(path))
+    blob = path.read_bytes()
+    header = json.loads(blob[8:8 + int.from_bytes(blob[:8], "little")])
+    offsets = {k: v["data_offsets"][0] for k, v in header.items() if k != "__metadata__"}
+    got = gst_np.load_file(path)
+    nonempty = [k for k in got if got[k].nbytes]
+    addr = {k: got[k].__array_interface__["data"][0] for k in nonempty}
+    k0 = nonempty[0]
+    for k in nonempty:
+        assert addr[k] - addr[k0] == offsets[k] - offsets[k0], k
+    assert_same(got, t)
+
+
 def test_sharded_index(tmp_path):
     t = random_tensors(5)
     names = sorted(t)
