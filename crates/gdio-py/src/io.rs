@@ -9,7 +9,7 @@ use gdio::{Driver, Error, ErrorKind, FileHandle, MemoryKind, Op, SubmitGroup};
 use crate::buffer::Memory;
 use crate::completion::Completion;
 use crate::state::Runtime;
-use crate::sync_point::StreamWait;
+use crate::sync_point::{StreamWait, Then};
 
 /// Read (file → buffer) or write (buffer → file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,9 +159,9 @@ pub fn submit(
 
 /// Submits one `part` at offset `at` of the request, reporting to `completion`: a part of GPU
 /// memory to the engine (no thread waits for it, and the engine's workers may gather many small
-/// reads into one copy), when it names a producer's stream after that stream's queue is
-/// drained past it (one synchronization on the pool for every part queued before it began:
-/// `StreamWait::then`); anything else to the runtime's pool, whose workers call the
+/// reads into one copy); when its producer named a stream, it first joins that stream's queue
+/// and goes to the engine after one synchronization shared by every part queued before it
+/// began (`StreamWait::then`). Anything else goes to the runtime's pool, whose workers call the
 /// synchronous driver.
 pub fn submit_one(
     rt: &Arc<Runtime>,
@@ -176,21 +176,12 @@ pub fn submit_one(
                 return submit_to_engine(rt, file, at, part, ordinal, completion, None);
             };
             let (rt2, file, completion) = (rt.clone(), file.clone(), completion.clone());
-            let then =
-                Box::new(
-                    move |synced: gdio::Result<()>, group: &mut SubmitGroup<'_>| match synced {
-                        Ok(()) => submit_to_engine(
-                            &rt2,
-                            &file,
-                            at,
-                            part,
-                            ordinal,
-                            &completion,
-                            Some(group),
-                        ),
-                        Err(e) => completion.part_done(at, Err(part.stream_error(e, &file))),
-                    },
-                );
+            let then: Then = Box::new(move |synced, group| match synced {
+                Ok(()) => {
+                    submit_to_engine(&rt2, &file, at, part, ordinal, &completion, Some(group))
+                }
+                Err(e) => completion.part_done(at, Err(part.stream_error(e, &file))),
+            });
             wait.then(&rt.driver, |drain| rt.dispatch.submit(drain), then);
             return;
         }
