@@ -21,6 +21,7 @@ from typing import Any
 from . import defaults
 from ._errors import GdioError
 from ._native import CuFile, Future
+from ._mmap import Mmap
 from ._wait import ALL_COMPLETED, FIRST_COMPLETED, FIRST_EXCEPTION, DoneAndNotDoneFutures, wait
 from . import _native
 
@@ -35,6 +36,7 @@ __all__ = [
     "Future",
     "GdioError",
     "IOFuture",
+    "Mmap",
     "__version__",
     "clear_page_cache",
     "defaults",
@@ -46,6 +48,8 @@ __all__ = [
     "memory_register",
     "runtime_info",
     "stats",
+    "stream_deregister",
+    "stream_register",
     "wait",
 ]
 
@@ -86,6 +90,29 @@ def memory_deregister(buf: Any) -> None:
     """KvikIO's ``memory_deregister``: the counterpart of :func:`memory_register` (checks
     ``buf`` and returns)."""
     _check_buffer(buf)
+
+
+def _stream_handle(stream: Any) -> int:
+    for attr in ("cuda_stream", "ptr", "handle"):  # torch, CuPy, cuda.core
+        if hasattr(stream, attr) and not isinstance(stream, int):
+            stream = getattr(stream, attr)
+            break
+    if isinstance(stream, bool) or not isinstance(stream, int) or stream < 0:
+        raise TypeError(f"a CUDA stream is a handle (int) or an object with cuda_stream or ptr, not {stream!r}")
+    return stream
+
+
+def stream_register(stream: Any, flags: int = 0) -> None:
+    """KvikIO's ``stream_register``: KvikIO registers a CUDA stream with cuFile for its
+    stream-ordered calls. gdio's ``raw_read_async``/``raw_write_async`` work on any stream
+    without it: this checks that ``stream`` is a stream handle (an int, or a torch/CuPy stream;
+    ``TypeError`` if not) and returns."""
+    _stream_handle(stream)
+
+
+def stream_deregister(stream: Any) -> None:
+    """KvikIO's ``stream_deregister``: the counterpart of :func:`stream_register`."""
+    _stream_handle(stream)
 
 
 def get_page_cache_info(file: Any, offset: int = 0, length: int = 0) -> tuple[int, int]:

@@ -1,0 +1,70 @@
+"""KvikIO's ``kvikio.numpy``: ``fromfile`` and ``tofile`` through gdio, for host (NumPy) and
+GPU (CuPy and any array type NumPy's ``like=`` dispatches to) arrays.
+
+``np.fromfile(path, like=gdio.numpy.LikeWrapper(cupy.empty(())))`` reads straight into a new
+CuPy array, as with KvikIO; ``gdio.numpy.fromfile(path, dtype, like=cupy.empty(()))`` is the
+same call without NumPy's dispatch."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ._native import CuFile
+
+__all__ = ["LikeWrapper", "fromfile", "tofile"]
+
+
+def fromfile(
+    file: Any, dtype: Any = float, count: int = -1, sep: str = "", offset: int = 0, *, like: Any = None
+) -> Any:
+    """``numpy.fromfile`` for binary files, read with gdio into an array made like ``like``
+    (NumPy when ``None``): ``count`` items of ``dtype`` (``-1``: every whole item) from byte
+    ``offset``. As NumPy does, a ``count`` beyond the file gives the items there are and
+    trailing bytes short of an item are left out; an ``offset`` past the end is a
+    ``ValueError``. Text files (``sep != ""``) are NumPy's own business:
+    ``NotImplementedError``."""
+    if sep != "":
+        raise NotImplementedError("gdio.numpy.fromfile reads binary files only (sep='')")
+    dtype = np.dtype(dtype)
+    path = os.fspath(file)
+    size = os.path.getsize(path)
+    if offset < 0 or offset > size:
+        raise ValueError(f"offset {offset} is outside {path} ({size} bytes)")
+    whole = (size - offset) // dtype.itemsize if dtype.itemsize else 0
+    count = whole if count < 0 else min(count, whole)
+    out = np.empty(count, dtype=dtype) if like is None else np.empty(count, dtype=dtype, like=like)
+    nbytes = count * dtype.itemsize
+    if nbytes:
+        with CuFile(path, "r") as f:
+            got = f.read(out, nbytes, file_offset=offset)
+        if got != nbytes:
+            raise OSError(f"{path}: read {got} of {nbytes} bytes at offset {offset} (the file shrank?)")
+    return out
+
+
+def tofile(ary: Any, file: Any) -> None:
+    """``ary.tofile(file)`` with gdio: the array's bytes in C order (a NumPy array that is not
+    C-contiguous is copied first; a GPU array must be C-contiguous), replacing the file."""
+    if isinstance(ary, np.ndarray):
+        ary = np.ascontiguousarray(ary)
+    with CuFile(os.fspath(file), "w") as f:
+        f.write(ary)
+
+
+class LikeWrapper:
+    """Makes ``numpy.fromfile(..., like=LikeWrapper(arr))`` read with gdio into an array of
+    ``arr``'s type (KvikIO's ``LikeWrapper``). Other NumPy functions given this ``like`` are
+    not supported."""
+
+    def __init__(self, like: Any) -> None:
+        self._like = like
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        if func is not np.fromfile:
+            return NotImplemented
+        kwargs = dict(kwargs)
+        kwargs["like"] = self._like
+        return fromfile(*args, **kwargs)

@@ -1,0 +1,94 @@
+"""KvikIO's remaining module names in gdio: ``gdio.numpy.fromfile``/``tofile``/``LikeWrapper``
+against NumPy's own on random files (dtypes, counts, offsets, trailing bytes, errors),
+``gdio.Mmap`` windows against the file's bytes, and ``stream_register``'s checks."""
+
+import os
+
+import numpy as np
+import pytest
+
+import gdio
+import gdio.numpy as gnp
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float64, np.complex64])
+def test_fromfile_agrees_with_numpy(tmp_path, rng, dtype):
+    path = tmp_path / "f.bin"
+    size = rng.randrange(1, 50_000)
+    path.write_bytes(rng.randbytes(size))  # trailing bytes short of an item, often
+    item = np.dtype(dtype).itemsize
+    cases = [(-1, 0), (0, 0), (5, 0), (10**9, 0), (-1, rng.randrange(0, size + 1)),
+             (rng.randrange(0, 100), rng.randrange(0, size + 1)), (-1, size), (3, (size // item) * item)]
+    for count, offset in cases:
+        want = np.fromfile(path, dtype=dtype, count=count, offset=offset)
+        got = gnp.fromfile(path, dtype=dtype, count=count, offset=offset)
+        assert got.dtype == want.dtype and got.shape == want.shape, (count, offset)
+        assert got.tobytes() == want.tobytes(), (count, offset)
+        via = np.fromfile(path, dtype=dtype, count=count, offset=offset, like=gnp.LikeWrapper(np.empty(())))
+        assert via.tobytes() == want.tobytes(), (count, offset)
+    # Past the end: NumPy's answer depends on the item size (an error for bytes, an empty
+    # array otherwise); gdio says so for every dtype.
+    with pytest.raises(ValueError, match="outside"):
+        gnp.fromfile(path, dtype=dtype, offset=size + 1)
+    with pytest.raises(NotImplementedError):
+        gnp.fromfile(path, sep=",")
+
+
+def test_tofile_writes_numpy_s_bytes_and_replaces_the_file(tmp_path):
+    gen = np.random.default_rng(8)
+    a = gen.standard_normal((64, 33))[:, ::2]  # not contiguous
+    path = tmp_path / "t.bin"
+    path.write_bytes(b"x" * 10**6)  # longer than what replaces it
+    gnp.tofile(a, path)
+    ref = tmp_path / "ref.bin"
+    a.tofile(ref)
+    assert path.read_bytes() == ref.read_bytes()
+    assert np.array_equal(gnp.fromfile(path, dtype=a.dtype).reshape(a.shape), a)
+
+
+def test_mmap_reads_its_window_and_refuses_outside_it(tmp_path, rng):
+    data = rng.randbytes(300_000)
+    path = tmp_path / "m.bin"
+    path.write_bytes(data)
+    with gdio.Mmap(path, initial_map_offset=1000, initial_map_size=200_000) as m:
+        assert (m.initial_map_offset(), m.initial_map_size(), m.file_size()) == (1000, 200_000, len(data))
+        for _ in range(20):
+            off = rng.randrange(1000, 201_000)
+            n = rng.randrange(0, 201_000 - off + 1)
+            buf = bytearray(n)
+            assert m.read(buf, n, off) == n
+            assert bytes(buf) == data[off:off + n]
+        buf = bytearray(50_000)  # size from the buffer
+        assert m.read(buf, offset=5000) == 50_000 and bytes(buf) == data[5000:55_000]
+        tail = bytearray(10_000)  # size cut at the window's end
+        assert m.read(tail, offset=195_000) == 6000 and bytes(tail[:6000]) == data[195_000:201_000]
+        arr = np.zeros(120_000, dtype=np.uint8)
+        assert m.pread(arr, offset=1000, task_size=16_384).get() == 120_000
+        assert arr.tobytes() == data[1000:121_000]
+        for size, off in [(10, 999), (10, 200_995), (1, 201_001)]:
+            before = bytes(buf)
+            with pytest.raises(ValueError):
+                m.read(buf, size, off)
+            assert bytes(buf) == before, "a refused read wrote into the buffer"
+    assert m.closed()
+    with pytest.raises(ValueError, match="closed"):
+        m.read(bytearray(1), 1, 1000)
+    whole = gdio.Mmap(path)
+    assert whole.initial_map_size() == len(data)
+    whole.close()
+    with pytest.raises(ValueError):
+        gdio.Mmap(path, "w")
+    with pytest.raises(ValueError):
+        gdio.Mmap(path, initial_map_offset=10, initial_map_size=len(data))
+
+
+def test_stream_register_takes_stream_handles_only():
+    class Stream:
+        cuda_stream = 0x1234
+
+    gdio.stream_register(0)
+    gdio.stream_register(Stream(), 0)
+    gdio.stream_deregister(Stream())
+    for bad in ["stream", -1, 1.5, None, True]:
+        with pytest.raises(TypeError):
+            gdio.stream_register(bad)
