@@ -27,6 +27,7 @@ from . import _native
 
 __all__ = [
     "ALL_COMPLETED",
+    "bounce_buffer_free",
     "CompatMode",
     "CuFile",
     "DoneAndNotDoneFutures",
@@ -90,6 +91,15 @@ def memory_deregister(buf: Any) -> None:
     """KvikIO's ``memory_deregister``: the counterpart of :func:`memory_register` (checks
     ``buf`` and returns)."""
     _check_buffer(buf)
+
+
+def bounce_buffer_free() -> int:
+    """KvikIO's ``bounce_buffer_free``: gives back the pinned host memory of gdio's bounce
+    buffers (made for each GPU at its first I/O, and for small reads on the calling thread) by
+    retiring the current driver; the next I/O builds a new one, same configuration. Returns
+    the bytes given back now: futures still in flight keep their driver's buffers until they
+    finish, and another thread's buffers for its small reads go at its next I/O."""
+    return _native.bounce_buffer_free()
 
 
 def _stream_handle(stream: Any) -> int:

@@ -273,3 +273,27 @@ print("ok")
 
 def test_stats_show_gpu_futures_going_through_the_engine(tmp_path):
     run_child(tmp_path, STATS, seed=16)
+
+
+BOUNCE_FREE = """
+# The bounce buffers come with the first GPU read and go with bounce_buffer_free(); reads
+# after it build them again and land right.
+buf = Dev(1 << 20)
+def read_and_check(off):
+    with gdio.CuFile(path) as f:
+        assert f.read(buf, 1 << 20, file_offset=off) == 1 << 20
+    assert buf.bytes(0, 1 << 20) == data[off:off + (1 << 20)]
+assert gdio.bounce_buffer_free() == 0  # none yet: no GPU I/O so far
+read_and_check(rng.randrange(0, len(data) - (1 << 20)))
+freed = gdio.bounce_buffer_free()
+size = gdio.defaults.get("bounce_buffer_size")
+assert freed >= 2 * size, (freed, size)
+assert gdio.bounce_buffer_free() == 0
+read_and_check(rng.randrange(0, len(data) - (1 << 20)))
+assert gdio.bounce_buffer_free() == freed, "a new driver's buffers differ"
+print("ok")
+"""
+
+
+def test_bounce_buffer_free_gives_the_pinned_buffers_back_and_reads_go_on(tmp_path):
+    run_child(tmp_path, BOUNCE_FREE, seed=17)

@@ -173,6 +173,21 @@ fn runtime_info(py: Python<'_>) -> PyResult<(String, usize, Option<String>, usiz
     ))
 }
 
+/// KvikIO's `bounce_buffer_free`: drops the current driver (the next I/O builds a new one)
+/// and this thread's inline lanes of it, and returns the bytes of pinned memory given back
+/// now. A driver that futures in flight still use gives its buffers back when they finish;
+/// another thread's inline lane of it, at that thread's next I/O.
+#[pyfunction]
+fn bounce_buffer_free(py: Python<'_>) -> usize {
+    let before = gdio::gpu::pinned_bytes_held();
+    let rt = state::release();
+    py.detach(move || {
+        drop(rt);
+        gdio::engine::release_unused_caller_lanes();
+    });
+    before.saturating_sub(gdio::gpu::pinned_bytes_held())
+}
+
 /// Starts the engine's workers for GPU `ordinal` and gives each its stream and pinned bounce
 /// buffers now (`Driver::prepare_gpu`), so the first read does not pay for them.
 #[pyfunction]
@@ -242,6 +257,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(runtime_info, m)?)?;
     m.add_function(wrap_pyfunction!(report::stats_json, m)?)?;
+    m.add_function(wrap_pyfunction!(bounce_buffer_free, m)?)?;
     m.add_function(wrap_pyfunction!(report::explain_json, m)?)?;
     m.add_function(wrap_pyfunction!(prepare_gpu, m)?)?;
     Ok(())

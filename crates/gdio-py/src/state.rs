@@ -2,7 +2,7 @@
 //! and the driver and future pool built from it on first use and rebuilt after a change.
 //! Futures in flight keep the driver and pool they started on.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use gdio::{Config, Driver, Error, ErrorKind, LoadedConfig};
 use serde_json::Value;
@@ -63,9 +63,10 @@ pub fn runtime() -> gdio::Result<Arc<Runtime>> {
     // Tests without a GPU: the engine's GPU paths on simulated GPUs (host memory whose copies
     // land late), so CI runs them too.
     let sim = simulated_gpus().map(|n| {
-        let rt = Arc::new(gdio::gpu::sim::SimRuntime::new(n, std::time::Duration::from_micros(50)));
-        SIMS.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::downgrade(&rt));
-        rt
+        SIM.get_or_init(|| {
+            Arc::new(gdio::gpu::sim::SimRuntime::new(n, std::time::Duration::from_micros(50)))
+        })
+        .clone()
     });
     let driver = Arc::new(match &sim {
         Some(rt) => Driver::with_runtime(loaded.config().clone(), rt.clone())?,
@@ -79,22 +80,28 @@ pub fn runtime() -> gdio::Result<Arc<Runtime>> {
     Ok(rt)
 }
 
-/// Every simulated runtime made so far (a runtime is rebuilt after a configuration change;
-/// futures in flight keep theirs).
-static SIMS: Mutex<Vec<std::sync::Weak<gdio::gpu::sim::SimRuntime>>> = Mutex::new(Vec::new());
+/// The process's simulated GPUs: one runtime for every driver, as a CUDA device's memory and
+/// streams outlive the drivers built after a configuration change (or `bounce_buffer_free`).
+static SIM: OnceLock<Arc<gdio::gpu::sim::SimRuntime>> = OnceLock::new();
 
 /// The simulated runtime `driver` runs on, when it runs on one (the tests' streams are its
 /// streams).
 pub fn sim_of(driver: &Driver) -> Option<Arc<gdio::gpu::sim::SimRuntime>> {
     let target = Arc::as_ptr(driver.runtime()) as *const ();
-    let sims = SIMS.lock().unwrap_or_else(|e| e.into_inner());
-    sims.iter().filter_map(std::sync::Weak::upgrade).find(|s| Arc::as_ptr(s) as *const () == target)
+    SIM.get().filter(|s| Arc::as_ptr(s) as *const () == target).cloned()
 }
 
 /// `GDIO_SIMULATE_GPUS=N` (N ≥ 1): the process runs on N simulated GPUs instead of CUDA, for
 /// tests of the GPU paths on machines without one.
 pub fn simulated_gpus() -> Option<usize> {
     std::env::var("GDIO_SIMULATE_GPUS").ok()?.parse().ok().filter(|n| *n > 0)
+}
+
+/// Takes the current driver and pool out of use (the next I/O builds new ones with the same
+/// configuration) and hands them back to be dropped, without this module's lock held.
+/// Futures in flight keep theirs until they finish.
+pub fn release() -> Option<Arc<Runtime>> {
+    lock().current.take()
 }
 
 /// The value of configuration key `key` (gdio's name).

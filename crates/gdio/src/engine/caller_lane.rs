@@ -2,10 +2,13 @@
 //! the thread that asked for it, with that thread's own stream and bounce buffers, so it pays
 //! no hand-off to a worker and no wake-up on either side (on the H200 a 4 KiB read through a
 //! worker took 50–80 µs, most of it two thread wake-ups). Lanes are made on first use and
-//! live as long as their thread; they are shared by the engines of one runtime and shape.
+//! shared by the engines of one runtime and shape. A thread's lanes of a runtime that no
+//! engine uses any more (its drivers were dropped) are dropped, with their pinned buffers, at
+//! that thread's next request here or by [`release_unused`]; otherwise they live as long as
+//! the thread.
 
 use std::cell::RefCell;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::job::{Job, TaskResult};
 use super::lane::Lane;
@@ -28,6 +31,55 @@ thread_local! {
     static LANES: RefCell<Vec<Owned>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Runtimes (by address) that engines use, with how many engines use each. A lane holds its
+/// runtime alive, so an address here is never reused by another runtime while a lane has it.
+static LIVE: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+
+fn key_of(runtime: &Arc<dyn GpuRuntime>) -> usize {
+    Arc::as_ptr(runtime) as *const () as usize
+}
+
+/// An engine over `runtime` was made.
+pub(crate) fn engine_started(runtime: &Arc<dyn GpuRuntime>) {
+    let key = key_of(runtime);
+    let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    match live.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, n)) => *n += 1,
+        None => live.push((key, 1)),
+    }
+}
+
+/// An engine over `runtime` was dropped.
+pub(crate) fn engine_stopped(runtime: &Arc<dyn GpuRuntime>) {
+    let key = key_of(runtime);
+    let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(i) = live.iter().position(|(k, _)| *k == key) {
+        live[i].1 -= 1;
+        if live[i].1 == 0 {
+            live.swap_remove(i);
+        }
+    }
+}
+
+/// Drops the lanes of `lanes` whose runtime no engine uses, except those of runtime `keep`.
+fn prune(lanes: &mut Vec<Owned>, keep: usize) {
+    if lanes.iter().all(|o| o.runtime == keep) {
+        return;
+    }
+    let live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    lanes.retain(|o| o.runtime == keep || live.iter().any(|(k, _)| *k == o.runtime));
+}
+
+/// Drops the calling thread's lanes (streams and pinned bounce buffers) of runtimes that no
+/// engine uses any more: what a dropped driver left on this thread.
+pub fn release_unused() {
+    let _ = LANES.try_with(|cell| {
+        if let Ok(mut lanes) = cell.try_borrow_mut() {
+            prune(&mut lanes, 0);
+        }
+    });
+}
+
 /// Runs the tasks of `job` (device memory of GPU `ordinal`) on the calling thread. Returns
 /// false, having claimed nothing, when the calling thread cannot have a lane (its stream or
 /// buffers cannot be made, or the thread is exiting): then the workers take the job.
@@ -37,9 +89,10 @@ pub(crate) fn run(
     ordinal: usize,
     job: &Job,
 ) -> bool {
-    let key = Arc::as_ptr(runtime) as *const () as usize;
+    let key = key_of(runtime);
     let ran = LANES.try_with(|cell| {
         let Ok(mut lanes) = cell.try_borrow_mut() else { return false };
+        prune(&mut lanes, key);
         let i = match lanes
             .iter()
             .position(|o| o.runtime == key && o.ordinal == ordinal && o.size == shape.size)

@@ -12,6 +12,7 @@
 //! - `worker_time`: where the workers' time went (file I/O, buffers, copies, draining).
 
 mod caller_lane;
+pub use caller_lane::release_unused as release_unused_caller_lanes;
 mod gather;
 mod job;
 mod lane;
@@ -139,6 +140,7 @@ impl Engine {
             io: io.clone(),
         };
         let extra = if config.pool_per_gpu { runtime.device_count().saturating_sub(1) } else { 0 };
+        caller_lane::engine_started(&runtime);
         Engine {
             pool: Pool::new(spec.clone(), "gdio-worker"),
             gpu_pools: (0..extra).map(|_| std::sync::OnceLock::new()).collect(),
@@ -662,6 +664,12 @@ impl EngineIo {
     /// True when the I/O was canceled before all of it ran.
     pub fn was_canceled(&self) -> bool {
         self.job.was_canceled()
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        caller_lane::engine_stopped(&self.runtime);
     }
 }
 

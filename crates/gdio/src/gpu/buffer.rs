@@ -1,5 +1,6 @@
 //! Owned buffers: device memory and pinned host memory, freed on drop.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::GpuRuntime;
@@ -96,6 +97,17 @@ impl Drop for DeviceBuffer {
     }
 }
 
+/// Bytes of every [`PinnedBuffer`] of this process now (the engines' bounce buffers and any a
+/// caller made).
+static PINNED_HELD: AtomicUsize = AtomicUsize::new(0);
+
+/// Bytes of page-locked host memory gdio's [`PinnedBuffer`]s hold in this process now: the
+/// engines' bounce buffers (made for each GPU at its first I/O) and any a caller made. What
+/// dropping a driver gives back (Python's `gdio.bounce_buffer_free`).
+pub fn pinned_bytes_held() -> usize {
+    PINNED_HELD.load(Ordering::Relaxed)
+}
+
 /// Page-locked host memory, owned; freed when dropped. Used as bounce buffers.
 #[derive(Debug)]
 pub struct PinnedBuffer {
@@ -113,6 +125,7 @@ impl PinnedBuffer {
     /// Allocates `len` bytes of pinned memory for GPU `ordinal`.
     pub fn new(runtime: &Arc<dyn GpuRuntime>, ordinal: usize, len: usize) -> Result<PinnedBuffer> {
         let ptr = runtime.alloc_pinned(ordinal, len.max(1))?;
+        PINNED_HELD.fetch_add(len.max(1), Ordering::Relaxed);
         Ok(PinnedBuffer { runtime: runtime.clone(), ptr, len: len.max(1) })
     }
 
@@ -153,6 +166,7 @@ impl Drop for PinnedBuffer {
     fn drop(&mut self) {
         // SAFETY: `ptr` came from `alloc_pinned(.., len)` of this runtime and is dropped once.
         unsafe { self.runtime.free_pinned(self.ptr, self.len) };
+        PINNED_HELD.fetch_sub(self.len, Ordering::Relaxed);
     }
 }
 

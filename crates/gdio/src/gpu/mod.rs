@@ -18,7 +18,7 @@ pub mod sim;
 
 use std::sync::Arc;
 
-pub use buffer::{DeviceBuffer, PinnedBuffer};
+pub use buffer::{pinned_bytes_held, DeviceBuffer, PinnedBuffer};
 pub use progress::ProgressWord;
 
 use crate::error::Result;
