@@ -1,0 +1,85 @@
+//! `gdio check`'s libcufile section names the library the loader gives a process for
+//! `libcufile.so.0`, and whether it is gdio's: gdio's through `LD_LIBRARY_PATH` and through
+//! `LD_PRELOAD`, none without either (no NVIDIA library on a machine like CI's), and a stand-in
+//! for NVIDIA's (a library with cuFile's entry point but not gdio's version export, built here
+//! with the C compiler) as not gdio's. gdio's library is the workspace's `libcufile.so`, built
+//! by `cargo test --workspace` (test.sh sets `GDIO_REQUIRE_CUFILE_LIB=1`, so that there a
+//! missing library fails the test instead of skipping it).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn choice(env: &[(&str, &Path)]) -> Value {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdio"));
+    cmd.args(["check", "--json"]).env_remove("LD_PRELOAD").env_remove("LD_LIBRARY_PATH");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["platform"]["libcufile_choice"].clone()
+}
+
+fn gdio_cufile() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_BIN_EXE_gdio")).parent().unwrap().to_path_buf();
+    let lib = dir.join("libcufile.so");
+    if lib.exists() {
+        return Some(lib);
+    }
+    assert!(
+        std::env::var("GDIO_REQUIRE_CUFILE_LIB").as_deref() != Ok("1"),
+        "{} is missing: cargo test --workspace builds it",
+        lib.display()
+    );
+    eprintln!("skipped: {} not built (cargo test --workspace builds it)", lib.display());
+    None
+}
+
+#[test]
+fn check_names_the_libcufile_the_loader_gives_and_whose_it_is() {
+    let Some(lib) = gdio_cufile() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let ours = d.path().join("ours");
+    std::fs::create_dir(&ours).unwrap();
+    std::os::unix::fs::symlink(&lib, ours.join("libcufile.so.0")).unwrap();
+
+    let v = choice(&[]);
+    assert_eq!(v["loaded_file"], Value::Null, "{v}");
+    assert_eq!(v["preloaded"], false);
+    let v = choice(&[("LD_LIBRARY_PATH", &ours)]);
+    assert_eq!(v["loaded_is_gdio"], true, "{v}");
+    assert_eq!(
+        v["loaded_file"].as_str().map(Path::new),
+        Some(ours.join("libcufile.so.0").as_path())
+    );
+    assert_eq!(v["preloaded"], false);
+    let v = choice(&[("LD_PRELOAD", &ours.join("libcufile.so.0"))]);
+    assert_eq!(
+        (v["loaded_is_gdio"].as_bool(), v["preloaded"].as_bool()),
+        (Some(true), Some(true)),
+        "{v}"
+    );
+
+    // A library with cuFile's entry point and not gdio's export: reported as NVIDIA's.
+    let theirs = d.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    let src = d.path().join("stand_in.c");
+    std::fs::write(&src, "int cuFileDriverOpen(void) { return 0; }\n").unwrap();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let st = Command::new(cc)
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(theirs.join("libcufile.so.0"))
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success(), "the C compiler could not build the stand-in");
+    let v = choice(&[("LD_LIBRARY_PATH", &theirs)]);
+    assert_eq!(v["loaded_is_gdio"], false, "{v}");
+    assert_eq!(
+        v["loaded_file"].as_str().map(Path::new),
+        Some(theirs.join("libcufile.so.0").as_path())
+    );
+}
