@@ -889,3 +889,42 @@ fn real_gpus_load_save_and_share_a_checkpoint() {
     assert_loaded(&loaded, &tensors, Target::Gpu(1));
     assert!(loaded.bytes_read() < ckpt.total_bytes() + 64 * 1024);
 }
+
+/// Renames cut short: the 3rd shard's final name is a folder, so its rename fails after two
+/// new shards replaced old ones of the same names. The error names that shard; the previous
+/// checkpoint's index is gone rather than mapping the mix (loading by it fails, it does not
+/// load old and new tensors side by side); no temporary file is left; and a save that then
+/// completes gives the new checkpoint whole.
+#[test]
+fn renames_cut_short_leave_no_index_over_a_mix_of_shards() {
+    let driver = sim(1);
+    let dir = tempfile::tempdir().unwrap();
+    let dst = dir.path().join("model.safetensors");
+    let index = dir.path().join("model.safetensors.index.json");
+    let opts = SaveOptions { max_shard_size: 1, ..SaveOptions::default() };
+    let first = random_tensors(41, 5, 20_000);
+    save(&driver, &tensors_of(&first), &dst, &opts).unwrap();
+    assert!(Checkpoint::open(&index).is_ok());
+
+    let third = dir.path().join("model-00003-of-00005.safetensors");
+    std::fs::remove_file(&third).unwrap();
+    std::fs::create_dir(&third).unwrap();
+    std::fs::write(third.join("keep"), b"x").unwrap(); // a folder a file cannot replace
+    let second = random_tensors(42, 5, 20_000);
+    let e = save(&driver, &tensors_of(&second), &dst, &opts).unwrap_err();
+    assert!(e.to_string().contains("model-00003-of-00005"), "{e}");
+    assert!(!index.exists(), "the old index still maps a mix of old and new shards");
+    assert!(Checkpoint::open(&index).is_err());
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with("model-0000"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+
+    std::fs::remove_dir_all(&third).unwrap();
+    save(&driver, &tensors_of(&second), &dst, &opts).unwrap();
+    let ckpt = Checkpoint::open(&index).unwrap();
+    let loaded = load(&driver, &ckpt, &Plan::all(&ckpt, &[Target::Host]), &small_requests());
+    assert_loaded(&loaded.unwrap(), &second, Target::Host);
+}

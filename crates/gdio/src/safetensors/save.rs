@@ -222,6 +222,8 @@ pub fn build_header(
 /// written whole under temporary names first (every shard, then the index); only then are the
 /// shards renamed into place and the index last, so an error or a cancellation while writing
 /// leaves every final name as it was (a checkpoint already there stays whole and loadable).
+/// Before the renames, the index of a checkpoint already there is removed: renames cut short
+/// leave no index that maps a mix of old and new shards.
 pub fn save(
     driver: &Driver,
     tensors: &[SaveTensor<'_>],
@@ -280,7 +282,11 @@ pub fn save(
         Ok(())
     })?);
     total_bytes += bytes.len() as u64;
-    // Everything is on disk under temporary names: into place, the index last.
+    // Everything is on disk under temporary names: into place, the index last. A checkpoint
+    // already there loses its index first: were the renames cut short (a crash, a rename that
+    // fails), its index would otherwise map a mix of old and new shards of the same names
+    // and load without a word; without one, loading by index fails until a save completes.
+    retire_index(&index_path, options.fsync)?;
     let files = written[..n].iter().map(|t| t.path.clone()).collect();
     for tmp in written {
         tmp.commit(options.fsync)?;
@@ -374,6 +380,33 @@ fn temp_name(path: &Path) -> PathBuf {
     dir.join(format!(".{name}.gdio-tmp-{}-{n}", std::process::id()))
 }
 
+/// Removes the index at `path` if there is one (with `fsync`, durably) before a sharded save
+/// renames its shards over the checkpoint that index describes.
+fn retire_index(path: &Path, fsync: bool) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(Error::from_io(&e, "cannot remove the index of the checkpoint it replaces")
+                .with_path(path))
+        }
+    }
+    if fsync {
+        sync_folder_of(path)?;
+    }
+    Ok(())
+}
+
+/// `fsync`s the folder holding `path`, so that a rename or removal there survives a crash.
+fn sync_folder_of(path: &Path) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::from_io(&e, "cannot fsync the folder").with_path(dir))?;
+    }
+    Ok(())
+}
+
 /// A complete file under a temporary name in its destination folder, waiting to be renamed to
 /// its final name ([`TempFile::commit`]); dropped uncommitted, it is removed.
 struct TempFile {
@@ -411,11 +444,7 @@ impl TempFile {
         })?;
         self.committed = true;
         if fsync {
-            if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::File::open(dir)
-                    .and_then(|d| d.sync_all())
-                    .map_err(|e| Error::from_io(&e, "cannot fsync the folder").with_path(dir))?;
-            }
+            sync_folder_of(&self.path)?;
         }
         Ok(())
     }
