@@ -4,6 +4,7 @@ host when torch is installed; GPU loads where there is a GPU."""
 
 import json
 import os
+import random
 
 import numpy as np
 import pytest
@@ -477,3 +478,44 @@ def test_torch_newer_dtypes_round_trip_with_the_format_s_names_and_shapes(tmp_pa
         assert gst_t.load_file(theirs)[st].view(torch.uint8).numpy().tobytes() == raw[st], st
         back = ref_t.load_file(str(ours))[st]
         assert back.dtype == dt and back.view(torch.uint8).numpy().tobytes() == raw[st], st
+
+
+def _backend_ops():
+    return sum(b["ops"] for b in gdio.stats()["backends"].values())
+
+
+@pytest.mark.parametrize("budget", [None, 3000])
+def test_get_tensor_walking_keys_reads_ahead_and_every_order_gives_the_file_s_bytes(tmp_path, monkeypatch, budget):
+    """``for k in f.keys(): f.get_tensor(k)`` loads the following tensors together (far fewer
+    reads than tensors), any other order one by one, and every call, in any order, repeated
+    or not, gives the tensor's bytes; with a small budget, tensors larger than it come alone."""
+    import gdio.safetensors._open as open_mod
+
+    if budget is not None:
+        monkeypatch.setattr(open_mod, "READ_AHEAD_BYTES", budget)
+    gen = np.random.default_rng(12)
+    t = {f"layer.{i:03d}.w": gen.standard_normal((int(gen.integers(1, 20)), 37)).astype(np.float32)
+         for i in range(120)}
+    t["scalar"] = np.array(3.5, dtype=np.float32)
+    t["empty"] = np.zeros((0, 5), dtype=np.float16)
+    path = tmp_path / "walk.safetensors"
+    ref_np.save_file(t, str(path))
+    with safe_open(path, framework="np") as f:
+        keys = f.keys()
+        ops = _backend_ops()
+        walked = {k: f.get_tensor(k) for k in keys}
+        walk_ops = _backend_ops() - ops
+        assert_same(walked, t)
+        order = list(keys)
+        random.Random(4).shuffle(order)
+        ops = _backend_ops()
+        shuffled = {k: f.get_tensor(k) for k in order}
+        shuffled_ops = _backend_ops() - ops
+        assert_same(shuffled, t)
+        # A walk broken off and taken up elsewhere, and the same tensor twice.
+        for k in keys[10:20] + keys[5:8] + [keys[6], keys[6]] + keys[100:]:
+            assert np.array_equal(f.get_tensor(k), t[k]), k
+    if budget is None:
+        assert walk_ops * 10 <= shuffled_ops, (walk_ops, shuffled_ops)
+    else:
+        assert walk_ops < shuffled_ops, (walk_ops, shuffled_ops)
