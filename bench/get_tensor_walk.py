@@ -1,0 +1,57 @@
+"""``safe_open(...).get_tensor(k)`` for every ``k`` in ``keys()`` (the loop transformers-style
+loaders run) with the safetensors package and with gdio (reading ahead, the default, and one
+load per tensor, ``READ_AHEAD_BYTES = 0``), beside gdio's ``load_file`` of the same file: a
+file of N random float32 tensors written by the package, host memory, REPS reps alternating in
+one process; every gdio result compared with the package's.
+
+usage: python3 bench/get_tensor_walk.py [--dir /dev/shm] [--tensors 720] [--reps 3]
+"""
+import argparse
+import os
+import time
+
+import numpy as np
+from safetensors import safe_open as ref_open
+from safetensors.numpy import save_file
+
+import gdio.safetensors._open as gdio_open
+import gdio.safetensors.numpy as gdio_np
+from gdio.safetensors import safe_open
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else "/tmp")
+ap.add_argument("--tensors", type=int, default=720)
+ap.add_argument("--reps", type=int, default=3)
+a = ap.parse_args()
+gen = np.random.default_rng(0)
+want = {f"layer.{i}.w": gen.standard_normal((int(gen.integers(1, 64)), 256)).astype(np.float32)
+        for i in range(a.tensors)}
+path = os.path.join(a.dir, "gdio-get-tensor-walk.safetensors")
+save_file(want, path)
+
+
+def walk(opener):
+    t0 = time.perf_counter()
+    with opener(path, framework="np") as f:
+        got = {k: f.get_tensor(k) for k in f.keys()}
+    ms = (time.perf_counter() - t0) * 1e3
+    assert all(np.array_equal(got[k], want[k]) for k in want)
+    return ms
+
+
+try:
+    mib = sum(v.nbytes for v in want.values()) / 2**20
+    print(f"{a.tensors} tensors, {mib:.0f} MiB, {path}")
+    for rep in range(a.reps):
+        ref = walk(ref_open)
+        ahead = walk(safe_open)
+        budget, gdio_open.READ_AHEAD_BYTES = gdio_open.READ_AHEAD_BYTES, 0
+        one = walk(safe_open)
+        gdio_open.READ_AHEAD_BYTES = budget
+        t0 = time.perf_counter()
+        gdio_np.load_file(path)
+        whole = (time.perf_counter() - t0) * 1e3
+        print(f"rep {rep}: safetensors {ref:.1f} ms | gdio reading ahead {ahead:.1f} ms | "
+              f"gdio one load per tensor {one:.1f} ms | gdio load_file {whole:.1f} ms")
+finally:
+    os.remove(path)
