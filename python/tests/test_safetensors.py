@@ -515,7 +515,13 @@ def test_get_tensor_walking_keys_reads_ahead_and_every_order_gives_the_file_s_by
         # A walk broken off and taken up elsewhere, and the same tensor twice.
         for k in keys[10:20] + keys[5:8] + [keys[6], keys[6]] + keys[100:]:
             assert np.array_equal(f.get_tensor(k), t[k]), k
+        # Slices taken whole, down the keys: read ahead too.
+        ops = _backend_ops()
+        for k in keys:
+            assert np.array_equal(f.get_slice(k)[...], t[k]), k
+        sliced_ops = _backend_ops() - ops
     if budget is None:
         assert walk_ops * 10 <= shuffled_ops, (walk_ops, shuffled_ops)
+        assert sliced_ops * 10 <= shuffled_ops, (sliced_ops, shuffled_ops)
     else:
         assert walk_ops < shuffled_ops, (walk_ops, shuffled_ops)
