@@ -13,8 +13,9 @@ PathArg = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
 READ_AHEAD_BYTES = 64 << 20
 """How many bytes of the following tensors ``safe_open.get_tensor`` loads at once when its
 calls walk ``keys()`` in order (one tensor larger than this is loaded alone). 720 small
-tensors (22 MiB) on the 2-core build machine: 0.6–1.3 s one load per tensor, against 0.14–0.17
-s for the safetensors package's loop (BENCHMARKS.md, session 13)."""
+tensors (22 MiB) on the 2-core build machine: 29–33 ms reading ahead, 0.5–1.8 s one load per
+tensor, 27–30 ms for the safetensors package's loop (``bench/get_tensor_walk.py``,
+BENCHMARKS.md session 13)."""
 
 
 def parse_device(device: Any) -> Optional[int]:
