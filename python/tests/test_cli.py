@@ -66,3 +66,25 @@ def test_load_and_save_a_checkpoint(tmp_path, rng):
     assert sorted(back) == sorted(tensors)
     for k, v in tensors.items():
         assert back[k].tobytes() == v.tobytes()
+
+
+def test_ctrl_c_ends_a_running_bench_and_leaves_no_file(tmp_path):
+    """SIGINT ends ``python -m gdio bench`` as it ends the ``gdio`` executable (the command runs
+    in native code, where Python's own handler would only set a flag nobody reads)."""
+    import signal
+    import time
+
+    p = subprocess.Popen([sys.executable, "-m", "gdio", "bench", "--target", "host", "--size", "1G",
+                          "--iterations", "1000", "--dir", str(tmp_path)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(3)
+        assert p.poll() is None, p.communicate()
+        p.send_signal(signal.SIGINT)
+        rc = p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert rc in (-signal.SIGINT, 128 + signal.SIGINT), rc
+    assert list(tmp_path.iterdir()) == [], "the bench left files behind"
