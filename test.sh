@@ -20,7 +20,7 @@ cd "$(dirname "$0")"
 what="${1:-all}"
 
 if [ "$what" = all ] || [ "$what" = rust ]; then
-  GDIO_REQUIRE_CUFILE_LIB=1 cargo test --workspace --locked
+  cargo test --workspace --locked
 fi
 
 if [ "$what" = all ] || [ "$what" = python ]; then
