@@ -1,6 +1,6 @@
 """``safe_open(...).get_tensor(k)`` for every ``k`` in ``keys()`` (the loop transformers-style
 loaders run) with the safetensors package and with gdio (reading ahead, the default, and one
-load per tensor, ``READ_AHEAD_BYTES = 0``), beside gdio's ``load_file`` of the same file: a
+load per tensor, ``safetensors_read_ahead_bytes`` 0), beside gdio's ``load_file`` of the same file: a
 file of N random float32 tensors written by the package, host memory, REPS reps alternating in
 one process; every gdio result compared with the package's.
 
@@ -14,7 +14,7 @@ import numpy as np
 from safetensors import safe_open as ref_open
 from safetensors.numpy import save_file
 
-import gdio.safetensors._open as gdio_open
+import gdio
 import gdio.safetensors.numpy as gdio_np
 from gdio.safetensors import safe_open
 
@@ -45,9 +45,8 @@ try:
     for rep in range(a.reps):
         ref = walk(ref_open)
         ahead = walk(safe_open)
-        budget, gdio_open.READ_AHEAD_BYTES = gdio_open.READ_AHEAD_BYTES, 0
-        one = walk(safe_open)
-        gdio_open.READ_AHEAD_BYTES = budget
+        with gdio.defaults.set({"safetensors_read_ahead_bytes": 0}):
+            one = walk(safe_open)
         t0 = time.perf_counter()
         gdio_np.load_file(path)
         whole = (time.perf_counter() - t0) * 1e3

@@ -485,14 +485,14 @@ def _backend_ops():
 
 
 @pytest.mark.parametrize("budget", [None, 3000])
-def test_get_tensor_walking_keys_reads_ahead_and_every_order_gives_the_file_s_bytes(tmp_path, monkeypatch, budget):
+def test_get_tensor_walking_keys_reads_ahead_and_every_order_gives_the_file_s_bytes(tmp_path, budget):
     """``for k in f.keys(): f.get_tensor(k)`` loads the following tensors together (far fewer
     reads than tensors), any other order one by one, and every call, in any order, repeated
     or not, gives the tensor's bytes; with a small budget, tensors larger than it come alone."""
-    import gdio.safetensors._open as open_mod
+    import contextlib
 
-    if budget is not None:
-        monkeypatch.setattr(open_mod, "READ_AHEAD_BYTES", budget)
+    ctx = (contextlib.nullcontext() if budget is None
+           else gdio.defaults.set({"safetensors_read_ahead_bytes": budget}))
     gen = np.random.default_rng(12)
     t = {f"layer.{i:03d}.w": gen.standard_normal((int(gen.integers(1, 20)), 37)).astype(np.float32)
          for i in range(120)}
@@ -500,7 +500,7 @@ def test_get_tensor_walking_keys_reads_ahead_and_every_order_gives_the_file_s_by
     t["empty"] = np.zeros((0, 5), dtype=np.float16)
     path = tmp_path / "walk.safetensors"
     ref_np.save_file(t, str(path))
-    with safe_open(path, framework="np") as f:
+    with ctx, safe_open(path, framework="np") as f:
         keys = f.keys()
         ops = _backend_ops()
         walked = {k: f.get_tensor(k) for k in keys}

@@ -10,14 +10,6 @@ from . import _frameworks
 
 PathArg = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
 
-READ_AHEAD_BYTES = 64 << 20
-"""How many bytes of the following tensors ``safe_open.get_tensor`` loads at once when its
-calls walk ``keys()`` in order (one tensor larger than this is loaded alone). 720 small
-tensors (22 MiB) on the 2-core build machine: 29–33 ms reading ahead, 0.5–1.8 s one load per
-tensor, 27–30 ms for the safetensors package's loop (``bench/get_tensor_walk.py``,
-BENCHMARKS.md session 13)."""
-
-
 def parse_device(device: Any) -> Optional[int]:
     """``"cpu"`` -> ``None`` (host memory); ``"cuda"``, ``"cuda:N"``, ``N``, ``torch.device``
     -> the GPU ordinal."""
@@ -138,7 +130,7 @@ class safe_open:
 
         Calls that walk ``keys()`` in order (``for k in f.keys(): f.get_tensor(k)``, what
         loaders do) are read ahead: from the second call in a row, the next tensors up to
-        ``READ_AHEAD_BYTES`` are loaded together (one allocation, merged reads) and handed out
+        ``safetensors_read_ahead_bytes`` (gdio's configuration, 64 MiB) are loaded together (one allocation, merged reads) and handed out
         one by one as they are asked for, instead of one load per tensor. Any other order
         loads the tensor alone. Each call returns a tensor of its own; tensors loaded together
         share their allocation, which lives while any of them does."""
@@ -154,8 +146,9 @@ class safe_open:
         if not walking:
             (t,) = self._ckpt.load([name], self._gpu)
             return self._convert(t)
+        budget = _native.config_get("safetensors_read_ahead_bytes")
         end, total = pos + 1, sizes[pos]
-        while end < len(keys) and total + sizes[end] <= READ_AHEAD_BYTES:
+        while end < len(keys) and total + sizes[end] <= budget:
             total += sizes[end]
             end += 1
         batch = keys[pos:end]

@@ -56,6 +56,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("split_min_bytes", KeyKind::Count),
     ("pool_per_gpu", KeyKind::Bool),
     ("save_writes_in_flight", KeyKind::Count),
+    ("safetensors_read_ahead_bytes", KeyKind::Count),
     ("save_files_in_flight", KeyKind::Count),
     ("pinned_huge_pages", KeyKind::Bool),
     ("direct_io", KeyKind::DirectIo),
@@ -123,6 +124,7 @@ pub const BOUNDS: &[(&str, Bound)] = &[
     ("inline_max_bytes", Bound::new(0, MAX_SIZE)),
     ("split_min_bytes", Bound::new(0, MAX_SIZE)),
     ("save_writes_in_flight", Bound::new(1, 256)),
+    ("safetensors_read_ahead_bytes", Bound::new(0, MAX_SIZE)),
     ("save_files_in_flight", Bound::new(1, 64)),
     // KiB: up to 1 TiB, so `* 1024` never overflows.
     ("posix_gds_min_kb", Bound::new(0, 1 << 30)),
@@ -253,6 +255,9 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "split_min_bytes" => config.split_min_bytes = as_usize(origin, key, value)?,
         "pool_per_gpu" => config.pool_per_gpu = as_bool(origin, key, value)?,
         "save_writes_in_flight" => config.save_writes_in_flight = as_usize(origin, key, value)?,
+        "safetensors_read_ahead_bytes" => {
+            config.safetensors_read_ahead_bytes = as_usize(origin, key, value)?
+        }
         "save_files_in_flight" => config.save_files_in_flight = as_usize(origin, key, value)?,
         "pinned_huge_pages" => config.pinned_huge_pages = as_bool(origin, key, value)?,
         "direct_io" => {
@@ -342,6 +347,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "split_min_bytes" => config.split_min_bytes.into(),
         "pool_per_gpu" => config.pool_per_gpu.into(),
         "save_writes_in_flight" => config.save_writes_in_flight.into(),
+        "safetensors_read_ahead_bytes" => config.safetensors_read_ahead_bytes.into(),
         "save_files_in_flight" => config.save_files_in_flight.into(),
         "pinned_huge_pages" => config.pinned_huge_pages.into(),
         "direct_io" => serde_json::to_value(config.direct_io).unwrap_or(Value::Null),

@@ -210,6 +210,12 @@ pub struct Config {
     /// one at a time: writes to one file serialize on its inode lock, so 1 is the default.
     /// Tensors in host memory are always written one after another on the calling thread.
     pub save_writes_in_flight: usize,
+    /// Python's `safe_open.get_tensor` called down `keys()` in order (what loaders do) loads
+    /// the following tensors, up to this many bytes, with one load and hands them out as
+    /// asked; 0: one load per tensor. 720 small tensors (22 MiB) on the 2-core build machine:
+    /// 29–33 ms at 64 MiB, 0.5–1.8 s one load per tensor, the `safetensors` package's own loop
+    /// 27–30 ms (BENCHMARKS.md session 13; not measured on the GPU machine).
+    pub safetensors_read_ahead_bytes: usize,
     /// A sharded safetensors save writes up to this many shards at once, each from a thread of
     /// its own (buffered writes to one file serialize on its inode lock, so files written side
     /// by side go faster than one after another); 1: one after another. H200, `gdio save` of
@@ -290,6 +296,7 @@ impl Default for Config {
             split_min_bytes: 2 << 20,
             pool_per_gpu: false,
             save_writes_in_flight: 1,
+            safetensors_read_ahead_bytes: 64 << 20,
             save_files_in_flight: 4,
             pinned_huge_pages: true,
             direct_io: DirectIoPolicy::Auto,
