@@ -11,8 +11,21 @@
  *            the last one's copy runs.
  *   regonce  the whole mapping registered once (timed apart), then only copies.
  *   pinned   copies out of one pinned buffer, no file: the link.
+ *   bouncehp bounce with huge-page buffers registered with cuMemHostRegister (gdio's buffers).
+ *   mapcopy  the file mapped once (no populate); per chunk memcpy from the mapping into the
+ *            thread's two huge-page pinned buffers, then copy to the GPU, double-buffered: the
+ *            bounce path with a user-space copy instead of pread.
+ *   preadonly pread into the thread's huge-page buffer, no GPU copy: the CPU side alone.
+ *   mapmemcpy memcpy from the mapping into the thread's huge-page buffer, no GPU copy.
+ *   ramcopy  memcpy from a private huge-page buffer of the file's size (filled in set-up) into
+ *            the thread's huge-page buffer, no file, no GPU: what the host's memory gives T
+ *            threads copying.
+ * The bounce modes keep NBUF (environment, default 2) buffers per thread in flight. With
+ * NSTREAMS=N (environment) the threads share N streams (thread i copies on stream i mod N)
+ * instead of one stream each: one stream runs its copies one after another, in order, where
+ * many streams share the link at once.
  * Build: cc -O2 -pthread bench/pagecache-dma-probe.c -o /tmp/pcprobe -ldl
- * Run:   /tmp/pcprobe FILE CHUNK_MIB THREADS MODE... */
+ * Run:   /tmp/pcprobe FILE CHUNK THREADS MODE...   (CHUNK in MiB, or KiB with a k: 512k) */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -42,11 +55,23 @@ static int (*cuEventRecord)(void *, void *);
 static int (*cuEventSynchronize)(void *);
 
 #define RO 0x08 /* CU_MEMHOSTREGISTER_READ_ONLY */
-enum { BOUNCE, MAPEACH, MAPWHOLE, MAPPIPE, REGONCE, PINNED };
-static const char *mode_names[] = {"bounce", "mapeach", "mapwhole", "mappipe", "regonce", "pinned"};
+enum { BOUNCE, MAPEACH, MAPWHOLE, MAPPIPE, REGONCE, PINNED, BOUNCEHP, MAPCOPY, PREADONLY, MAPMEMCPY, RAMCOPY, NMODES };
+static const char *mode_names[] = {"bounce", "mapeach", "mapwhole", "mappipe", "regonce", "pinned",
+                                   "bouncehp", "mapcopy", "preadonly", "mapmemcpy", "ramcopy"};
+static int uses_whole(int m) { return m == MAPWHOLE || m == MAPPIPE || m == REGONCE || m == MAPCOPY || m == MAPMEMCPY; }
+/* Anonymous memory on transparent huge pages, touched (gdio's bounce buffers before pinning). */
+static void *huge_alloc(size_t len) {
+    size_t l = (len + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+    void *p = mmap(NULL, l, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    madvise(p, l, MADV_HUGEPAGE);
+    memset(p, 1, l);
+    return p;
+}
 
 static void *ctx;
-static int fd, mode;
+static int fd, mode, nbuf = 2, nstreams;
+static void *shared_streams[64];
 static size_t file_size, chunk;
 static dptr dev;
 static char *whole; /* the whole-file mapping (mapwhole, mappipe, regonce) */
@@ -76,24 +101,60 @@ static int take(size_t *off, size_t *len) {
 #define CHECK(x) do { int r_ = (x); if (r_) { fprintf(stderr, "%s: %d\n", #x, r_); __sync_fetch_and_add(&failures, 1); return NULL; } } while (0)
 
 static void *worker(void *arg) {
-    (void)arg;
     cuCtxSetCurrent(ctx);
     void *s;
-    CHECK(cuStreamCreate(&s, 1));
+    if (nstreams > 0)
+        s = shared_streams[(size_t)arg % (size_t)nstreams];
+    else
+        CHECK(cuStreamCreate(&s, 1));
     size_t off, len;
     long long t;
-    if (mode == BOUNCE) {
-        void *buf[2];
-        void *ev[2];
-        int used[2] = {0, 0};
-        for (int i = 0; i < 2; i++) { CHECK(cuMemHostAlloc(&buf[i], chunk, 0)); CHECK(cuEventCreate(&ev[i], 2)); }
-        for (int i = 0; take(&off, &len); i ^= 1) {
-            if (used[i]) CHECK(cuEventSynchronize(ev[i]));
+    if (mode == PREADONLY || mode == MAPMEMCPY || mode == RAMCOPY) {
+        char *buf = huge_alloc(chunk);
+        if (!buf) { __sync_fetch_and_add(&failures, 1); return NULL; }
+        while (take(&off, &len)) {
             t = now_ns();
-            for (size_t got = 0; got < len;) {
-                ssize_t n = pread(fd, (char *)buf[i] + got, len - got, off + got);
-                if (n <= 0) { __sync_fetch_and_add(&failures, 1); return NULL; }
-                got += n;
+            if (mode == PREADONLY) {
+                for (size_t got = 0; got < len;) {
+                    ssize_t n = pread(fd, buf + got, len - got, off + got);
+                    if (n <= 0) { __sync_fetch_and_add(&failures, 1); return NULL; }
+                    got += n;
+                }
+            } else {
+                memcpy(buf, whole + off, len);
+            }
+            add(5, t);
+        }
+        munmap(buf, (chunk + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1));
+    } else if (mode == BOUNCE || mode == BOUNCEHP || mode == MAPCOPY) {
+        void *buf[64];
+        void *ev[64];
+        int used[64] = {0};
+        for (int i = 0; i < nbuf; i++) {
+            if (mode == BOUNCE) {
+                CHECK(cuMemHostAlloc(&buf[i], chunk, 0));
+            } else {
+                buf[i] = huge_alloc(chunk);
+                if (!buf[i]) { __sync_fetch_and_add(&failures, 1); return NULL; }
+                CHECK(cuMemHostRegister(buf[i], chunk, 0));
+            }
+            CHECK(cuEventCreate(&ev[i], 2));
+        }
+        for (int i = 0; take(&off, &len); i = (i + 1) % nbuf) {
+            if (used[i]) {
+                t = now_ns();
+                CHECK(cuEventSynchronize(ev[i]));
+                add(2, t);
+            }
+            t = now_ns();
+            if (mode == MAPCOPY) {
+                memcpy(buf[i], whole + off, len);
+            } else {
+                for (size_t got = 0; got < len;) {
+                    ssize_t n = pread(fd, (char *)buf[i] + got, len - got, off + got);
+                    if (n <= 0) { __sync_fetch_and_add(&failures, 1); return NULL; }
+                    got += n;
+                }
             }
             add(5, t);
             CHECK(cuMemcpyHtoDAsync(dev + off, buf[i], len, s));
@@ -101,6 +162,11 @@ static void *worker(void *arg) {
             used[i] = 1;
         }
         CHECK(cuStreamSynchronize(s));
+        if (mode != BOUNCE)
+            for (int i = 0; i < nbuf; i++) {
+                cuMemHostUnregister(buf[i]);
+                munmap(buf[i], (chunk + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1));
+            }
     } else if (mode == MAPEACH) {
         while (take(&off, &len)) {
             t = now_ns();
@@ -178,28 +244,41 @@ int main(int argc, char **argv) {
     struct stat st;
     if (fd < 0 || fstat(fd, &st)) { perror(argv[1]); return 1; }
     file_size = st.st_size;
-    chunk = (size_t)atol(argv[2]) << 20;
+    chunk = (size_t)atol(argv[2]) << (strchr(argv[2], 'k') ? 10 : 20);
+    if (getenv("NBUF")) nbuf = atoi(getenv("NBUF"));
+    if (nbuf < 1 || nbuf > 64) { fprintf(stderr, "NBUF is 1 to 64\n"); return 2; }
+    if (getenv("NSTREAMS")) nstreams = atoi(getenv("NSTREAMS"));
+    if (nstreams < 0 || nstreams > 64) { fprintf(stderr, "NSTREAMS is 0 to 64\n"); return 2; }
+    for (int i = 0; i < nstreams; i++)
+        if (cuStreamCreate(&shared_streams[i], 1)) { printf("cuStreamCreate failed\n"); return 1; }
     int threads = atoi(argv[3]);
     if (cuMemAlloc(&dev, file_size)) { printf("cuMemAlloc failed\n"); return 1; }
     if (cuMemHostAlloc(&pinned_src, chunk, 0)) { printf("cuMemHostAlloc failed\n"); return 1; }
     memset(pinned_src, 7, chunk);
     for (int a = 4; a < argc; a++) {
         mode = -1;
-        for (int m = 0; m < 6; m++) if (!strcmp(argv[a], mode_names[m])) mode = m;
+        for (int m = 0; m < NMODES; m++) if (!strcmp(argv[a], mode_names[m])) mode = m;
         if (mode < 0) { printf("unknown mode %s\n", argv[a]); return 2; }
         memset((void *)steps, 0, sizeof steps);
         memset((void *)nsteps, 0, sizeof nsteps);
         next_chunk = 0;
         long long t0 = now_ns(), setup = 0;
-        if (mode == MAPWHOLE || mode == MAPPIPE || mode == REGONCE) {
+        if (uses_whole(mode)) {
             whole = mmap(NULL, file_size, PROT_READ, MAP_SHARED, fd, 0);
             if (whole == MAP_FAILED) { perror("mmap"); return 1; }
-            if (mode == REGONCE && cuMemHostRegister(whole, file_size, RO)) { printf("register whole failed\n"); return 1; }
+            setup = now_ns() - t0;
+        } else if (mode == RAMCOPY) {
+            whole = huge_alloc(file_size);
+            if (!whole) { perror("mmap"); return 1; }
+            setup = now_ns() - t0;
+        }
+        if (mode == REGONCE) {
+            if (cuMemHostRegister(whole, file_size, RO)) { printf("register whole failed\n"); return 1; }
             setup = now_ns() - t0;
         }
         long long t1 = now_ns();
         pthread_t th[256];
-        for (int i = 0; i < threads && i < 256; i++) pthread_create(&th[i], NULL, worker, NULL);
+        for (int i = 0; i < threads && i < 256; i++) pthread_create(&th[i], NULL, worker, (void *)(size_t)i);
         for (int i = 0; i < threads && i < 256; i++) pthread_join(th[i], NULL);
         long long t2 = now_ns();
         long long teardown = 0;
@@ -211,10 +290,10 @@ int main(int argc, char **argv) {
             teardown = now_ns() - t3;
         }
         double all = (t2 - t0 + teardown) / 1e9, copies = (t2 - t1) / 1e9;
-        printf("%-9s chunk %4zu MiB t%-3d %6.2f GB/s (%6.2f without set-up %.0f ms / tear-down %.0f ms)",
-               mode_names[mode], chunk >> 20, threads, file_size / all / 1e9, file_size / copies / 1e9,
+        printf("%-9s nbuf %d streams %d chunk %5zu KiB t%-3d %6.2f GB/s (%6.2f without set-up %.0f ms / tear-down %.0f ms)",
+               mode_names[mode], nbuf, nstreams, chunk >> 10, threads, file_size / all / 1e9, file_size / copies / 1e9,
                setup / 1e6, teardown / 1e6);
-        static const char *sn[] = {"mmap", "reg", "copy", "unreg", "munmap", "pread"};
+        static const char *sn[] = {"mmap", "reg", "copy (bounce: waiting for a buffer)", "unreg", "munmap", "pread/memcpy"};
         for (int k = 0; k < 6; k++)
             if (nsteps[k]) printf(" %s %.2f ms", sn[k], steps[k] / 1e6 / nsteps[k]);
         printf("%s\n", failures ? " FAILED" : "");

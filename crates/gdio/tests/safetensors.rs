@@ -102,6 +102,41 @@ fn stream_hands_out_each_view_once_before_the_end() {
 /// simulated GPU whose every copy waits 2 ms), the first view is handed out long before the
 /// last request has landed.
 #[test]
+fn loads_of_one_tensor_run_on_the_calling_thread_and_keep_its_lane() {
+    // `safe_open.get_tensor` in any order is one load per tensor: each must reuse the calling
+    // thread's lane (stream and pinned buffers) for its small read, not make one on a thread
+    // of its own every time (on the H200 that cost 2 ms per tensor).
+    let driver = sim(1);
+    let dir = tempfile::tempdir().unwrap();
+    let tensors: Vec<T> =
+        random_tensors(7, 24, 1000).into_iter().filter(|t| !t.data.is_empty()).collect();
+    let path = dir.path().join("m.safetensors");
+    write_with_crate(&path, &tensors, None);
+    let ckpt = Checkpoint::open(&path).unwrap();
+    let before = driver.engine().counters();
+    let mut order: Vec<&T> = tensors.iter().collect();
+    order.reverse();
+    for t in &order {
+        let mut plan = Plan::new();
+        plan.add(&ckpt, &t.name, Target::Gpu(0)).unwrap();
+        let loaded = load(&driver, &ckpt, &plan, &LoadOptions::default()).unwrap();
+        assert_loaded(&loaded, std::slice::from_ref(*t), Target::Gpu(0));
+    }
+    let after = driver.engine().counters();
+    assert_eq!(
+        after.inline_requests - before.inline_requests,
+        order.len() as u64,
+        "every one-tensor load ran inline"
+    );
+    assert!(
+        after.caller_lanes_made - before.caller_lanes_made <= 1,
+        "{} lanes made for {} loads on one thread",
+        after.caller_lanes_made - before.caller_lanes_made,
+        order.len()
+    );
+}
+
+#[test]
 fn the_first_views_come_out_before_the_load_is_done() {
     let dir = tempfile::tempdir().unwrap();
     let tensors = random_tensors(12, 48, 20_000);

@@ -80,19 +80,21 @@ pub fn release_unused() {
     });
 }
 
-/// Runs the tasks of `job` (device memory of GPU `ordinal`) on the calling thread. Returns
-/// false, having claimed nothing, when the calling thread cannot have a lane (its stream or
-/// buffers cannot be made, or the thread is exiting): then the workers take the job.
+/// Runs the tasks of `job` (device memory of GPU `ordinal`) on the calling thread; `Some(true)`
+/// when the thread's lane was made for it. Returns `None`, having claimed nothing, when the
+/// calling thread cannot have a lane (its stream or buffers cannot be made, or the thread is
+/// exiting): then the workers take the job.
 pub(crate) fn run(
     runtime: &Arc<dyn GpuRuntime>,
     shape: LaneShape,
     ordinal: usize,
     job: &Job,
-) -> bool {
+) -> Option<bool> {
     let key = key_of(runtime);
     let ran = LANES.try_with(|cell| {
-        let Ok(mut lanes) = cell.try_borrow_mut() else { return false };
+        let Ok(mut lanes) = cell.try_borrow_mut() else { return None };
         prune(&mut lanes, key);
+        let mut made = false;
         let i = match lanes
             .iter()
             .position(|o| o.runtime == key && o.ordinal == ordinal && o.size == shape.size)
@@ -103,18 +105,19 @@ pub(crate) fn run(
                 let Ok(lane) =
                     Lane::new(runtime, ordinal, shape.size, (2, 2), shape.polling, (false, None))
                 else {
-                    return false;
+                    return None;
                 };
                 lanes.push(Owned { runtime: key, ordinal, size: shape.size, lane });
+                made = true;
                 lanes.len() - 1
             }
         };
         while let Some(task) = job.claim() {
             run_task(job, task, &mut lanes[i].lane);
         }
-        true
+        Some(made)
     });
-    ran.unwrap_or(false)
+    ran.ok().flatten()
 }
 
 /// One task on `l`, finished before returning (its copies waited for).

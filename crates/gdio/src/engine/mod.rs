@@ -80,6 +80,10 @@ pub struct EngineCounters {
     /// Synchronous requests of one task that ran on their calling threads instead of the
     /// workers: host memory, and GPU memory up to `inline_max_bytes`.
     pub inline_requests: u64,
+    /// Lanes (a stream and two pinned bounce buffers) made for calling threads' inline
+    /// requests into or out of GPU memory: normally one per thread and GPU. A count that grows
+    /// with the requests means short-lived threads each paid for one.
+    pub caller_lanes_made: u64,
     /// Where the workers' time went (summed over workers).
     pub worker_time: WorkerTime,
 }
@@ -211,6 +215,7 @@ impl Engine {
             split_reads: c.split_reads.load(Ordering::Relaxed),
             watcher_finished: c.watcher_finished.load(Ordering::Relaxed),
             inline_requests: c.inline_requests.load(Ordering::Relaxed),
+            caller_lanes_made: c.caller_lanes_made.load(Ordering::Relaxed),
             io_uring_reads: self.io.uring_reads.load(Ordering::Relaxed),
             worker_time: c.time.snapshot(),
         }
@@ -411,7 +416,15 @@ impl Engine {
             MemoryKind::Device { ordinal } => {
                 !job.page_cache_dma
                     && len <= self.config.inline_max_bytes as u64
-                    && caller_lane::run(&self.runtime, self.pool.shape(), ordinal, &job)
+                    && match caller_lane::run(&self.runtime, self.pool.shape(), ordinal, &job) {
+                        Some(made_lane) => {
+                            if made_lane {
+                                self.counters.caller_lanes_made.fetch_add(1, Ordering::Relaxed);
+                            }
+                            true
+                        }
+                        None => false,
+                    }
             }
             _ => {
                 if let Some(task) = job.claim() {

@@ -190,14 +190,23 @@ fn to_vec(allocs: &[Allocation], v: &TensorView) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Loads `plan` and returns when every tensor is in place.
+/// Loads `plan` and returns when every tensor is in place. The requests run on the calling
+/// thread (and, where several are in flight, on threads this call starts and joins): no
+/// loader thread, so a load of one request reuses the caller's resources for small reads
+/// (its stream and pinned buffers) from one call to the next, as a `get_tensor` per tensor
+/// does.
 pub fn load(
     driver: &Arc<Driver>,
     ckpt: &Checkpoint,
     plan: &Plan,
     options: &LoadOptions,
 ) -> Result<Loaded> {
-    load_stream(driver, ckpt, plan, options)?.finish()
+    let (state, mut views) = start(driver, ckpt, plan, options)?;
+    let allocations = state.allocations.clone();
+    let (tx, rx) = mpsc::channel();
+    let bytes_read = state.run(tx)?;
+    views.extend(rx.try_iter());
+    Ok(Loaded { allocations, views, bytes_read })
 }
 
 /// Starts loading `plan` and returns an iterator of the views in completion order; call
@@ -209,6 +218,34 @@ pub fn load_stream(
     plan: &Plan,
     options: &LoadOptions,
 ) -> Result<LoadStream> {
+    let (state, ready) = start(driver, ckpt, plan, options)?;
+    let allocations = state.allocations.clone();
+    let cancel = state.cancel.clone();
+    let (tx, rx) = mpsc::channel();
+    let handle = std::thread::Builder::new()
+        .name("gdio-st-load".into())
+        .spawn(move || state.run(tx))
+        .map_err(|e| Error::from_io(&e, "cannot start the loader thread"))?;
+    Ok(LoadStream {
+        rx: Some(Mutex::new(rx)),
+        ready: ready.into_iter().collect(),
+        handle: Some(handle),
+        allocations,
+        cancel,
+        seen: Vec::with_capacity(plan.len()),
+        failed: None,
+        bytes_read: 0,
+    })
+}
+
+/// Lays the load out and allocates its memory: the run to make, and the views of empty
+/// tensors (ready at once).
+fn start(
+    driver: &Arc<Driver>,
+    ckpt: &Checkpoint,
+    plan: &Plan,
+    options: &LoadOptions,
+) -> Result<(Run, Vec<TensorView>)> {
     let cfg = driver.config();
     let request_size = match options.request_size {
         0 => cfg.threads.saturating_mul(cfg.task_size).saturating_mul(REQUEST_TASKS_PER_WORKER),
@@ -233,41 +270,25 @@ pub fn load_stream(
         0 => widest.max(2),
         n => n,
     };
-    let (tx, rx) = mpsc::channel();
-    let cancel = Arc::new(AtomicBool::new(false));
-    let mut views = Vec::with_capacity(plan.len());
     let state = Run {
         driver: driver.clone(),
         layout,
-        allocations: allocations.clone(),
-        cancel: cancel.clone(),
+        allocations,
+        cancel: Arc::new(AtomicBool::new(false)),
         in_flight,
     };
     // Views of empty items are ready at once.
+    let mut ready = Vec::new();
     for (gi, g) in state.layout.groups.iter().enumerate() {
         for (ii, it) in g.items.iter().enumerate() {
             if it.pieces_left.load(Ordering::Relaxed) == 0 {
                 for m in 0..g.members.len() {
-                    views.push(state.view(gi, ii, m));
+                    ready.push(state.view(gi, ii, m));
                 }
             }
         }
     }
-    let ready = std::mem::take(&mut views);
-    let handle = std::thread::Builder::new()
-        .name("gdio-st-load".into())
-        .spawn(move || state.run(tx))
-        .map_err(|e| Error::from_io(&e, "cannot start the loader thread"))?;
-    Ok(LoadStream {
-        rx: Some(Mutex::new(rx)),
-        ready: ready.into_iter().collect(),
-        handle: Some(handle),
-        allocations,
-        cancel,
-        seen: Vec::with_capacity(plan.len()),
-        failed: None,
-        bytes_read: 0,
-    })
+    Ok((state, ready))
 }
 
 /// The views of a load as they land (completion order); see [`load_stream`].
@@ -584,30 +605,35 @@ impl Run {
         let read = AtomicU64::new(0);
         let first_error: Mutex<Option<Error>> = Mutex::new(None);
         let tx = Mutex::new(tx);
-        std::thread::scope(|s| {
-            for _ in 0..self.in_flight.min(self.layout.pieces.len()).max(1) {
-                s.spawn(|| loop {
-                    if self.cancel.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(p) = self.layout.pieces.get(i) else { return };
-                    let g = &self.layout.groups[p.group];
-                    let Some(fh) = handles[g.file].as_ref() else { return };
-                    match self.run_request(fh, g, p) {
-                        Ok(()) => {
-                            read.fetch_add(p.len, Ordering::Relaxed);
-                            self.complete(p, &tx);
-                        }
-                        Err(e) => {
-                            self.cancel.store(true, Ordering::Relaxed);
-                            let mut fe = first_error.lock().unwrap_or_else(|x| x.into_inner());
-                            fe.get_or_insert(e);
-                            return;
-                        }
-                    }
-                });
+        // Each reader takes the next request until none is left; the running thread is one
+        // of them, so a load of one request starts no thread.
+        let reader = || loop {
+            if self.cancel.load(Ordering::Relaxed) {
+                return;
             }
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(p) = self.layout.pieces.get(i) else { return };
+            let g = &self.layout.groups[p.group];
+            let Some(fh) = handles[g.file].as_ref() else { return };
+            match self.run_request(fh, g, p) {
+                Ok(()) => {
+                    read.fetch_add(p.len, Ordering::Relaxed);
+                    self.complete(p, &tx);
+                }
+                Err(e) => {
+                    self.cancel.store(true, Ordering::Relaxed);
+                    let mut fe = first_error.lock().unwrap_or_else(|x| x.into_inner());
+                    fe.get_or_insert(e);
+                    return;
+                }
+            }
+        };
+        let readers = self.in_flight.min(self.layout.pieces.len()).max(1);
+        std::thread::scope(|s| {
+            for _ in 1..readers {
+                s.spawn(reader);
+            }
+            reader();
         });
         if let Some(e) = first_error.into_inner().unwrap_or_else(|x| x.into_inner()) {
             return Err(e);
