@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from . import defaults
+from . import cufile_driver, defaults
 from ._errors import GdioError
 from ._native import CuFile, Future
 from ._mmap import Mmap
@@ -40,6 +40,7 @@ __all__ = [
     "Mmap",
     "__version__",
     "clear_page_cache",
+    "cufile_driver",
     "defaults",
     "drop_file_page_cache",
     "drop_system_page_cache",

@@ -92,3 +92,77 @@ def test_stream_register_takes_stream_handles_only():
     for bad in ["stream", -1, 1.5, None, True]:
         with pytest.raises(TypeError):
             gdio.stream_register(bad)
+
+
+def test_cufile_driver_properties_answer_for_gdio_s_driver():
+    from gdio import cufile_driver as cd
+
+    p = cd.properties
+    # On a machine without nvidia-fs (CI, most containers and VMs) GDS is unavailable and the
+    # reason names what is missing; where it is loaded, the version is nvidia-fs's.
+    reason = cd.gds_unavailable_reason()
+    assert p.is_gds_available == (reason is None)
+    if not os.path.exists("/proc/driver/nvidia-fs/version"):
+        assert not p.is_gds_available and "nvidia-fs" in reason
+        assert (p.major_version, p.minor_version) == (0, 0)
+    assert p.per_buffer_cache_size == gdio.defaults.get("bounce_buffer_size") // 1024
+    with gdio.defaults.set("bounce_buffer_size", 1 << 20):
+        assert cd.get("per_buffer_cache_size") == 1024
+    with gdio.defaults.set("compat_mode", gdio.CompatMode.OFF):
+        assert cd.get("allow_compat_mode") is False
+    assert cd.get("allow_compat_mode") is True
+    major, minor = cd.libcufile_version()
+    assert major >= 0 and minor >= 0
+
+
+def test_cufile_driver_poll_mode_sets_gdio_s_completion_polling():
+    from gdio import cufile_driver as cd
+
+    spin = gdio.defaults.get("completion_spin_us")
+    assert spin > 0 and cd.get("poll_mode") is True
+    with cd.set("poll_mode", False):
+        assert gdio.defaults.get("completion_spin_us") == 0 and cd.properties.poll_mode is False
+        with cd.set({"poll_mode": True}):
+            assert gdio.defaults.get("completion_spin_us") > 0
+        assert gdio.defaults.get("completion_spin_us") == 0
+    assert gdio.defaults.get("completion_spin_us") == spin
+    cd.properties.poll_mode = True  # already on: unchanged
+    assert gdio.defaults.get("completion_spin_us") == spin
+    with pytest.raises(TypeError):
+        cd.properties.poll_mode = 1
+
+
+def test_cufile_driver_refuses_what_gdio_does_not_have():
+    from gdio import cufile_driver as cd
+
+    spin = gdio.defaults.get("completion_spin_us")
+    for name in ("poll_thresh_size", "max_device_cache_size", "max_pinned_memory_size"):
+        with pytest.raises(KeyError, match="gdio has no setting"):
+            cd.get(name)
+        with pytest.raises(KeyError, match="gdio has no setting"):
+            getattr(cd.properties, name)
+        with pytest.raises(KeyError, match="gdio has no setting"):
+            cd.set(name, 4)
+    with pytest.raises(KeyError, match="read-only"):
+        cd.set("is_gds_available", True)
+    with pytest.raises(KeyError, match="no driver property"):
+        cd.get("poll_mod")
+    # All or none: a bad name after a good one changes nothing.
+    with pytest.raises(KeyError):
+        cd.set({"poll_mode": False, "max_device_cache_size": 1})
+    assert gdio.defaults.get("completion_spin_us") == spin
+    with pytest.raises(ValueError):
+        cd.set("poll_mode")
+
+
+def test_cufile_driver_open_and_close_are_counted():
+    from gdio import cufile_driver as cd
+
+    cd.driver_open()
+    cd.driver_open()
+    cd.driver_close()
+    cd.driver_close()
+    with pytest.raises(RuntimeError, match="not open"):
+        cd.driver_close()
+    # I/O works with the driver closed, as it does before any open.
+    assert gdio.runtime_info()["runtime"] in ("cuda", "host", "sim")

@@ -173,6 +173,30 @@ fn runtime_info(py: Python<'_>) -> PyResult<(String, usize, Option<String>, usiz
     ))
 }
 
+/// Whether GPUDirect Storage can serve I/O here (gdio's `gds` backend, over nvidia-fs or
+/// PCI P2PDMA): `(available, why not, nvidia-fs version)`.
+#[pyfunction]
+fn gds_status(py: Python<'_>) -> PyResult<(bool, Option<String>, Option<String>)> {
+    let rt = file::runtime(py)?;
+    let d = &rt.driver;
+    let why = match d.backends().iter().find(|b| b.name() == "gds") {
+        Some(b) => b.unavailable(d.config()).map(|r| r.to_string()),
+        None => Some("gdio's driver has no gds backend in this process".to_owned()),
+    };
+    let nvfs = gdio::platform::nvidia_fs();
+    Ok((why.is_none(), why, nvfs.version))
+}
+
+/// The version (`"1.15"`) of the libcufile the dynamic loader finds (NVIDIA's, which gdio's
+/// `gds` backend uses, or gdio's own where it comes first), or `None` when there is none.
+#[pyfunction]
+fn libcufile_version(py: Python<'_>) -> Option<String> {
+    py.detach(|| {
+        let lib = gdio::platform::libcufile();
+        lib.version.filter(|_| lib.available)
+    })
+}
+
 /// KvikIO's `bounce_buffer_free`: drops the current driver (the next I/O builds a new one)
 /// and this thread's inline lanes of it, and returns the bytes of pinned memory given back
 /// now. A driver that futures in flight still use gives its buffers back when they finish;
@@ -258,6 +282,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(runtime_info, m)?)?;
     m.add_function(wrap_pyfunction!(report::stats_json, m)?)?;
     m.add_function(wrap_pyfunction!(bounce_buffer_free, m)?)?;
+    m.add_function(wrap_pyfunction!(gds_status, m)?)?;
+    m.add_function(wrap_pyfunction!(libcufile_version, m)?)?;
     m.add_function(wrap_pyfunction!(report::explain_json, m)?)?;
     m.add_function(wrap_pyfunction!(prepare_gpu, m)?)?;
     Ok(())

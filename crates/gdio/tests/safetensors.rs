@@ -137,6 +137,38 @@ fn loads_of_one_tensor_run_on_the_calling_thread_and_keep_its_lane() {
 }
 
 #[test]
+fn a_checkpoint_keeps_reading_the_files_its_first_load_opened() {
+    // Loads after the first reuse its file handles (no open and probe per tensor), so a file
+    // replaced on disk meanwhile does not mix into tensors laid out by the old header: the
+    // safetensors package, which maps the file at open, behaves the same.
+    let driver = host_driver();
+    let dir = tempfile::tempdir().unwrap();
+    let old = random_tensors(11, 8, 3000);
+    let new = random_tensors(12, 8, 3000);
+    let path = dir.path().join("m.safetensors");
+    write_with_crate(&path, &old, None);
+    let ckpt = Checkpoint::open(&path).unwrap();
+    let one = |t: &T| {
+        let mut plan = Plan::new();
+        plan.add(&ckpt, &t.name, Target::Host).unwrap();
+        load(&driver, &ckpt, &plan, &LoadOptions::default()).unwrap()
+    };
+    assert_loaded(&one(&old[0]), &old[..1], Target::Host);
+    let other = dir.path().join("other.safetensors");
+    write_with_crate(&other, &new, None);
+    std::fs::rename(&other, &path).unwrap();
+    for t in &old[1..] {
+        assert_loaded(&one(t), std::slice::from_ref(t), Target::Host);
+    }
+    // A checkpoint opened now reads the new file.
+    let fresh = Checkpoint::open(&path).unwrap();
+    let loaded =
+        load(&driver, &fresh, &Plan::all(&fresh, &[Target::Host]), &LoadOptions::default())
+            .unwrap();
+    assert_loaded(&loaded, &new, Target::Host);
+}
+
+#[test]
 fn the_first_views_come_out_before_the_load_is_done() {
     let dir = tempfile::tempdir().unwrap();
     let tensors = random_tensors(12, 48, 20_000);

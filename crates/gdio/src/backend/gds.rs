@@ -575,6 +575,10 @@ impl Backend for GdsBackend {
         score_with(&self.platform, registration.as_ref(), req, config)
     }
 
+    fn unavailable(&self, config: &Config) -> Option<super::Reason> {
+        self.platform.rule(config)
+    }
+
     fn prepare(&self, file: &FileHandle) {
         let (Some(lib), Some(fd)) = (&self.lib, file.direct_fd()) else { return };
         if self.platform.driver.is_err() || self.platform.cuda.is_err() {

@@ -99,4 +99,10 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// Like [`Backend::prepare`] for a file that is not open (`gdio check`): a fastpath may
     /// open the path itself to try a registration.
     fn prepare_path(&self, _info: &FileInfo) {}
+    /// Why this backend can serve nothing on this machine under `config` (a missing kernel
+    /// module, library or driver), whatever the file; `None` when it may serve some requests
+    /// (each request's score still decides).
+    fn unavailable(&self, _config: &Config) -> Option<Reason> {
+        None
+    }
 }

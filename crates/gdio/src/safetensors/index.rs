@@ -3,11 +3,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
 use super::header::{read_header, FileHeader, TensorInfo};
 use crate::error::{Error, ErrorKind, Result};
+use crate::file::FileHandle;
 
 /// The suffix of a sharded checkpoint's index file.
 pub const INDEX_SUFFIX: &str = ".safetensors.index.json";
@@ -146,9 +148,42 @@ pub struct Checkpoint {
     by_name: HashMap<String, TensorLocation>,
     order: Vec<TensorLocation>,
     index: Option<(PathBuf, Index)>,
+    /// The files as loads open them (shared by clones).
+    opened: OpenedFiles,
+}
+
+/// A checkpoint's files, each opened for reading at the first load that reads it and kept
+/// for later loads: a load per tensor, what `safe_open.get_tensor` makes, then skips the open
+/// and the file's probe (filesystem, `O_DIRECT`, mount table) every time.
+#[derive(Debug, Clone)]
+pub(crate) struct OpenedFiles(Arc<[OnceLock<Arc<FileHandle>>]>);
+
+impl OpenedFiles {
+    fn new(files: usize) -> OpenedFiles {
+        OpenedFiles((0..files).map(|_| OnceLock::new()).collect())
+    }
+
+    /// File number `file`, at `path`, opened at the first call and the same handle after.
+    pub(crate) fn get(&self, file: usize, path: &Path) -> Result<Arc<FileHandle>> {
+        let slot = self.0.get(file).ok_or_else(|| {
+            Error::new(ErrorKind::InvalidInput, format!("no file {file} in this checkpoint"))
+                .with_path(path)
+        })?;
+        if let Some(h) = slot.get() {
+            return Ok(h.clone());
+        }
+        let h = Arc::new(FileHandle::open(path)?);
+        // Two loads opening it at once: the first handle stored is kept, the other closed.
+        Ok(slot.get_or_init(|| h).clone())
+    }
 }
 
 impl Checkpoint {
+    /// The checkpoint's files as loads open them (shared with its clones).
+    pub(crate) fn opened_files(&self) -> OpenedFiles {
+        self.opened.clone()
+    }
+
     /// Opens one path: a `.safetensors` file, a `*.safetensors.index.json`, or a directory
     /// (its index file if it has exactly one, else all its `*.safetensors` files by name).
     pub fn open(path: impl AsRef<Path>) -> Result<Checkpoint> {
@@ -247,7 +282,8 @@ impl Checkpoint {
                 );
             }
         }
-        Ok(Checkpoint { files, by_name, order, index })
+        let opened = OpenedFiles::new(files.len());
+        Ok(Checkpoint { files, by_name, order, index, opened })
     }
 
     /// The files, in the order their tensors are listed.

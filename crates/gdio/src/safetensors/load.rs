@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use super::alloc::{Allocation, Allocations, ALIGN};
 use super::dtype::Dtype;
-use super::index::{Checkpoint, TensorLocation};
+use super::index::{Checkpoint, OpenedFiles, TensorLocation};
 use super::plan::{Plan, Target};
 use crate::driver::Driver;
 use crate::error::{Error, ErrorKind, Result};
@@ -272,6 +272,7 @@ fn start(
     };
     let state = Run {
         driver: driver.clone(),
+        files: ckpt.opened_files(),
         layout,
         allocations,
         cancel: Arc::new(AtomicBool::new(false)),
@@ -562,6 +563,8 @@ impl Layout {
 
 struct Run {
     driver: Arc<Driver>,
+    /// The checkpoint's files, opened once for all its loads.
+    files: OpenedFiles,
     layout: Layout,
     allocations: Allocations,
     cancel: Arc<AtomicBool>,
@@ -589,11 +592,11 @@ impl Run {
 
     /// Runs every request; returns the bytes read from storage.
     fn run(self, tx: mpsc::Sender<TensorView>) -> Result<u64> {
-        let mut handles: Vec<Option<FileHandle>> = Vec::new();
+        let mut handles: Vec<Option<Arc<FileHandle>>> = Vec::new();
         handles.resize_with(self.layout.paths.len(), || None);
         for g in &self.layout.groups {
             if handles[g.file].is_none() {
-                handles[g.file] = Some(self.driver.open(&self.layout.paths[g.file])?);
+                handles[g.file] = Some(self.files.get(g.file, &self.layout.paths[g.file])?);
             }
         }
         for t in self.layout.groups.iter().flat_map(|g| g.members.iter()) {
