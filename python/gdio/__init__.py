@@ -22,6 +22,7 @@ from . import cufile_driver, defaults
 from ._errors import GdioError
 from ._native import CuFile, Future
 from ._mmap import Mmap
+from ._remote import RemoteEndpointType, RemoteFile, infer_remote_endpoint_type, is_remote_file_available
 from ._wait import ALL_COMPLETED, FIRST_COMPLETED, FIRST_EXCEPTION, DoneAndNotDoneFutures, wait
 from . import _native
 
@@ -38,6 +39,8 @@ __all__ = [
     "GdioError",
     "IOFuture",
     "Mmap",
+    "RemoteEndpointType",
+    "RemoteFile",
     "__version__",
     "clear_page_cache",
     "cufile_driver",
@@ -46,6 +49,8 @@ __all__ = [
     "drop_system_page_cache",
     "explain",
     "get_page_cache_info",
+    "infer_remote_endpoint_type",
+    "is_remote_file_available",
     "memory_deregister",
     "memory_register",
     "runtime_info",

@@ -5,6 +5,7 @@
 
 mod buffer;
 mod completion;
+mod copy;
 mod dispatch;
 mod dlpack;
 mod error;
@@ -283,6 +284,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(report::stats_json, m)?)?;
     m.add_function(wrap_pyfunction!(bounce_buffer_free, m)?)?;
     m.add_function(wrap_pyfunction!(gds_status, m)?)?;
+    m.add_function(wrap_pyfunction!(copy::copy_into, m)?)?;
     m.add_function(wrap_pyfunction!(libcufile_version, m)?)?;
     m.add_function(wrap_pyfunction!(report::explain_json, m)?)?;
     m.add_function(wrap_pyfunction!(prepare_gpu, m)?)?;

@@ -58,6 +58,8 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("save_writes_in_flight", KeyKind::Count),
     ("safetensors_read_ahead_bytes", KeyKind::Count),
     ("save_files_in_flight", KeyKind::Count),
+    ("http_max_attempts", KeyKind::Count),
+    ("http_timeout", KeyKind::Count),
     ("pinned_huge_pages", KeyKind::Bool),
     ("direct_io", KeyKind::DirectIo),
     ("io_engine", KeyKind::IoEngine),
@@ -126,6 +128,8 @@ pub const BOUNDS: &[(&str, Bound)] = &[
     ("save_writes_in_flight", Bound::new(1, 256)),
     ("safetensors_read_ahead_bytes", Bound::new(0, MAX_SIZE)),
     ("save_files_in_flight", Bound::new(1, 64)),
+    ("http_max_attempts", Bound::new(1, 100)),
+    ("http_timeout", Bound::new(1, 86_400)),
     // KiB: up to 1 TiB, so `* 1024` never overflows.
     ("posix_gds_min_kb", Bound::new(0, 1 << 30)),
 ];
@@ -259,6 +263,8 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
             config.safetensors_read_ahead_bytes = as_usize(origin, key, value)?
         }
         "save_files_in_flight" => config.save_files_in_flight = as_usize(origin, key, value)?,
+        "http_max_attempts" => config.http_max_attempts = as_usize(origin, key, value)?,
+        "http_timeout" => config.http_timeout = as_count(origin, key, value)?,
         "pinned_huge_pages" => config.pinned_huge_pages = as_bool(origin, key, value)?,
         "direct_io" => {
             let s = value
@@ -349,6 +355,8 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "save_writes_in_flight" => config.save_writes_in_flight.into(),
         "safetensors_read_ahead_bytes" => config.safetensors_read_ahead_bytes.into(),
         "save_files_in_flight" => config.save_files_in_flight.into(),
+        "http_max_attempts" => config.http_max_attempts.into(),
+        "http_timeout" => config.http_timeout.into(),
         "pinned_huge_pages" => config.pinned_huge_pages.into(),
         "direct_io" => serde_json::to_value(config.direct_io).unwrap_or(Value::Null),
         "io_engine" => config.io_engine.as_str().into(),
@@ -402,6 +410,8 @@ mod tests {
             ("save_writes_in_flight", serde_json::json!(0)),
             ("save_writes_in_flight", serde_json::json!(257)),
             ("save_files_in_flight", serde_json::json!(0)),
+            ("http_max_attempts", serde_json::json!(0)),
+            ("http_timeout", serde_json::json!(0)),
             ("bounce_buffer_size", serde_json::json!(4097)),
             ("bounce_buffer_size", serde_json::json!(2u64 << 30)),
             ("buffered_chunk_size", serde_json::json!(1)),
