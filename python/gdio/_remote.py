@@ -132,6 +132,10 @@ class _Endpoint:
         status, hdrs, _ = session.request("HEAD", url, self.sign("HEAD", url, headers))
         if status == 200 and hdrs.get("content-length", "").isdigit():
             return int(hdrs["content-length"])
+        return self._size_by_range(session, f"HTTP {status} to HEAD and")
+
+    def _size_by_range(self, session: "_Session", before: str = "") -> int:
+        """The size from the answer to a request for the first byte (``Content-Range``)."""
         url, headers = self.target(0, 1)
         status, hdrs, _ = session.request("GET", url, self.sign("GET", url, headers), body=True)
         total = hdrs.get("content-range", "").rpartition("/")[2]
@@ -139,7 +143,8 @@ class _Endpoint:
             return int(total)
         if status == 200 and hdrs.get("content-length", "").isdigit():
             return int(hdrs["content-length"])
-        raise _error(f"cannot learn the size of {self.url}: HTTP {status} to HEAD and to a range request")
+        said = f"{before} " if before else ""
+        raise _error(f"cannot learn the size of {self.url}: {said}HTTP {status} to a range request")
 
     def sign(self, method: str, url: str, headers: dict[str, str]) -> dict[str, str]:
         """``headers`` with whatever authenticates the request."""
@@ -204,14 +209,7 @@ class _S3Presigned(_Endpoint):
 
     def size(self, session: "_Session") -> int:
         # A presigned URL signs one method (GET): ask for one byte, read the total.
-        url, headers = self.target(0, 1)
-        status, hdrs, _ = session.request("GET", url, headers, body=True)
-        total = hdrs.get("content-range", "").rpartition("/")[2]
-        if status == 206 and total.isdigit():
-            return int(total)
-        if status == 200 and hdrs.get("content-length", "").isdigit():
-            return int(hdrs["content-length"])
-        raise _error(f"cannot learn the size of {self.url}: HTTP {status} to a range request")
+        return self._size_by_range(session)
 
 
 def sigv4_headers(
