@@ -82,7 +82,7 @@ def _matches(kind: RemoteEndpointType, url: str) -> bool:
     if kind == RemoteEndpointType.S3_PRESIGNED_URL:
         return u.scheme in ("http", "https") and _looks_presigned(q)
     if kind == RemoteEndpointType.S3:
-        return s3_form and not _looks_presigned(q) and (u.scheme == "s3" or _has_credentials())
+        return s3_form and not _looks_presigned(q) and _has_credentials()
     if kind == RemoteEndpointType.S3_PUBLIC:
         return s3_form and not _looks_presigned(q)
     if kind == RemoteEndpointType.WEBHDFS:
@@ -104,8 +104,9 @@ _AUTO_ORDER = (
 def infer_remote_endpoint_type(url: str) -> RemoteEndpointType:
     """The endpoint type ``RemoteFile.open`` would pick for ``url`` (``RuntimeError`` when no
     type fits): a presigned S3 URL (``X-Amz-Signature`` in its query); ``s3://`` or an
-    ``*.amazonaws.com`` S3 URL, signed when ``AWS_ACCESS_KEY_ID`` and ``AWS_SECRET_ACCESS_KEY``
-    are set, else public; a path with ``/webhdfs/v1/``; any other ``http(s)://`` URL."""
+    ``*.amazonaws.com`` S3 URL, signed (``S3``) when ``AWS_ACCESS_KEY_ID`` and
+    ``AWS_SECRET_ACCESS_KEY`` are set, else public (``S3_PUBLIC``); a path with
+    ``/webhdfs/v1/``; any other ``http(s)://`` URL."""
     for kind in (RemoteEndpointType.S3_PRESIGNED_URL,) + _AUTO_ORDER:
         if _matches(kind, url):
             return kind

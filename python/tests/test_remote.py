@@ -291,10 +291,11 @@ def test_endpoint_inference_and_allow_list(monkeypatch):
         monkeypatch.delenv(k, raising=False)
     infer = gdio.infer_remote_endpoint_type
     assert infer("https://b.s3.us-east-1.amazonaws.com/k") == RemoteEndpointType.S3_PUBLIC
-    assert infer("s3://b/k") == RemoteEndpointType.S3
+    assert infer("s3://b/k") == RemoteEndpointType.S3_PUBLIC
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "a")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "b")
     assert infer("https://b.s3.us-east-1.amazonaws.com/k") == RemoteEndpointType.S3
+    assert infer("s3://b/k") == RemoteEndpointType.S3
     assert infer("https://example.com/a.bin") == RemoteEndpointType.HTTP
     with pytest.raises(RuntimeError):
         infer("ftp://example.com/a.bin")
@@ -335,3 +336,17 @@ def test_retries_then_errors(server, rng, small_tasks):
     f.close()
     with pytest.raises(ValueError, match="closed"):
         f.read(bytearray(1))
+
+
+def test_public_s3_objects_need_no_credentials(server, rng, small_tasks, monkeypatch):
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", server.base)
+    data = rng.randbytes(150_000)
+    server.files["/open-data/x/y.bin"] = data
+    f = RemoteFile.open("s3://open-data/x/y.bin")
+    assert f.remote_endpoint_type() == RemoteEndpointType.S3_PUBLIC
+    assert f.url == f"{server.base}/open-data/x/y.bin"
+    buf = bytearray(len(data) - 1000)
+    assert f.read(buf, file_offset=1000) == len(buf) and bytes(buf) == data[1000:]
+    assert not any("Authorization" in r[2] for r in server.requests)
