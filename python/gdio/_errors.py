@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 
-class GdioError(OSError):
+class GdioError(OSError, RuntimeError):
     """An I/O or setup error from gdio.
 
-    A subclass of ``OSError``: ``errno`` is the operating-system error number (``None`` when
+    A subclass of ``OSError`` and of ``RuntimeError`` (what KvikIO raises for its I/O errors,
+    so ``except RuntimeError`` written for KvikIO still catches them): ``errno`` is the operating-system error number (``None`` when
     the failure was not a system call), ``filename`` the file. gdio adds ``offset`` and
     ``length`` (the file range of the failed I/O), ``kind`` (gdio's ``ErrorKind`` name, such
     as ``"NotFound"`` or ``"InvalidInput"``), ``driver_code`` (the GPU driver's result code)

@@ -323,7 +323,7 @@ class _Session:
         if resp.status == 200 and any(k.lower() == "range" for k in sent):
             raise _error(
                 f"{method} {url}: the server ignored the range request (HTTP 200, {length} bytes where {want} were "
-                "asked for): it cannot serve parts of the file"
+                "asked for): it does not support file ranges, so parts of the file cannot be read"
             )
         raise _error(
             f"{method} {url}: the server sent {length} bytes where {want} were asked for "
@@ -647,9 +647,13 @@ class RemoteFile:
             raise ValueError(f"size {size!r} does not fit a buffer of {capacity} bytes")
         if isinstance(file_offset, bool) or not isinstance(file_offset, int) or file_offset < 0:
             raise ValueError(f"file_offset must be >= 0, not {file_offset!r}")
-        if file_offset > self._nbytes:
-            raise ValueError(f"file_offset {file_offset} is past the end of {self.url} ({self._nbytes} bytes)")
-        n = min(size, self._nbytes - file_offset)
+        if file_offset + size > self._nbytes:
+            # The size is known from the open: asking past it is the caller's mistake (KvikIO's
+            # RemoteFile refuses it too), not a short read.
+            raise ValueError(
+                f"cannot read {file_offset}+{size} bytes into a {self._nbytes} bytes file ({self.url})"
+            )
+        n = size
         host = _host_view(buf)
         task = max(4096, int(_native.config_get("task_size")))
         pieces = [(at, min(task, n - at)) for at in range(0, n, task)]

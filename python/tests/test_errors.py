@@ -16,6 +16,7 @@ def test_missing_file(tmp_path):
         gdio.CuFile(path)
     e = ei.value
     assert isinstance(e, OSError)
+    assert isinstance(e, RuntimeError), "KvikIO code catches RuntimeError"
     assert e.errno == errno.ENOENT
     assert e.filename == str(path)
     assert str(path) in str(e) and "No such file" in str(e)

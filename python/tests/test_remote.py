@@ -175,7 +175,7 @@ def test_http_reads_at_random_offsets_match_the_file(server, rng, small_tasks):
         assert f.read(whole) == len(data) and bytes(whole) == data
         for _ in range(12):
             off = rng.randrange(0, len(data))
-            size = rng.randrange(0, 200_000)
+            size = rng.randrange(0, min(200_000, len(data) - off) + 1)
             buf = np.zeros(size + 7, dtype=np.uint8)
             want = data[off : off + size]
             assert f.read(buf, size, off) == len(want)
@@ -322,7 +322,7 @@ def test_retries_then_errors(server, rng, small_tasks):
     server.fail_next = 0
     server.ignore_range = True
     buf = bytearray(b"\x5a" * 1000)
-    with pytest.raises(gdio.GdioError, match="ignored the range|bytes where"):
+    with pytest.raises(gdio.GdioError, match="does not support file ranges"):
         f.read(buf, 1000, 10)
     assert bytes(buf) == b"\x5a" * 1000
     server.ignore_range = False
@@ -330,9 +330,11 @@ def test_retries_then_errors(server, rng, small_tasks):
         RemoteFile.open_http(f"{server.base}/missing.bin")
     with pytest.raises(ValueError):
         f.read(bytearray(10), 11)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="cannot read"):
         f.read(bytearray(10), 10, len(data) + 1)
-    assert f.read(bytearray(10), 10, len(data)) == 0
+    with pytest.raises(ValueError, match=f"cannot read {len(data) - 5}\\+10 bytes into a {len(data)} bytes file"):
+        f.read(bytearray(10), 10, len(data) - 5)
+    assert f.read(bytearray(10), 0, len(data)) == 0
     f.close()
     with pytest.raises(ValueError, match="closed"):
         f.read(bytearray(1))
