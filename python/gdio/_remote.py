@@ -4,9 +4,10 @@ credentials, public, or a presigned URL) and WebHDFS into host or GPU buffers.
 A read is cut into ``task_size`` pieces (gdio's configuration) fetched by up to ``threads``
 connections at once with HTTP range requests; each piece lands in the destination directly
 (host memory) or through a host buffer and one copy (GPU memory, ``_native.copy_into``). A
-failed request is retried ``http_max_attempts`` times in all, with backoff, when the server
-answers 429, 500, 502, 503 or 504 or the connection drops. Errors are ``GdioError`` naming the
-URL, the byte range and the server's status.
+failed request is tried ``http_max_attempts`` times in all, with backoff, when the server
+answers a status of ``http_status_codes`` or the connection drops. Errors are ``GdioError`` naming the
+URL, the byte range and the server's status. ``http_status_codes`` lists the answers retried
+(429, 500, 502, 503, 504).
 """
 
 from __future__ import annotations
@@ -34,8 +35,6 @@ __all__ = [
     "is_remote_file_available",
 ]
 
-# Statuses worth another attempt (KvikIO's default http_status_codes).
-_RETRY_STATUS = (429, 500, 502, 503, 504)
 _MAX_REDIRECTS = 5
 
 
@@ -270,10 +269,10 @@ def sigv4_headers(
 
 class _Session:
     """One keep-alive connection per thread and host, redirects followed, retries with
-    backoff on the statuses of ``_RETRY_STATUS`` and dropped connections."""
+    backoff on the statuses of ``retry`` and dropped connections."""
 
-    def __init__(self, attempts: int, timeout: float) -> None:
-        self.attempts, self.timeout = max(1, attempts), timeout
+    def __init__(self, attempts: int, timeout: float, retry: tuple[int, ...]) -> None:
+        self.attempts, self.timeout, self.retry = max(1, attempts), timeout, retry
         self._local = threading.local()
 
     def _connection(self, scheme: str, netloc: str) -> http.client.HTTPConnection:
@@ -363,7 +362,7 @@ class _Session:
                     break
                 else:
                     raise _error(f"{method} {url}: more than {_MAX_REDIRECTS} redirects")
-                if resp.status in _RETRY_STATUS and attempt < self.attempts:
+                if resp.status in self.retry and attempt < self.attempts:
                     resp.read()
                     time.sleep(delay)
                     delay *= 2
@@ -482,7 +481,11 @@ class RemoteFile:
 
     def __init__(self, endpoint: _Endpoint, nbytes: Optional[int]) -> None:
         self._endpoint = endpoint
-        self._session = _Session(int(_native.config_get("http_max_attempts")), float(_native.config_get("http_timeout")))
+        self._session = _Session(
+            int(_native.config_get("http_max_attempts")),
+            float(_native.config_get("http_timeout")),
+            tuple(_native.config_get("http_status_codes")),
+        )
         if nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0):
             raise ValueError(f"nbytes must be a size in bytes (>= 0), not {nbytes!r}")
         self._nbytes = endpoint.size(self._session) if nbytes is None else nbytes

@@ -58,7 +58,6 @@ _UNSUPPORTED = {
     "gds_threshold": "gdio scores every request; small ones go where they are fastest (see gdio check)",
     "auto_direct_io_read": "use direct_io (\"auto\", \"on\" or \"off\")",
     "auto_direct_io_write": "use direct_io (\"auto\", \"on\" or \"off\")",
-    "http_status_codes": "gdio.RemoteFile retries 429, 500, 502, 503 and 504 (http_max_attempts sets how often)",
 }
 
 

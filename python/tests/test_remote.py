@@ -318,6 +318,13 @@ def test_retries_then_errors(server, rng, small_tasks):
         server.fail_next = 1
         with pytest.raises(gdio.GdioError, match="HTTP 503"):
             g.read(bytearray(10), 10, 0)
+    # Only the statuses of http_status_codes are retried.
+    with gdio.defaults.set("http_status_codes", [429]):
+        assert gdio.defaults.get("http_status_codes") == [429]
+        g = RemoteFile.open_http(f"{server.base}/r.bin", nbytes=len(data))
+        server.fail_next = 1
+        with pytest.raises(RuntimeError, match="HTTP 503"):
+            g.read(bytearray(10), 10, 0)
     # A server that ignores ranges cannot serve a part of the file: an error, buffer intact.
     server.fail_next = 0
     server.ignore_range = True

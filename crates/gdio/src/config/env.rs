@@ -63,16 +63,17 @@ pub fn parse_value(var: &str, key: &str, kind: KeyKind, text: &str) -> Result<Va
                 .ok_or_else(|| bad("a number between 0 and 1"))?
         }
         KeyKind::DirectIo | KeyKind::IoEngine => Value::String(t.to_owned()),
-        KeyKind::RoutingOrder => {
+        KeyKind::RoutingOrder | KeyKind::StatusCodes => {
             if t.starts_with('[') {
                 serde_json::from_str(t).map_err(|_| bad("a JSON list or a comma-separated list"))?
             } else {
-                Value::Array(
-                    t.split(',')
-                        .map(|s| Value::String(s.trim().to_owned()))
-                        .filter(|v| v != "")
-                        .collect(),
-                )
+                let items = t.split(',').map(str::trim).filter(|s| !s.is_empty());
+                if kind == KeyKind::StatusCodes {
+                    let codes: std::result::Result<Vec<u64>, _> = items.map(str::parse).collect();
+                    Value::from(codes.map_err(|_| bad("a comma-separated list of status codes"))?)
+                } else {
+                    Value::Array(items.map(|s| Value::String(s.to_owned())).collect())
+                }
             }
         }
     })
@@ -245,5 +246,19 @@ mod tests {
         assert!(s.iter().any(|x| x.key == "fs.lustre.posix_gds_min_kb" && x.value == 64));
         assert!(s.iter().any(|x| x.key == "rdma_dynamic_routing_order"
             && x.value == serde_json::json!(["SYS_MEM", "P2P"])));
+    }
+
+    #[test]
+    fn status_code_lists_parse_from_commas_or_json() {
+        let one = |text: &str| {
+            parse_value("GDIO_HTTP_STATUS_CODES", "http_status_codes", KeyKind::StatusCodes, text)
+        };
+        assert_eq!(one("429, 503").unwrap(), serde_json::json!([429, 503]));
+        assert_eq!(one("[500]").unwrap(), serde_json::json!([500]));
+        assert!(one("503,x").unwrap_err().to_string().contains("GDIO_HTTP_STATUS_CODES"));
+        let mut c = crate::Config::default();
+        crate::config::keys::set(&mut c, "http_status_codes", &one("429,503").unwrap(), "env")
+            .unwrap();
+        assert_eq!(c.http_status_codes, vec![429, 503]);
     }
 }

@@ -23,6 +23,8 @@ pub enum KeyKind {
     /// A list of routing choices (`GPU_MEM_NVLINKS`, `GPU_MEM`, `SYS_MEM`, `P2P`); in the
     /// environment, comma-separated.
     RoutingOrder,
+    /// A list of HTTP status codes (100–599); in the environment, comma-separated.
+    StatusCodes,
 }
 
 /// Every key that is not per filesystem, in the order `gdio check` prints them.
@@ -60,6 +62,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("save_files_in_flight", KeyKind::Count),
     ("http_max_attempts", KeyKind::Count),
     ("http_timeout", KeyKind::Count),
+    ("http_status_codes", KeyKind::StatusCodes),
     ("pinned_huge_pages", KeyKind::Bool),
     ("direct_io", KeyKind::DirectIo),
     ("io_engine", KeyKind::IoEngine),
@@ -265,6 +268,16 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "save_files_in_flight" => config.save_files_in_flight = as_usize(origin, key, value)?,
         "http_max_attempts" => config.http_max_attempts = as_usize(origin, key, value)?,
         "http_timeout" => config.http_timeout = as_count(origin, key, value)?,
+        "http_status_codes" => {
+            let want = "a list of HTTP status codes (100 to 599)";
+            let arr = value.as_array().ok_or_else(|| type_error(origin, key, want, value))?;
+            let codes = arr
+                .iter()
+                .map(|v| v.as_u64().filter(|c| (100..=599).contains(c)).map(|c| c as u16))
+                .collect::<Option<Vec<u16>>>()
+                .ok_or_else(|| type_error(origin, key, want, value))?;
+            config.http_status_codes = codes;
+        }
         "pinned_huge_pages" => config.pinned_huge_pages = as_bool(origin, key, value)?,
         "direct_io" => {
             let s = value
@@ -357,6 +370,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "save_files_in_flight" => config.save_files_in_flight.into(),
         "http_max_attempts" => config.http_max_attempts.into(),
         "http_timeout" => config.http_timeout.into(),
+        "http_status_codes" => config.http_status_codes.clone().into(),
         "pinned_huge_pages" => config.pinned_huge_pages.into(),
         "direct_io" => serde_json::to_value(config.direct_io).unwrap_or(Value::Null),
         "io_engine" => config.io_engine.as_str().into(),
@@ -412,6 +426,8 @@ mod tests {
             ("save_files_in_flight", serde_json::json!(0)),
             ("http_max_attempts", serde_json::json!(0)),
             ("http_timeout", serde_json::json!(0)),
+            ("http_status_codes", serde_json::json!([503, 99])),
+            ("http_status_codes", serde_json::json!("503")),
             ("bounce_buffer_size", serde_json::json!(4097)),
             ("bounce_buffer_size", serde_json::json!(2u64 << 30)),
             ("buffered_chunk_size", serde_json::json!(1)),

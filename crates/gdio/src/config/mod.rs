@@ -223,12 +223,15 @@ pub struct Config {
     /// GB/s side by side against 3.18–3.65 one after another (BENCHMARKS.md session 10 run 4).
     pub save_files_in_flight: usize,
     /// Python's `gdio.RemoteFile`: attempts in all for one HTTP request when the server
-    /// answers 429, 500, 502, 503 or 504 or the connection drops (backoff doubling from 50 ms);
-    /// KvikIO's `http_max_attempts`, same default.
+    /// answers one of `http_status_codes` or the connection drops (backoff doubling from 50
+    /// ms); KvikIO's `http_max_attempts`, same default.
     pub http_max_attempts: usize,
     /// Python's `gdio.RemoteFile`: seconds one HTTP connection may wait for the server
     /// (connect, or between received bytes); KvikIO's `http_timeout`, same default.
     pub http_timeout: u64,
+    /// Python's `gdio.RemoteFile`: the HTTP answers retried (up to `http_max_attempts`);
+    /// KvikIO's `http_status_codes`, same default (429, 500, 502, 503, 504).
+    pub http_status_codes: Vec<u16>,
     /// Pinned bounce and staging buffers are anonymous memory on transparent huge pages,
     /// registered with `cuMemHostRegister` (true), or come from `cuMemHostAlloc` (false).
     /// Measured on the H200 machine: 96 MiB pinned from 12 threads in 11 ms against 55, copies
@@ -307,6 +310,7 @@ impl Default for Config {
             save_files_in_flight: 4,
             http_max_attempts: 3,
             http_timeout: 60,
+            http_status_codes: vec![429, 500, 502, 503, 504],
             pinned_huge_pages: true,
             direct_io: DirectIoPolicy::Auto,
             io_engine: IoEngine::Auto,
