@@ -105,7 +105,7 @@ safetensors() {
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gdsite .dev/wheel/gdio-*.whl || return 1
   export PYTHONPATH=/tmp/gdsite:$PYTHONPATH
   python3 bench/safetensors-h200.py --gdio "$GDIO" --out "$L/st" --size-gib "${ST_GIB:-16}" \
-    --rows "${ST_ROWS:-verify,tmpfs,ext4-hot,cold,save}" "${before[@]}" ${ST_TORCH:+--gdio-torch} \
+    --rows "${ST_ROWS:-verify,tmpfs,ext4-hot,cold,save}" "${before[@]}" ${ST_TORCH:+--gdio-torch} --reps "${ST_REPS:-1}" \
     --peers "${ST_PEERS-safetensors,fastsafetensors,instanttensor,instanttensor-buffered}"
 }
 
