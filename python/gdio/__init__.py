@@ -19,7 +19,7 @@ import os
 from typing import Any
 
 from . import cufile_driver, defaults
-from ._errors import GdioError
+from ._errors import ConfigValueError, GdioError, UnknownKeyError
 from ._native import CuFile, Future
 from ._mmap import Mmap
 from ._remote import RemoteEndpointType, RemoteFile, infer_remote_endpoint_type, is_remote_file_available
@@ -30,6 +30,7 @@ __all__ = [
     "ALL_COMPLETED",
     "bounce_buffer_free",
     "CompatMode",
+    "ConfigValueError",
     "CuFile",
     "DoneAndNotDoneFutures",
     "FIRST_COMPLETED",
@@ -39,6 +40,7 @@ __all__ = [
     "GdioError",
     "IOFuture",
     "Mmap",
+    "UnknownKeyError",
     "RemoteEndpointType",
     "RemoteFile",
     "__version__",

@@ -46,3 +46,17 @@ class GdioError(OSError, RuntimeError):
             (self.errno, self.message, self.filename, self.offset, self.length, self.kind,
              self.driver_code, self.strerror),
         )
+
+
+class ConfigValueError(GdioError, ValueError):
+    """A configuration value gdio refuses (out of range, wrong type): a ``GdioError`` and a
+    ``ValueError`` (what KvikIO's ``defaults.set`` raises)."""
+
+    __module__ = "gdio"
+
+
+class UnknownKeyError(GdioError, KeyError):
+    """A configuration key gdio does not have: a ``GdioError`` and a ``KeyError`` (what
+    KvikIO's ``defaults.get``/``set`` raise)."""
+
+    __module__ = "gdio"

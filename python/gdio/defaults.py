@@ -26,6 +26,7 @@ import enum
 from typing import Any
 
 from . import _native
+from ._errors import ConfigValueError, GdioError, UnknownKeyError
 
 __all__ = [
     "CompatMode",
@@ -77,12 +78,41 @@ def _compat_pairs(value: Any) -> list[tuple[str, Any]]:
     return [("allow_compat_mode", True), ("force_compat_mode", False)]
 
 
-def _pairs(name: str, value: Any) -> list[tuple[str, Any]]:
+_KEYS: frozenset[str] = frozenset()
+
+
+def _known_keys() -> frozenset[str]:
+    """gdio's configuration keys (fixed for the process)."""
+    global _KEYS
+    if not _KEYS:
+        _KEYS = frozenset(k for k, _ in _native.config_all())
+    return _KEYS
+
+
+def _key(name: str) -> str:
+    """gdio's key for ``name`` (a gdio key or KvikIO's name); ``KeyError`` when there is none."""
     if name in _UNSUPPORTED:
         raise KeyError(f"gdio has no setting {name!r}: {_UNSUPPORTED[name]}")
+    key = _ALIASES.get(name, name)
+    if not isinstance(key, str) or (not key.startswith("fs.") and key not in _known_keys()):
+        raise UnknownKeyError(None, f"unknown configuration key {name!r} (gdio check lists the keys)", kind="Config")
+    return key
+
+
+def _pairs(name: str, value: Any) -> list[tuple[str, Any]]:
     if name == "compat_mode":
         return _compat_pairs(value)
-    return [(_ALIASES.get(name, name), value)]
+    return [(_key(name), value)]
+
+
+def _native_set(pairs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Sets ``pairs`` all or none; a value gdio refuses is a :class:`ConfigValueError`."""
+    try:
+        return _native.config_set(pairs)
+    except GdioError as e:
+        if e.kind != "Config":
+            raise
+        raise ConfigValueError(e.errno, e.message, kind=e.kind) from e
 
 
 class ConfigContextManager:
@@ -100,8 +130,10 @@ class ConfigContextManager:
 
 
 def set(config: dict[str, Any] | str, value: Any = None, /) -> ConfigContextManager:  # noqa: A001
-    """Sets ``{name: value, ...}`` (or one ``name, value``), all or none: an unknown name or a
-    bad value raises ``gdio.GdioError`` and changes nothing."""
+    """Sets ``{name: value, ...}`` (or one ``name, value``), all or none: an unknown name
+    raises :class:`gdio.UnknownKeyError` (a ``KeyError``), a bad value
+    :class:`gdio.ConfigValueError` (a ``ValueError``), both ``GdioError`` s, and nothing
+    changes."""
     if isinstance(config, str):
         config = {config: value}
     elif value is not None:
@@ -109,16 +141,14 @@ def set(config: dict[str, Any] | str, value: Any = None, /) -> ConfigContextMana
     pairs: list[tuple[str, Any]] = []
     for name, v in config.items():
         pairs += _pairs(name, v)
-    return ConfigContextManager(_native.config_set(pairs))
+    return ConfigContextManager(_native_set(pairs))
 
 
 def get(name: str) -> Any:
     """The value of ``name`` (gdio key or KvikIO name)."""
-    if name in _UNSUPPORTED:
-        raise KeyError(f"gdio has no setting {name!r}: {_UNSUPPORTED[name]}")
     if name == "compat_mode":
         return compat_mode()
-    return _native.config_get(_ALIASES.get(name, name))
+    return _native.config_get(_key(name))
 
 
 def all() -> dict[str, Any]:  # noqa: A001

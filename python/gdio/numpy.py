@@ -22,14 +22,26 @@ def fromfile(
 ) -> Any:
     """``numpy.fromfile`` for binary files, read with gdio into an array made like ``like``
     (NumPy when ``None``): ``count`` items of ``dtype`` (``-1``: every whole item) from byte
-    ``offset``. As NumPy does, a ``count`` beyond the file gives the items there are and
-    trailing bytes short of an item are left out; an ``offset`` past the end is a
-    ``ValueError``. Text files (``sep != ""``) are NumPy's own business:
-    ``NotImplementedError``."""
+    ``offset``. ``file`` is a path or an open file: then, as NumPy does, ``offset`` counts
+    from the file's position, which ends after the items read. As NumPy does, a ``count``
+    beyond the file gives the items there are and trailing bytes short of an item are left
+    out; an ``offset`` past the end is a ``ValueError``, and so is a ``count`` below -1.
+    Text files (``sep != ""``) are NumPy's own business: ``NotImplementedError``."""
     if sep != "":
-        raise NotImplementedError("gdio.numpy.fromfile reads binary files only (sep='')")
+        raise NotImplementedError(
+            "Non-default value of the `sep` argument is not supported: gdio.numpy.fromfile reads binary files"
+        )
+    if count < -1:
+        raise ValueError(f"negative dimensions are not allowed (count={count})")
     dtype = np.dtype(dtype)
-    path = os.fspath(file)
+    opened = None
+    if hasattr(file, "fileno") and not isinstance(file, (str, bytes, os.PathLike)):
+        opened = file
+        name = getattr(file, "name", None)
+        path = os.fspath(name) if isinstance(name, (str, bytes, os.PathLike)) else f"/proc/self/fd/{file.fileno()}"
+        offset += file.tell()
+    else:
+        path = os.fspath(file)
     size = os.path.getsize(path)
     if offset < 0 or offset > size:
         raise ValueError(f"offset {offset} is outside {path} ({size} bytes)")
@@ -42,6 +54,8 @@ def fromfile(
             got = f.read(out, nbytes, file_offset=offset)
         if got != nbytes:
             raise OSError(f"{path}: read {got} of {nbytes} bytes at offset {offset} (the file shrank?)")
+    if opened is not None:
+        opened.seek(offset + nbytes)
     return out
 
 

@@ -45,11 +45,16 @@ def test_plain_set_persists_until_changed():
 
 def test_bad_values_change_nothing():
     before = defaults.all()
-    with pytest.raises(gdio.GdioError, match="unknown configuration key"):
-        defaults.set({"task_size": 1 << 22, "no_such_key": 1})
-    with pytest.raises(gdio.GdioError, match="threads"):
-        defaults.set({"num_threads": 0})
-    with pytest.raises(gdio.GdioError, match="bounce_buffer_size"):
+    # KvikIO's types too: KeyError for a key gdio lacks, ValueError for a value it refuses.
+    for t in (gdio.GdioError, KeyError, gdio.UnknownKeyError):
+        with pytest.raises(t, match="unknown configuration key"):
+            defaults.set({"task_size": 1 << 22, "no_such_key": 1})
+    with pytest.raises(KeyError, match="unknown configuration key"):
+        defaults.get("set_task_size")
+    for t in (gdio.GdioError, ValueError, gdio.ConfigValueError):
+        with pytest.raises(t, match="threads"):
+            defaults.set({"num_threads": 0})
+    with pytest.raises(ValueError, match="bounce_buffer_size"):
         defaults.set("bounce_buffer_size", 1000)
     with pytest.raises(KeyError, match="gds_threshold"):
         defaults.set("gds_threshold", 1)

@@ -30,8 +30,20 @@ def test_fromfile_agrees_with_numpy(tmp_path, rng, dtype):
     # array otherwise); gdio says so for every dtype.
     with pytest.raises(ValueError, match="outside"):
         gnp.fromfile(path, dtype=dtype, offset=size + 1)
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(NotImplementedError, match="sep"):
         gnp.fromfile(path, sep=",")
+    with pytest.raises(ValueError, match="negative"):
+        gnp.fromfile(path, dtype=dtype, count=-42)
+    # An open file: offset counts from its position, which ends after the items read (NumPy's
+    # rule), checked against NumPy on a second handle of the same file.
+    start, extra = rng.randrange(0, size // 2), rng.randrange(0, 64)
+    with open(path, "rb") as mine, open(path, "rb") as theirs:
+        mine.seek(start)
+        theirs.seek(start)
+        got = gnp.fromfile(mine, dtype=dtype, count=3, offset=extra)
+        want = np.fromfile(theirs, dtype=dtype, count=3, offset=extra)
+        assert got.tobytes() == want.tobytes()
+        assert mine.tell() == theirs.tell()
 
 
 def test_tofile_writes_numpy_s_bytes_and_replaces_the_file(tmp_path):
