@@ -7,10 +7,9 @@
 set -uo pipefail
 out=${1:-/tmp/cliab}; mkdir -p "$out"
 GDIO=${GDIO:-$PWD/.dev/bin/gdio}
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gdsite .dev/wheel/gdio-*.whl 2>/dev/null
-export PYTHONPATH=/tmp/gdsite${PYTHONPATH:+:$PYTHONPATH}
-[ -f /tmp/gdio-st/model.safetensors.index.json ] ||
-  python3 bench/safetensors-h200.py --gdio "$GDIO" --out "$out/st" --size-gib "${CLIAB_GIB:-16}" --rows none --peers "" >/dev/null 2>&1
+. bench/gpu-phase-lib.sh
+gdio_wheel_on_path
+ensure_checkpoint "${CLIAB_GIB:-16}" "$out"
 gb() { python3 -c "import json,sys; d=json.loads([l for l in sys.stdin if l.startswith('{')][-1]); print(f\"{d.get('checkpoint_bytes', d['bytes'])/d['seconds']/1e9:.2f}\")"; }
 for rep in $(seq "${CLIAB_REPS:-3}"); do
   for where in /dev/shm/gdio-st /tmp/gdio-st; do

@@ -7,10 +7,9 @@
 set -uo pipefail
 out=${1:-/tmp/pyload}; mkdir -p "$out"
 GDIO=${GDIO:-$PWD/.dev/bin/gdio}
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gdsite .dev/wheel/gdio-*.whl 2>/dev/null
-export PYTHONPATH=/tmp/gdsite${PYTHONPATH:+:$PYTHONPATH}
-[ -f /tmp/gdio-st/model.safetensors.index.json ] ||
-  python3 bench/safetensors-h200.py --gdio "$GDIO" --out "$out/st" --size-gib "${LOADAB_GIB:-16}" --rows none --peers "" >/dev/null 2>&1
+. bench/gpu-phase-lib.sh
+gdio_wheel_on_path
+ensure_checkpoint "${LOADAB_GIB:-16}" "$out"
 for where in /dev/shm/gdio-st /tmp/gdio-st; do
   [ "$where" = /tmp/gdio-st ] && cat "$where"/model-*.safetensors >/dev/null
   echo "$where gdio load: $("$GDIO" load "$where/model.safetensors.index.json" --target gpu:0 --json 2>>"$out/stderr.txt" \
