@@ -221,10 +221,10 @@ def sigv4_headers(
     secret: str,
     token: Optional[str] = None,
     now: Optional[datetime.datetime] = None,
-    service: str = "s3",
 ) -> dict[str, str]:
     """``headers`` plus ``Authorization``, ``x-amz-date``, ``x-amz-content-sha256`` (and
-    ``x-amz-security-token``) for an AWS Signature Version 4 request with an empty body."""
+    ``x-amz-security-token``) for an S3 request with an empty body, signed with AWS Signature
+    Version 4 (S3's rules: the path is signed as sent, not normalized)."""
     u = urllib.parse.urlsplit(url)
     now = now or datetime.datetime.now(datetime.timezone.utc)
     amz_date = now.strftime("%Y%m%dT%H%M%SZ")
@@ -232,8 +232,7 @@ def sigv4_headers(
     payload = hashlib.sha256(b"").hexdigest()
     out = dict(headers)
     out["x-amz-date"] = amz_date
-    if service == "s3":
-        out["x-amz-content-sha256"] = payload
+    out["x-amz-content-sha256"] = payload
     if token:
         out["x-amz-security-token"] = token
     host = u.netloc
@@ -245,17 +244,15 @@ def sigv4_headers(
     canonical_headers = "".join(f"{k}:{signed[k]}\n" for k in names)
     signed_headers = ";".join(names)
     path = u.path or "/"
-    if service != "s3":  # S3 does not normalize or double-encode its paths
-        path = urllib.parse.quote(urllib.parse.unquote(path), safe="/~")
     query = sorted(urllib.parse.parse_qsl(u.query, keep_blank_values=True))
     canonical_query = "&".join(
         f"{urllib.parse.quote(k, safe='-_.~')}={urllib.parse.quote(v, safe='-_.~')}" for k, v in query
     )
     canonical = "\n".join([method, path, canonical_query, canonical_headers, signed_headers, payload])
-    scope = f"{day}/{region}/{service}/aws4_request"
+    scope = f"{day}/{region}/s3/aws4_request"
     to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
     key = f"AWS4{secret}".encode()
-    for part in (day, region, service, "aws4_request"):
+    for part in (day, region, "s3", "aws4_request"):
         key = hmac.new(key, part.encode(), hashlib.sha256).digest()
     signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
     out["Authorization"] = (

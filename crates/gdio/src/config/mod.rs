@@ -213,8 +213,8 @@ pub struct Config {
     /// Python's `safe_open.get_tensor` called down `keys()` in order (what loaders do) loads
     /// the following tensors, up to this many bytes, with one load and hands them out as
     /// asked; 0: one load per tensor. H200, 720 tensors into `cuda:0` from tmpfs: 23 MiB in
-    /// 14.8–17.4 ms and 368 MiB in 36.5–36.9 ms, the `safetensors` package's loop 23.8–25.3 and
-    /// 111–115 ms (BENCHMARKS.md session 14).
+    /// 14.8–21.2 ms and 368 MiB in 36.5–36.9 ms, the `safetensors` package's loop 23.8–29.9 and
+    /// 111–115 ms (BENCHMARKS.md session 14, runs 1 and 4).
     pub safetensors_read_ahead_bytes: usize,
     /// A sharded safetensors save writes up to this many shards at once, each from a thread of
     /// its own (buffered writes to one file serialize on its inode lock, so files written side
