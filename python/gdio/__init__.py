@@ -19,7 +19,7 @@ import os
 from typing import Any
 
 from . import cufile_driver, defaults
-from ._errors import ConfigValueError, GdioError, UnknownKeyError
+from ._errors import ConfigOverflowError, ConfigTypeError, ConfigValueError, GdioError, UnknownKeyError
 from ._native import CuFile, Future
 from ._mmap import Mmap
 from ._remote import RemoteEndpointType, RemoteFile, infer_remote_endpoint_type, is_remote_file_available
@@ -30,6 +30,8 @@ __all__ = [
     "ALL_COMPLETED",
     "bounce_buffer_free",
     "CompatMode",
+    "ConfigOverflowError",
+    "ConfigTypeError",
     "ConfigValueError",
     "CuFile",
     "DoneAndNotDoneFutures",

@@ -60,3 +60,18 @@ class UnknownKeyError(GdioError, KeyError):
     KvikIO's ``defaults.get``/``set`` raise)."""
 
     __module__ = "gdio"
+
+
+class ConfigTypeError(ConfigValueError, TypeError):
+    """A configuration value of the wrong type (a string for a number, a number for a list):
+    a ``ConfigValueError`` and a ``TypeError`` (what KvikIO's ``defaults.set`` raises then)."""
+
+    __module__ = "gdio"
+
+
+class ConfigOverflowError(ConfigValueError, OverflowError):
+    """A negative number for a configuration key (every gdio number is at least 0): a
+    ``ConfigValueError`` and an ``OverflowError`` (what KvikIO's ``defaults.set`` raises
+    then)."""
+
+    __module__ = "gdio"

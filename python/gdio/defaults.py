@@ -12,9 +12,21 @@ KvikIO name            gdio key
 ``num_threads``        ``threads`` (also ``thread_pool_nthreads``)
 ``task_size``          ``task_size``
 ``bounce_buffer_size`` ``bounce_buffer_size``
+``gds_threshold``      ``inline_max_bytes``: a request into or out of GPU
+                       memory of one task up to this size runs on the
+                       calling thread, skipping the workers (KvikIO: a
+                       request below it runs on the calling thread,
+                       skipping its thread pool)
 ``compat_mode``        ``allow_compat_mode`` + ``force_compat_mode``:
                        ``ON`` forces compat, ``OFF`` forbids it, ``AUTO`` allows it
 =====================  ====================================================
+
+Sizes take any positive number of bytes, as KvikIO's do (tasks are rounded up to the file's
+``O_DIRECT`` alignment, bounce buffers to whole 4 KiB pages). A refused value raises what
+KvikIO raises: :class:`gdio.ConfigTypeError` (a ``TypeError``) for a value of the wrong type,
+:class:`gdio.ConfigOverflowError` (an ``OverflowError``) for a negative number, else
+:class:`gdio.ConfigValueError` (a ``ValueError``); all three are ``GdioError`` s carrying
+gdio's message, and nothing changes.
 
 A change applies to I/O started after it; I/O in flight finishes with the old values.
 """
@@ -26,7 +38,7 @@ import enum
 from typing import Any
 
 from . import _native
-from ._errors import ConfigValueError, GdioError, UnknownKeyError
+from ._errors import ConfigOverflowError, ConfigTypeError, ConfigValueError, GdioError, UnknownKeyError
 
 __all__ = [
     "CompatMode",
@@ -52,11 +64,11 @@ class CompatMode(enum.IntEnum):
 _ALIASES = {
     "num_threads": "threads",
     "thread_pool_nthreads": "threads",
+    "gds_threshold": "inline_max_bytes",
 }
 
 # KvikIO names gdio has no setting for, with what to do instead.
 _UNSUPPORTED = {
-    "gds_threshold": "gdio scores every request; small ones go where they are fastest (see gdio check)",
     "auto_direct_io_read": "use direct_io (\"auto\", \"on\" or \"off\")",
     "auto_direct_io_write": "use direct_io (\"auto\", \"on\" or \"off\")",
 }
@@ -105,14 +117,50 @@ def _pairs(name: str, value: Any) -> list[tuple[str, Any]]:
     return [(_key(name), value)]
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _same_type(current: Any, value: Any) -> bool:
+    """Whether ``value`` has the type of the key whose value is ``current``."""
+    if isinstance(current, bool):
+        return isinstance(value, bool)
+    if isinstance(current, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(current, float):
+        return _is_number(value)
+    if isinstance(current, str):
+        return isinstance(value, str)
+    if isinstance(current, (list, tuple)):
+        if not isinstance(value, (list, tuple)):
+            return False
+        return not current or builtins.all(_same_type(current[0], v) for v in value)
+    return True
+
+
+def _refusal(pairs: list[tuple[str, Any]]) -> type[ConfigValueError]:
+    """The exception class KvikIO would raise for the first pair that cannot be right."""
+    for key, value in pairs:
+        try:
+            current = _native.config_get(key)
+        except GdioError:
+            continue
+        if not _same_type(current, value):
+            return ConfigTypeError
+        if _is_number(value) and value < 0:
+            return ConfigOverflowError
+    return ConfigValueError
+
+
 def _native_set(pairs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    """Sets ``pairs`` all or none; a value gdio refuses is a :class:`ConfigValueError`."""
+    """Sets ``pairs`` all or none; a value gdio refuses is a :class:`ConfigValueError` (or its
+    subclass for a wrong type or a negative number)."""
     try:
         return _native.config_set(pairs)
     except GdioError as e:
         if e.kind != "Config":
             raise
-        raise ConfigValueError(e.errno, e.message, kind=e.kind) from e
+        raise _refusal(pairs)(e.errno, e.message, kind=e.kind) from e
 
 
 class ConfigContextManager:

@@ -227,6 +227,65 @@ fn writes_from_host_and_simulated_gpu_read_back() {
     }
 }
 
+/// KvikIO takes any task and bounce-buffer size (its tests use 3 bytes, 1 KiB, 12345): gdio
+/// too, reading and writing the same bytes as with its defaults.
+#[test]
+fn any_task_and_bounce_buffer_size_reads_and_writes_exactly() {
+    for (where_, d) in dirs() {
+        for (task_size, bounce_buffer_size) in [(3, 1024), (1024, 2048), (12345, 4097), (1, 1)] {
+            for policy in [DirectIoPolicy::Off, DirectIoPolicy::Auto] {
+                let config = gdio::Config {
+                    threads: 3,
+                    task_size,
+                    bounce_buffer_size,
+                    direct_io: policy,
+                    ..gdio::Config::default()
+                };
+                let drv = sim_driver(config, 1);
+                let name = format!("k{task_size}-{bounce_buffer_size}-{policy:?}");
+                let p = d.path().join(&name);
+                let f = FileHandle::open_with(
+                    &p,
+                    OpenOptions::new().read(true).write(true).create(true),
+                )
+                .unwrap();
+                let mut r = rng(task_size as u64 * 7 + bounce_buffer_size as u64);
+                let mut model = random_bytes(r.random(), 70_000);
+                let mut dev = drv.alloc_device(0, 40_000).unwrap();
+                dev.copy_from_host(0, &model[..40_000]).unwrap();
+                assert_eq!(drv.write(&f, 0, &dev, 0, 40_000).unwrap(), 40_000);
+                assert_eq!(drv.write(&f, 40_000, &model, 40_000, 30_000).unwrap(), 30_000);
+                for _ in 0..6 {
+                    let off = r.random_range(0..60_000u64);
+                    let len = r.random_range(1..20_000usize);
+                    let src = random_bytes(r.random(), len);
+                    dev.copy_from_host(0, &src).unwrap();
+                    assert_eq!(drv.write(&f, off, &dev, 0, len).unwrap(), len);
+                    let end = off as usize + len;
+                    if model.len() < end {
+                        model.resize(end, 0);
+                    }
+                    model[off as usize..end].copy_from_slice(&src);
+                    let (roff, rlen) = random_range(&mut r, model.len());
+                    let rlen = rlen.min(40_000);
+                    let poison = random_bytes(r.random(), 40_000);
+                    dev.copy_from_host(0, &poison).unwrap();
+                    let n = drv.read(&f, roff, &mut dev, 0, rlen).unwrap();
+                    let want = expected(&model, roff, rlen);
+                    assert_eq!(n, want.len(), "{where_} {name} off {roff} len {rlen}");
+                    let back = dev.to_vec().unwrap();
+                    assert_eq!(&back[..n], want, "{where_} {name} off {roff} len {rlen}");
+                    assert_eq!(&back[n..], &poison[n..], "{where_} {name}: bytes past the read");
+                }
+                assert_eq!(std::fs::read(&p).unwrap(), model, "{where_} {name}");
+                let mut back = vec![0u8; model.len()];
+                assert_eq!(drv.read(&f, 0, &mut back, 0, model.len()).unwrap(), model.len());
+                assert_eq!(back, model, "{where_} {name}");
+            }
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
 
@@ -236,8 +295,8 @@ proptest! {
         size in 1usize..600_000,
         off_frac in 0.0f64..1.0,
         len in 0usize..700_000,
-        task_pages in 1usize..6,
-        bounce_pages in 1usize..5,
+        task_size in 1usize..6 * 4096,
+        bounce_buffer_size in 1usize..5 * 4096,
         threads in 1usize..6,
         direct in 0u8..3,
         device in any::<bool>(),
@@ -248,8 +307,8 @@ proptest! {
         let policy = POLICIES[direct as usize];
         let config = gdio::Config {
             threads,
-            task_size: 4096 * task_pages,
-            bounce_buffer_size: 4096 * bounce_pages,
+            task_size,
+            bounce_buffer_size,
             direct_io: policy,
             ..gdio::Config::default()
         };

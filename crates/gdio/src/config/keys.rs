@@ -81,28 +81,24 @@ pub struct Bound {
     pub min: u64,
     /// Largest value.
     pub max: u64,
-    /// The value must be a multiple of this (1: any).
-    pub multiple_of: u64,
 }
 
 impl Bound {
     const fn new(min: u64, max: u64) -> Bound {
-        Bound { min, max, multiple_of: 1 }
+        Bound { min, max }
     }
 
     /// Whether `v` is in range.
     pub fn contains(&self, v: u64) -> bool {
-        (self.min..=self.max).contains(&v) && v % self.multiple_of == 0
+        (self.min..=self.max).contains(&v)
     }
 
-    /// The range in words (`a whole number from 1 to 1024`).
+    /// The range in words (`a positive integer up to 1024`, `a whole number from 2 to 64`).
     pub fn describe(&self) -> String {
-        let m = if self.multiple_of > 1 {
-            format!(", a multiple of {}", self.multiple_of)
-        } else {
-            String::new()
-        };
-        format!("a whole number from {} to {}{m}", self.min, self.max)
+        match self.min {
+            1 => format!("a positive integer up to {}", self.max),
+            min => format!("a whole number from {min} to {}", self.max),
+        }
     }
 }
 
@@ -114,8 +110,10 @@ pub const MAX_SIZE: u64 = 1 << 30;
 pub const BOUNDS: &[(&str, Bound)] = &[
     ("threads", Bound::new(1, 1024)),
     ("write_threads", Bound::new(1, 1024)),
-    ("task_size", Bound::new(4096, MAX_SIZE)),
-    ("bounce_buffer_size", Bound { min: 4096, max: MAX_SIZE, multiple_of: 4096 }),
+    // Any positive size, as KvikIO takes: tasks are rounded up to the file's `O_DIRECT`
+    // alignment and bounce buffers to whole pages where they are made.
+    ("task_size", Bound::new(1, MAX_SIZE)),
+    ("bounce_buffer_size", Bound::new(1, MAX_SIZE)),
     ("buffered_chunk_size", Bound::new(4096, MAX_SIZE)),
     ("bounce_buffers_per_thread", Bound::new(2, 64)),
     ("direct_reads_in_flight", Bound::new(1, 64)),
@@ -181,7 +179,8 @@ pub fn kind(key: &str) -> Option<KeyKind> {
 fn type_error(origin: &str, key: &str, want: &str, got: &Value) -> Error {
     // `origin` names the key as its source wrote it; say gdio's name when that differs.
     let named = if origin.contains(key) { String::new() } else { format!(" (gdio key {key})") };
-    Error::new(ErrorKind::Config, format!("{origin}{named}: must be {want}, not {got}"))
+    let negative = if got.as_f64().is_some_and(|n| n < 0.0) { " (a negative value)" } else { "" };
+    Error::new(ErrorKind::Config, format!("{origin}{named}: must be {want}, not {got}{negative}"))
 }
 
 fn as_bool(origin: &str, key: &str, v: &Value) -> Result<bool> {
@@ -417,7 +416,7 @@ mod tests {
         for (key, bad) in [
             ("task_size", serde_json::json!(u64::MAX)),
             ("task_size", serde_json::json!(usize::MAX as u64 - 4095)),
-            ("task_size", serde_json::json!(4095)),
+            ("task_size", serde_json::json!(0)),
             ("threads", serde_json::json!(0)),
             ("threads", serde_json::json!(1025)),
             ("write_threads", serde_json::json!(0)),
@@ -428,7 +427,7 @@ mod tests {
             ("http_timeout", serde_json::json!(0)),
             ("http_status_codes", serde_json::json!([503, 99])),
             ("http_status_codes", serde_json::json!("503")),
-            ("bounce_buffer_size", serde_json::json!(4097)),
+            ("bounce_buffer_size", serde_json::json!(0)),
             ("bounce_buffer_size", serde_json::json!(2u64 << 30)),
             ("buffered_chunk_size", serde_json::json!(1)),
             ("bounce_buffers_per_thread", serde_json::json!(1)),

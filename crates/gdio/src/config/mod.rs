@@ -126,9 +126,12 @@ pub struct Config {
     /// Workers one write request uses at most (buffered writes to one file serialize on the
     /// file's lock in ext4 and xfs, so more writers only add contention).
     pub write_threads: usize,
-    /// A request is split into tasks of this many bytes (rounded to the DIO alignment).
+    /// A request is split into tasks of this many bytes (rounded up to the file's `O_DIRECT`
+    /// alignment, so a task is never smaller than it).
     pub task_size: usize,
-    /// Size of each pinned bounce buffer in bytes.
+    /// Size of each pinned bounce buffer in bytes; the buffers are whole pages, so a value
+    /// that is not a multiple of 4096 makes buffers of the next multiple
+    /// ([`Config::bounce_buffer_bytes`]).
     pub bounce_buffer_size: usize,
     /// Bytes per buffered (page-cache) read into a bounce buffer, at most `bounce_buffer_size`.
     /// `O_DIRECT` reads fill whole bounce buffers: the disk wants large requests, while a
@@ -321,6 +324,12 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The size of each bounce buffer the engine makes: `bounce_buffer_size` rounded up to a
+    /// whole number of 4 KiB pages (an `O_DIRECT` read fills a buffer with whole pages).
+    pub fn bounce_buffer_bytes(&self) -> usize {
+        self.bounce_buffer_size.max(1).next_multiple_of(4096)
+    }
+
     /// Checks every value against its range ([`keys::BOUNDS`], the same check every layer's
     /// value passes when it enters), for a `Config` built in code. The error names the key and
     /// the value.

@@ -41,7 +41,7 @@ impl GatherShape {
     pub(crate) fn from_config(config: &Config) -> GatherShape {
         GatherShape {
             max_pieces: config.gather_max_pieces,
-            max_bytes: config.gather_max_bytes.min(config.bounce_buffer_size),
+            max_bytes: config.gather_max_bytes.min(config.bounce_buffer_bytes()),
             piece_size: config.gather_piece_size,
             batch_copy: config.gather_batch_copy,
         }

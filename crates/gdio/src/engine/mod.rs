@@ -118,7 +118,7 @@ impl Engine {
     pub fn new(runtime: Arc<dyn GpuRuntime>, config: &Config) -> Engine {
         let config = config.clone();
         let shape = LaneShape {
-            size: config.bounce_buffer_size,
+            size: config.bounce_buffer_bytes(),
             count: config.bounce_buffers_per_thread.max(2),
             max: config
                 .bounce_buffers_per_thread
