@@ -16,7 +16,12 @@ import sys, zipfile
 with zipfile.ZipFile(sys.argv[1]) as z, open(sys.argv[2], "wb") as out:
     out.write(z.read("kvikio/utils.py"))
 PY
-$py -m pip install -q --target "$work/deps" rangehttpserver
+# rangehttpserver from .whl where it is there (the GPU machine has no network), else PyPI.
+if ls .whl/rangehttpserver-*.whl >/dev/null 2>&1; then
+  $py -m pip install -q --no-index --no-deps --target "$work/deps" .whl/rangehttpserver-*.whl
+else
+  $py -m pip install -q --target "$work/deps" rangehttpserver
+fi
 cd bench/kvikio-tests
 [ $# -gt 0 ] || set -- test_basic_io.py test_mmap.py test_defaults.py test_numpy.py test_cufile_driver.py test_http_io.py
 PYTHONPATH="$work:$work/deps${PYTHONPATH:+:$PYTHONPATH}" $py -m pytest -q -p no:cacheprovider "$@"
