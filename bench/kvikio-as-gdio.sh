@@ -4,6 +4,8 @@
 # taken from its wheel in .whl/ (../shared/tools/fetch-peer-wheels), and `rangehttpserver`
 # from PyPI. gdio must be importable (pip install ./python, or PYTHONPATH).
 #   bash bench/kvikio-as-gdio.sh [PYTEST_ARGS...]   (default: the modules gdio has)
+# HOST_CUPY=1 puts a NumPy stand-in for CuPy (bench/kvikio-as-gdio/host-cupy) on the path, so
+# that on a machine without a GPU the CuPy cases run on host memory instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
@@ -24,4 +26,5 @@ else
 fi
 cd bench/kvikio-tests
 [ $# -gt 0 ] || set -- test_basic_io.py test_mmap.py test_defaults.py test_numpy.py test_cufile_driver.py test_http_io.py
-PYTHONPATH="$work:$work/deps${PYTHONPATH:+:$PYTHONPATH}" $py -m pytest -q -p no:cacheprovider "$@"
+shim=; [ -z "${HOST_CUPY:-}" ] || shim="$PWD/../kvikio-as-gdio/host-cupy:"
+PYTHONPATH="$shim$work:$work/deps${PYTHONPATH:+:$PYTHONPATH}" $py -m pytest -q -p no:cacheprovider "$@"

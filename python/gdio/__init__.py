@@ -138,12 +138,18 @@ def stream_deregister(stream: Any) -> None:
 def get_page_cache_info(file: Any, offset: int = 0, length: int = 0) -> tuple[int, int]:
     """``(pages_cached, pages_total)`` of ``length`` bytes at ``offset`` (0: to the end) of
     ``file``: a path, a :class:`CuFile`, an object with ``fileno()`` or a descriptor. Uses
-    ``cachestat(2)`` (``mincore`` on older kernels)."""
-    if not isinstance(file, (CuFile, int)):
+    ``cachestat(2)`` (``mincore`` on older kernels). Anything else for ``file`` is a
+    ``ValueError`` (as in KvikIO)."""
+    if not isinstance(file, (CuFile, int)) or isinstance(file, bool):
         if hasattr(file, "fileno") and not isinstance(file, (str, bytes, os.PathLike)):
             file = file.fileno()
-        else:
+        elif isinstance(file, (str, bytes, os.PathLike)):
             file = os.fspath(file)
+        else:
+            raise ValueError(
+                "get_page_cache_info takes a path, a CuFile, a file object or a descriptor, "
+                f"not {type(file).__name__}"
+            )
     return _native.page_cache_info(file, offset, length)
 
 

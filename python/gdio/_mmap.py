@@ -5,9 +5,10 @@ answers are the same and a GPU buffer is filled through pinned memory."""
 
 from __future__ import annotations
 
-import os
+import errno
 from typing import Any, Optional
 
+from ._errors import GdioError
 from ._native import CuFile, Future
 
 
@@ -15,7 +16,14 @@ class Mmap:
     """A read-only window ``[initial_map_offset, initial_map_offset + initial_map_size)`` of
     ``file_path`` (the rest of the file when ``initial_map_size`` is ``None``). ``mode`` and
     ``map_flags`` are accepted for KvikIO's signature (a mapping's permissions and flags; gdio
-    maps nothing). Reads outside the window are ``ValueError``s."""
+    maps nothing).
+
+    Refusals raise what KvikIO's ``Mmap`` raises, with its words and gdio's numbers: a file
+    that cannot be opened, :class:`gdio.GdioError` (a ``RuntimeError``); a flag other than
+    ``r``, ``ValueError``; a window starting at or past the end of the file, or running past
+    it, ``IndexError``; an empty window, ``ValueError``; a read starting past the end of the
+    file or leaving the window, ``IndexError`` (nothing is written then); a read after
+    :meth:`close`, ``GdioError``."""
 
     def __init__(
         self,
@@ -26,21 +34,33 @@ class Mmap:
         mode: int = 0o644,
         map_flags: Optional[int] = None,
     ) -> None:
+        unknown = [c for c in flags if c not in "rwa+"]
+        if unknown or not flags:
+            raise ValueError(f"Unknown file open flag {flags!r}: Mmap opens files for reading (flags='r')")
         if flags != "r":
             raise ValueError(f"Mmap opens files for reading only (flags='r'), not {flags!r}")
-        path = os.fspath(file_path)
-        size = os.path.getsize(path)
-        if initial_map_offset < 0 or initial_map_offset > size:
-            raise ValueError(f"initial_map_offset {initial_map_offset} is outside {path} ({size} bytes)")
+        f = CuFile(file_path, "r")
+        size = f.nbytes()
+        path = f.path
+        if initial_map_offset < 0 or initial_map_offset >= size:
+            f.close()
+            raise IndexError(
+                f"Offset must be less than the file size. initial_map_offset: {initial_map_offset}, "
+                f"file size: {size} ({path})"
+            )
         rest = size - initial_map_offset
         if initial_map_size is None:
             initial_map_size = rest
+        if initial_map_size == 0:
+            f.close()
+            raise ValueError(f"Mapped region should not be zero byte ({path}, offset {initial_map_offset})")
         if initial_map_size < 0 or initial_map_size > rest:
-            raise ValueError(
-                f"initial_map_size {initial_map_size} at offset {initial_map_offset} runs past the end "
-                f"of {path} ({size} bytes)"
+            f.close()
+            raise IndexError(
+                f"Mapped region is past the end of file. initial map offset: {initial_map_offset}, "
+                f"initial map size: {initial_map_size}, file size: {size} ({path})"
             )
-        self._file: Optional[CuFile] = CuFile(path, "r")
+        self._file: Optional[CuFile] = f
         self._size, self._offset, self._file_size = initial_map_size, initial_map_offset, size
 
     def initial_map_size(self) -> int:
@@ -52,8 +72,8 @@ class Mmap:
         return self._offset
 
     def file_size(self) -> int:
-        """The file's size when it was opened."""
-        return self._file_size
+        """The file's size when it was opened; 0 after :meth:`close` (as KvikIO's)."""
+        return 0 if self._file is None else self._file_size
 
     def close(self) -> None:
         """Closes the file (reads then raise)."""
@@ -73,14 +93,17 @@ class Mmap:
 
     def _span(self, buf: Any, size: Optional[int], offset: int) -> tuple[CuFile, int]:
         if self._file is None:
-            raise ValueError("I/O on a closed Mmap")
+            raise GdioError(errno.EBADF, "Cannot read from a closed MmapHandle (gdio.Mmap.close() was called)")
         end = self._offset + self._size
-        if offset < self._offset or offset > end:
-            raise ValueError(f"offset {offset} is outside the window [{self._offset}, {end})")
+        if offset > self._file_size:
+            raise IndexError(f"Offset is past the end of file. offset: {offset}, file size: {self._file_size}")
         if size is None:
-            size = min(_nbytes(buf), end - offset)
-        if size < 0 or offset + size > end:
-            raise ValueError(f"{size} bytes at offset {offset} run past the window's end ({end})")
+            size = min(_nbytes(buf), max(0, end - offset))
+        if offset < self._offset or size < 0 or offset + size > end:
+            raise IndexError(
+                f"Read is out of bound. offset: {offset}, size: {size}, mapped region: "
+                f"[{self._offset}, {end})"
+            )
         return self._file, size
 
     def read(self, buf: Any, size: Optional[int] = None, offset: int = 0) -> int:

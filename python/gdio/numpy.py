@@ -60,11 +60,18 @@ def fromfile(
 
 
 def tofile(ary: Any, file: Any) -> None:
-    """``ary.tofile(file)`` with gdio: the array's bytes in C order (a NumPy array that is not
-    C-contiguous is copied first; a GPU array must be C-contiguous), replacing the file."""
-    if isinstance(ary, np.ndarray):
-        ary = np.ascontiguousarray(ary)
-    with CuFile(os.fspath(file), "w") as f:
+    """``ary.tofile(file)`` with gdio: the array's bytes in C order, replacing the file.
+    ``file`` is a path or an open file object (its ``name`` is written). An array that is not
+    C-contiguous is copied to one first, on its own device (NumPy and CuPy through
+    ``numpy.ascontiguousarray(ary, like=ary)``, torch through ``.contiguous()``), as
+    KvikIO's ``tofile`` does."""
+    if hasattr(ary, "__array_function__"):
+        ary = np.ascontiguousarray(ary, like=ary)
+    elif callable(getattr(ary, "contiguous", None)):
+        ary = ary.contiguous()
+    name = getattr(file, "name", None) if hasattr(file, "fileno") else None
+    path = os.fspath(name) if isinstance(name, (str, bytes, os.PathLike)) else os.fspath(file)
+    with CuFile(path, "w") as f:
         f.write(ary)
 
 

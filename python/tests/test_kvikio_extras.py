@@ -56,6 +56,27 @@ def test_tofile_writes_numpy_s_bytes_and_replaces_the_file(tmp_path):
     a.tofile(ref)
     assert path.read_bytes() == ref.read_bytes()
     assert np.array_equal(gnp.fromfile(path, dtype=a.dtype).reshape(a.shape), a)
+    # An open file object names the file to write, as in KvikIO.
+    b = gen.integers(0, 2**31, 1000)[::3]
+    with open(tmp_path / "obj.bin", "wb") as fobj:
+        gnp.tofile(b, fobj)
+    assert (tmp_path / "obj.bin").read_bytes() == np.ascontiguousarray(b).tobytes()
+
+
+def test_open_flags_are_the_descriptor_s(tmp_path):
+    """KvikIO's ``open_flags()`` is the descriptor's ``fcntl(F_GETFL)``; ``mode`` the string."""
+    import os
+
+    path = tmp_path / "f.bin"
+    for mode, access in [("w", os.O_WRONLY), ("r", os.O_RDONLY), ("r+", os.O_RDWR), ("w+", os.O_RDWR),
+                         ("a", os.O_RDWR)]:
+        with gdio.CuFile(path, mode) as f:
+            assert f.open_flags() & os.O_ACCMODE == access, mode
+            assert f.mode == mode
+    f = gdio.CuFile(path, "r")
+    f.close()
+    with pytest.raises(gdio.GdioError, match="closed"):
+        f.open_flags()
 
 
 def test_mmap_reads_its_window_and_refuses_outside_it(tmp_path, rng):
@@ -77,21 +98,34 @@ def test_mmap_reads_its_window_and_refuses_outside_it(tmp_path, rng):
         arr = np.zeros(120_000, dtype=np.uint8)
         assert m.pread(arr, offset=1000, task_size=16_384).get() == 120_000
         assert arr.tobytes() == data[1000:121_000]
-        for size, off in [(10, 999), (10, 200_995), (1, 201_001)]:
+        # KvikIO's types: IndexError for reads outside the window or past the end of file.
+        for size, off, words in [(10, 999, "Read is out of bound"), (10, 200_995, "Read is out of bound"),
+                                 (1, 201_001, "Read is out of bound"),
+                                 (1, len(data) + 1, "Offset is past the end of file")]:
             before = bytes(buf)
-            with pytest.raises(ValueError):
+            with pytest.raises(IndexError, match=words):
                 m.read(buf, size, off)
             assert bytes(buf) == before, "a refused read wrote into the buffer"
-    assert m.closed()
-    with pytest.raises(ValueError, match="closed"):
-        m.read(bytearray(1), 1, 1000)
+    assert m.closed() and m.file_size() == 0
+    for t in (gdio.GdioError, RuntimeError):
+        with pytest.raises(t, match="closed"):
+            m.read(bytearray(1), 1, 1000)
     whole = gdio.Mmap(path)
     assert whole.initial_map_size() == len(data)
     whole.close()
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="reading only"):
         gdio.Mmap(path, "w")
-    with pytest.raises(ValueError):
+    for flags in ("", "z", "rb"):
+        with pytest.raises(ValueError, match="Unknown file open flag"):
+            gdio.Mmap(path, flags)
+    with pytest.raises(IndexError, match="past the end of file"):
         gdio.Mmap(path, initial_map_offset=10, initial_map_size=len(data))
+    with pytest.raises(IndexError, match="less than the file size"):
+        gdio.Mmap(path, initial_map_offset=len(data))
+    with pytest.raises(ValueError, match="zero byte"):
+        gdio.Mmap(path, initial_map_size=0)
+    with pytest.raises(gdio.GdioError, match="no such file"):
+        gdio.Mmap(tmp_path / "missing")
 
 
 def test_stream_register_takes_stream_handles_only():

@@ -139,6 +139,9 @@ def test_page_cache_info(data_file):
         assert gdio.get_page_cache_info(f, 4096, 8192)[1] == 2
     with open(path, "rb") as pf:
         assert gdio.get_page_cache_info(pf)[1] == pages
+    for bad in (123.456, [str(path)], None):
+        with pytest.raises(ValueError, match="takes a path"):
+            gdio.get_page_cache_info(bad)
 
 
 def _fs_keeps_files_in_memory(path) -> bool:

@@ -331,8 +331,30 @@ impl CuFile {
         self.path.clone()
     }
 
-    /// The flags it was opened with.
-    fn open_flags(&self) -> String {
+    /// The descriptor's flags (`fcntl(F_GETFL)`: `os.O_RDONLY`, `os.O_WRONLY` or `os.O_RDWR`
+    /// with `os.O_APPEND` and the others, as KvikIO's `open_flags()` returns them); the mode
+    /// string given to the constructor is `mode`.
+    fn open_flags(&self) -> PyResult<i32> {
+        use std::os::fd::AsRawFd;
+        let h = self.handle().map_err(to_py)?;
+        // SAFETY: F_GETFL takes no argument and only reads the descriptor's flags; the handle
+        // keeps the descriptor open for the call.
+        let flags = unsafe { libc::fcntl(h.buffered_fd().as_raw_fd(), libc::F_GETFL) };
+        if flags < 0 {
+            return Err(to_py(
+                gdio::Error::from_errno(
+                    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO),
+                    "fcntl(F_GETFL) failed",
+                )
+                .with_path(&self.path),
+            ));
+        }
+        Ok(flags)
+    }
+
+    /// The mode string the file was opened with (`"r"`, `"w"`, `"a"`, `"r+"`, `"w+"`).
+    #[getter]
+    fn mode(&self) -> String {
         self.flags.clone()
     }
 
