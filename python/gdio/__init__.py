@@ -45,6 +45,7 @@ __all__ = [
     "UnknownKeyError",
     "RemoteEndpointType",
     "RemoteFile",
+    "__git_commit__",
     "__version__",
     "clear_page_cache",
     "cufile_driver",
@@ -66,6 +67,10 @@ __all__ = [
 
 __version__: str = _native.__version__
 """The package's version (its native module's, which the wheel is built from)."""
+
+__git_commit__: str = _native.__git_commit__
+"""The git commit the package was built from (KvikIO's name); empty when it was built from
+source that is not a git checkout."""
 
 File = CuFile
 """``gdio.File`` is ``gdio.CuFile``."""

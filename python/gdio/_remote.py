@@ -109,7 +109,12 @@ def infer_remote_endpoint_type(url: str) -> RemoteEndpointType:
     for kind in (RemoteEndpointType.S3_PRESIGNED_URL,) + _AUTO_ORDER:
         if _matches(kind, url):
             return kind
-    raise RuntimeError(f"gdio cannot tell which kind of remote file {url!r} is (no endpoint type matches)")
+    scheme = urllib.parse.urlsplit(url).scheme
+    if not scheme:
+        raise RuntimeError(f"Bad scheme: {url!r} has none (gdio reads http://, https:// and s3:// URLs)")
+    raise RuntimeError(
+        f"Unsupported endpoint URL {url!r}: scheme {scheme!r} (gdio reads http://, https:// and s3:// URLs)"
+    )
 
 
 class _Endpoint:

@@ -229,3 +229,16 @@ def test_version_matches_cli():
 
     out = subprocess.run([sys.executable, "-m", "gdio", "--version"], capture_output=True, text=True).stdout
     assert out.split() == ["gdio", gdio.__version__]
+
+
+def test_git_commit_is_the_checkout_s():
+    """``gdio.__git_commit__`` (KvikIO's name): the commit the wheel was built from."""
+    import pathlib
+    import shutil
+    import subprocess
+
+    repo = pathlib.Path(__file__).resolve().parents[2]
+    if shutil.which("git") is None or not (repo / ".git").exists():
+        pytest.skip("not run from a git checkout")
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True)
+    assert gdio.__git_commit__ == head.stdout.strip()

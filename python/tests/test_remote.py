@@ -297,8 +297,10 @@ def test_endpoint_inference_and_allow_list(monkeypatch):
     assert infer("https://b.s3.us-east-1.amazonaws.com/k") == RemoteEndpointType.S3
     assert infer("s3://b/k") == RemoteEndpointType.S3
     assert infer("https://example.com/a.bin") == RemoteEndpointType.HTTP
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="Unsupported endpoint URL 'ftp://example.com/a.bin': scheme 'ftp'"):
         infer("ftp://example.com/a.bin")
+    with pytest.raises(RuntimeError, match="Bad scheme: 'example.com/a.bin' has none"):
+        infer("example.com/a.bin")
     with pytest.raises(RuntimeError, match="not in allow_list"):
         RemoteFile.open("https://example.com/a.bin", RemoteEndpointType.WEBHDFS, [RemoteEndpointType.HTTP], nbytes=1)
     with pytest.raises(RuntimeError, match="no endpoint type"):

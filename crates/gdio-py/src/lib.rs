@@ -265,6 +265,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The wheel's version (maturin takes it from this crate), without importlib.metadata,
     // whose import alone took 45 ms of `import gdio`.
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("__git_commit__", env!("GDIO_GIT_COMMIT"))?;
     m.add_function(wrap_pyfunction!(_sim_alloc, m)?)?;
     m.add_function(wrap_pyfunction!(_sim_free, m)?)?;
     m.add_function(wrap_pyfunction!(_sim_stream, m)?)?;
