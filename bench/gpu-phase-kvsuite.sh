@@ -8,5 +8,10 @@ out=${1:-/tmp/kvsuite}; mkdir -p "$out"
 . bench/gpu-phase-lib.sh
 gdio_wheel_on_path
 python3 -c "import gdio, cupy; print('gdio', gdio.__file__, 'cupy', cupy.__version__, gdio.runtime_info())"
-bash bench/kvikio-as-gdio.sh -q -rfE -p no:randomly test_basic_io.py test_mmap.py test_defaults.py test_numpy.py \
-  test_cufile_driver.py test_http_io.py 2>&1 | tee "$out/pytest.txt" | grep -E '^(FAILED|ERROR)|passed|failed' | head -60
+# The default modules and test_async_io (CuPy streams); the whole log in pytest.txt, on stdout
+# the failures by test (parameters folded) and the counts.
+bash bench/kvikio-as-gdio.sh -rfE -p no:randomly test_basic_io.py test_mmap.py test_defaults.py test_numpy.py \
+  test_cufile_driver.py test_http_io.py test_examples.py test_version.py test_remote_endpoint_utils.py \
+  test_async_io.py >"$out/pytest.txt" 2>&1
+grep -E '^(FAILED|ERROR) ' "$out/pytest.txt" | sed -E 's/\[[^]]*\]//; s/ - .*//' | sort | uniq -c
+grep -E '[0-9]+ (passed|failed)' "$out/pytest.txt" | tail -1
