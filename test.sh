@@ -68,13 +68,13 @@ if [ "$what" = all ] || [ "$what" = python ]; then
     "$tpy" -c 'import torch.distributed as d; assert d.is_gloo_available()' ||
       { echo "gloo tests: $tvenv has no torch with gloo (above)" >&2; exit 1; }
     # GDIO_REQUIRE_TORCH=1: a test that would skip for want of torch fails instead; no other
-    # skip is expected here either. With them, the torch round trips and save_model/load_model
-    # on the host.
+    # skip is expected here either. With them, the torch round trips, save_model/load_model
+    # on the host, and the safetensors package's own tests with gdio.safetensors in its place.
     log=$(mktemp)
     rc=0
     (cd python/tests && GDIO_REQUIRE_TORCH=1 "$tpy" -m pytest -q -rs \
       -p no:cacheprovider test_safetensors_dist.py test_safetensors.py::test_torch_round_trip_host \
-      test_safetensors_torch_model.py) \
+      test_safetensors_torch_model.py test_safetensors_suite.py) \
       2>&1 | tee "$log" || rc=$?
     if [ "$rc" != 0 ] || grep -q "[0-9] skipped" "$log"; then
       rm -f "$log"; echo "gloo tests failed or skipped (above)" >&2; exit 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno as errno_
+
 
 class GdioError(OSError, RuntimeError):
     """An I/O or setup error from gdio.
@@ -41,11 +43,10 @@ class GdioError(OSError, RuntimeError):
         return self.message
 
     def __reduce__(self):
-        return (
-            type(self),
-            (self.errno, self.message, self.filename, self.offset, self.length, self.kind,
-             self.driver_code, self.strerror),
-        )
+        args = (self.errno, self.message, self.filename, self.offset, self.length, self.kind,
+                self.driver_code, self.strerror)
+        # The errno-specific classes are made at run time: rebuild them the same way.
+        return (from_native if type(self) in _CLASSES.values() else type(self), args)
 
 
 class ConfigValueError(GdioError, ValueError):
@@ -75,3 +76,63 @@ class ConfigOverflowError(ConfigValueError, OverflowError):
     then)."""
 
     __module__ = "gdio"
+
+
+class SafetensorError(Exception):
+    """The ``safetensors`` package's ``SafetensorError`` (``gdio.safetensors.SafetensorError``):
+    a malformed file, a closed ``safe_open``, a bad ``TensorSpec``. gdio's own errors for a
+    malformed file are ``GdioError`` s that are also this, so code written for the package
+    (``except SafetensorError``) catches them."""
+
+    __module__ = "gdio.safetensors"
+
+
+# errno -> the built-in OSError subclass Python itself raises for it (as ``OSError(errno, ...)``
+# picks), so ``except FileNotFoundError`` around gdio's calls catches gdio's errors too.
+_OS_SUBCLASS = {
+    errno_.ENOENT: FileNotFoundError,
+    errno_.EEXIST: FileExistsError,
+    errno_.EISDIR: IsADirectoryError,
+    errno_.ENOTDIR: NotADirectoryError,
+    errno_.EACCES: PermissionError,
+    errno_.EPERM: PermissionError,
+    errno_.EINTR: InterruptedError,
+    errno_.ETIMEDOUT: TimeoutError,
+    errno_.ECONNREFUSED: ConnectionRefusedError,
+    errno_.ECONNRESET: ConnectionResetError,
+}
+
+_CLASSES: dict[tuple[type, ...], type] = {}
+
+
+def _class(bases: tuple[type, ...]) -> type:
+    """``GdioError`` with the extra ``bases`` mixed in (one class per combination)."""
+    if not bases:
+        return GdioError
+    cls = _CLASSES.get(bases)
+    if cls is None:
+        name = "Gdio" + "".join(b.__name__ for b in bases)
+        cls = type(name, (GdioError, *bases), {"__module__": "gdio", "__doc__": GdioError.__doc__})
+        _CLASSES[bases] = cls
+    return cls
+
+
+def from_native(
+    errno: int | None,
+    message: str,
+    filename: str | None = None,
+    offset: int | None = None,
+    length: int | None = None,
+    kind: str | None = None,
+    driver_code: int | None = None,
+    reason: str | None = None,
+) -> GdioError:
+    """The exception for an error of gdio's native module: a :class:`GdioError`, which is also
+    the built-in ``OSError`` subclass of its errno (``FileNotFoundError`` for ``ENOENT``, ...)
+    and, for a malformed safetensors file, :class:`SafetensorError`."""
+    bases: tuple[type, ...] = ()
+    if errno in _OS_SUBCLASS:
+        bases += (_OS_SUBCLASS[errno],)
+    if "malformed safetensors file" in message:
+        bases += (SafetensorError,)
+    return _class(bases)(errno, message, filename, offset, length, kind, driver_code, reason)

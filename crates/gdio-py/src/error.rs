@@ -1,11 +1,12 @@
 //! gdio errors as Python exceptions: `gdio.GdioError`, a subclass of `OSError` defined in
-//! `gdio/_errors.py`, carrying errno, file, offset, length, kind and driver code.
+//! `gdio/_errors.py`, carrying errno, file, offset, length, kind and driver code; built by
+//! `gdio._errors.from_native`, which also makes it the `OSError` subclass of its errno
+//! (`FileNotFoundError`, ...) and, for a malformed safetensors file, a `SafetensorError`.
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyType;
 
-static ERROR_CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static ERROR_FACTORY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// `gdio.GdioError` built from `e`.
 pub fn to_py(e: gdio::Error) -> PyErr {
@@ -16,8 +17,8 @@ pub fn to_py(e: gdio::Error) -> PyErr {
 }
 
 fn build(py: Python<'_>, e: &gdio::Error) -> PyResult<PyErr> {
-    let cls = ERROR_CLASS.get_or_try_init(py, || -> PyResult<Py<PyType>> {
-        Ok(py.import("gdio._errors")?.getattr("GdioError")?.cast_into::<PyType>()?.unbind())
+    let factory = ERROR_FACTORY.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+        Ok(py.import("gdio._errors")?.getattr("from_native")?.unbind())
     })?;
     let path = e.path().map(|p| p.to_string_lossy().into_owned());
     let (offset, length) = match e.range() {
@@ -25,7 +26,7 @@ fn build(py: Python<'_>, e: &gdio::Error) -> PyResult<PyErr> {
         None => (None, None),
     };
     let kind = format!("{:?}", e.kind());
-    let obj = cls.bind(py).call1((
+    let obj = factory.bind(py).call1((
         e.errno(),
         e.to_string(),
         path,

@@ -42,11 +42,12 @@ def check_metadata(metadata: Optional[dict[str, str]]) -> None:
             raise ValueError(f"metadata must map str to str, got {k!r}: {v!r}")
 
 
-def serialize(
+def layout(
     entries: Iterable[tuple[str, str, list[int], Any]], metadata: Optional[dict[str, str]]
-) -> bytes:
-    """``entries`` of ``(name, dtype, shape, bytes-like)`` -> a safetensors file's bytes.
-    Tensors are laid out as the safetensors package lays them out (``layout_order``)."""
+) -> tuple[bytes, list[memoryview]]:
+    """``entries`` of ``(name, dtype, shape, bytes-like)`` -> the file's first bytes (header
+    length and header) and the tensors' bytes in the order they follow it, laid out as the
+    safetensors package lays them out (``layout_order``)."""
     items = layout_order(entries)
     header: dict[str, Any] = {}
     check_metadata(metadata)
@@ -65,7 +66,15 @@ def serialize(
         views.append(view)
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
-    return b"".join([struct.pack("<Q", len(text)), text, *views])
+    return struct.pack("<Q", len(text)) + text, views
+
+
+def serialize(
+    entries: Iterable[tuple[str, str, list[int], Any]], metadata: Optional[dict[str, str]]
+) -> bytes:
+    """``entries`` of ``(name, dtype, shape, bytes-like)`` -> a safetensors file's bytes."""
+    head, views = layout(entries, metadata)
+    return b"".join([head, *views])
 
 
 def parse(data: bytes) -> tuple[dict[str, Any], Optional[dict[str, str]], memoryview]:

@@ -6,6 +6,7 @@ import os
 from typing import Any, Iterator, Optional, Sequence, Union
 
 from .. import _native
+from .._errors import SafetensorError
 from . import _frameworks
 
 PathArg = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
@@ -92,24 +93,34 @@ class safe_open:
         self._ahead: dict[str, Any] = {}
         self._next_pos: Optional[int] = None
         self._order: Optional[tuple[list[str], dict[str, int], list[int]]] = None
+        self._closed = False
 
     def __enter__(self) -> "safe_open":
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._ahead.clear()
+        self._closed = True
+
+    def _check_open(self) -> None:
+        """After the ``with`` block, as in the package: a :class:`SafetensorError`."""
+        if self._closed:
+            raise SafetensorError("File is closed: this safe_open's with block has ended")
         return None
 
     def keys(self) -> list[str]:
         """Tensor names, sorted (as the safetensors package returns them)."""
+        self._check_open()
         return sorted(self._ckpt.keys())
 
     def offset_keys(self) -> list[str]:
         """Tensor names in file order."""
+        self._check_open()
         return list(self._ckpt.keys())
 
     def metadata(self) -> Optional[dict[str, str]]:
         """The ``__metadata__`` (of every shard, merged), or ``None`` when there is none."""
+        self._check_open()
         return self._ckpt.metadata() or None
 
     def _convert(self, t: Any) -> Any:
@@ -134,6 +145,7 @@ class safe_open:
         one by one as they are asked for, instead of one load per tensor. Any other order
         loads the tensor alone. Each call returns a tensor of its own; tensors loaded together
         share their allocation, which lives while any of them does."""
+        self._check_open()
         if self._group is not None:
             return self._group_load()[name]
         ahead = self._ahead.pop(name, None)
@@ -167,6 +179,7 @@ class safe_open:
 
     def get_tensors(self, names: Optional[Sequence[str]] = None) -> dict[str, Any]:
         """Tensors ``names`` (all when ``None``), loaded together, in ``keys()`` order."""
+        self._check_open()
         wanted = self.keys() if names is None else list(names)
         if self._group is not None:
             got = self._group_load()
@@ -177,6 +190,7 @@ class safe_open:
     def tensors(self, names: Optional[Sequence[str]] = None) -> Iterator[tuple[str, Any]]:
         """``(name, tensor)`` pairs in the order the tensors land (completion order; with a
         process group, after the group's one load, in ``keys()`` order)."""
+        self._check_open()
         if self._group is not None:
             got = self._group_load()
             for n in self.keys() if names is None else list(names):
@@ -188,8 +202,16 @@ class safe_open:
     def get_slice(self, name: str) -> "Slice":
         """A lazy slice of tensor ``name``: index it (``[a:b]``, ``[i]``, ``[a:b, ...]``) to
         read only the rows along dimension 0 that the index selects."""
+        self._check_open()
         dtype, shape = self._ckpt.info(name)
         return Slice(self, name, dtype, shape)
+
+
+class _SliceError(SafetensorError, IndexError):
+    """A slice index out of range: what the package raises (``SafetensorError``) and what
+    Python code expects of indexing (``IndexError``)."""
+
+    __module__ = "gdio.safetensors"
 
 
 class Slice:
@@ -222,6 +244,17 @@ class Slice:
         return o._convert(t)
 
     def __getitem__(self, index: Any) -> Any:
+        """The selected part; an index out of range is an ``IndexError`` that is also the
+        package's :class:`SafetensorError`."""
+        self._owner._check_open()
+        try:
+            return self._select(index)
+        except IndexError as e:
+            if isinstance(e, SafetensorError):
+                raise
+            raise _SliceError(f"Error during slicing {index!r} with shape {self._shape}: {e}") from None
+
+    def _select(self, index: Any) -> Any:
         idx = index if isinstance(index, tuple) else (index,)
         if not self._shape or not idx or idx[0] is Ellipsis:
             return self._full()[index]

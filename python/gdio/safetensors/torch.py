@@ -40,8 +40,14 @@ def _check(tensors: Dict[str, torch.Tensor]) -> None:
     for k, v in tensors.items():
         if not isinstance(v, torch.Tensor):
             raise ValueError(f"Key `{k}` is invalid, expected torch.Tensor but received {type(v)}")
-        if v.layout != torch.strided:
-            raise ValueError(f"You are trying to save a sparse tensor: `{k}`")
+    sparse = [k for k, v in tensors.items() if v.layout != torch.strided]
+    if sparse:
+        raise ValueError(
+            f"You are trying to save a sparse tensors: `{sparse}` which this library does not support. "
+            "You can make it a dense tensor before saving with `.to_dense()` but be aware this might make "
+            "a much larger file than needed."
+        )
+    for k, v in tensors.items():
         if not v.is_contiguous():
             raise ValueError(
                 f"You are trying to save a non contiguous tensor: `{k}` which is not allowed. "
@@ -173,51 +179,66 @@ def _byte_span(t: torch.Tensor) -> Tuple[int, int]:
     return start, start + (last + 1) * t.element_size()
 
 
-def _aliases(state_dict: Dict[str, torch.Tensor]) -> List[Set[str]]:
-    """Groups of names whose tensors overlap in one storage (tied weights); tensors of one
-    storage that touch disjoint bytes are not grouped (they save apart without duplication)."""
+def _end_ptr(tensor: torch.Tensor) -> int:
+    """The address one past ``tensor``'s last element (its address when it has none), strides
+    followed (the package's helper of this name)."""
+    return _byte_span(tensor)[1]
+
+
+def _find_shared_tensors(state_dict: Dict[str, torch.Tensor]) -> List[Set[str]]:
+    """Names grouped by the memory they touch, as the package's helper of this name: tensors of
+    one storage (same device, address and size) whose bytes overlap form one group, a tensor
+    alone its own group; tensors on the ``meta`` device or of an empty storage are left out.
+    Storages in the order the state dict first names them, groups of one storage by address."""
     by_storage: Dict[Tuple[Any, int, int], List[str]] = {}
     for name, t in state_dict.items():
         if t.device.type == "meta":
             continue
-        ptr = storage_ptr(t)
-        if ptr:
-            by_storage.setdefault((t.device, ptr, storage_size(t)), []).append(name)
-    groups = []
+        ptr, size = storage_ptr(t), storage_size(t)
+        if ptr and size:
+            by_storage.setdefault((t.device, ptr, size), []).append(name)
+    groups: List[Set[str]] = []
     for names in by_storage.values():
-        if len(names) < 2:
-            continue
-        spans = sorted((_byte_span(state_dict[n]), n) for n in names)
         current: Set[str] = set()
         end = None
-        for (lo, hi), n in spans:
+        for (lo, hi), n in sorted((_byte_span(state_dict[n]), n) for n in names):
             if end is not None and lo < end:
                 current.add(n)
                 end = max(end, hi)
             else:
-                if len(current) > 1:
+                if current:
                     groups.append(current)
                 current, end = {n}, hi
-        if len(current) > 1:
+        if current:
             groups.append(current)
     return groups
 
 
-def _whole(t: torch.Tensor) -> bool:
-    """``t`` spans its whole storage from its first byte (it can stand for every alias)."""
-    return t.data_ptr() == storage_ptr(t) and t.nelement() * t.element_size() == storage_size(t)
+def _is_complete(tensor: torch.Tensor) -> bool:
+    """``tensor`` spans its whole storage from its first byte (it can stand for every alias;
+    the package's helper of this name)."""
+    return tensor.data_ptr() == storage_ptr(tensor) and (
+        tensor.nelement() * tensor.element_size() == storage_size(tensor)
+    )
 
 
-def _names_to_drop(
-    state_dict: Dict[str, torch.Tensor], preferred: Any = ()
+def _remove_duplicate_names(
+    state_dict: Dict[str, torch.Tensor],
+    *,
+    preferred_names: Optional[Any] = None,
+    discard_names: Optional[Any] = None,
 ) -> Dict[str, List[str]]:
-    """For each group of aliases, the name kept (one whose tensor spans the whole storage: among
-    ``preferred`` names first, then the first in sorted order) and the names dropped with it,
-    as the ``safetensors`` package chooses them (so files and metadata match)."""
-    preferred = set(preferred)
+    """For each group of tensors sharing memory (tied weights), the name kept and the names
+    dropped with it, chosen as the package's helper of this name chooses them (so files and
+    metadata match): among the names whose tensor spans the whole storage, the first in
+    ``preferred_names``, else the first not in ``discard_names``, else the first in sorted
+    order. A group where no tensor spans the whole storage (a lone tensor too) is a
+    ``RuntimeError``, as in the package."""
+    preferred = set(preferred_names or ())
+    discard = set(discard_names or ())
     out: Dict[str, List[str]] = {}
-    for group in _aliases(state_dict):
-        whole = sorted(n for n in group if _whole(state_dict[n]))
+    for group in _find_shared_tensors(state_dict):
+        whole = sorted(n for n in group if _is_complete(state_dict[n]))
         if not whole:
             raise RuntimeError(
                 "Error while trying to find names to remove to save state dict, but found no "
@@ -227,8 +248,9 @@ def _names_to_drop(
                 "https://huggingface.co/docs/safetensors/torch_shared_tensors for more "
                 "information. Or open an issue."
             )
+        kept = [n for n in whole if n not in discard]
         liked = [n for n in whole if n in preferred]
-        keep = (liked or whole)[0]
+        keep = (liked or kept or whole)[0]
         out[keep] = sorted(n for n in group if n != keep)
     return out
 
@@ -245,7 +267,7 @@ def save_model(
     metadata has that key), as ``safetensors.torch.save_model`` does. ``force_contiguous``
     saves non-contiguous tensors as contiguous copies."""
     state = model.state_dict()
-    for keep, dropped in _names_to_drop(state).items():
+    for keep, dropped in _remove_duplicate_names(state).items():
         for name in dropped:
             metadata = dict(metadata or {})
             metadata.setdefault(name, keep)
@@ -274,7 +296,7 @@ def load_model(
     tensor are not missing; returns ``(missing, unexpected)`` (a set and a list), and with
     ``strict`` raises ``RuntimeError`` naming them when either is not empty."""
     state = load_file(filename, device=device, backend=backend)
-    tied = _names_to_drop(model.state_dict(), preferred=state.keys())
+    tied = _remove_duplicate_names(model.state_dict(), preferred_names=state.keys())
     missing_keys, unexpected = model.load_state_dict(state, strict=False)
     missing = set(missing_keys)
     unexpected = list(unexpected)
