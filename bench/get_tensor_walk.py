@@ -1,6 +1,7 @@
 """``safe_open(...).get_tensor(k)`` for every ``k`` in ``keys()`` (the loop transformers-style
 loaders run) with the safetensors package and with gdio (reading ahead, the default, and one
-load per tensor, ``safetensors_read_ahead_bytes`` 0), beside gdio's ``load_file`` of the same file: a
+load per tensor, ``safetensors_read_ahead_bytes`` 0), beside gdio's ``load_file`` of the same file,
+and both again in a shuffled order (no read-ahead: one load per tensor): a
 file of N random float32 tensors written by the package, into host memory (NumPy) or, with
 ``--device cuda:N``, GPU memory (torch), REPS reps alternating in one process; every result
 compared with the tensors written.
@@ -41,15 +42,20 @@ if gpu:
     import gdio.safetensors.torch as gdio_pt
 
 
-def walk(opener):
+shuffled = list(want)
+np.random.default_rng(1).shuffle(shuffled)
+
+
+def walk(opener, order=None):
+    """ms to get every tensor, down ``keys()`` or in ``order``."""
     t0 = time.perf_counter()
     if gpu:
         with opener(path, framework="pt", device=a.device) as f:
-            got = {k: f.get_tensor(k) for k in f.keys()}
+            got = {k: f.get_tensor(k) for k in (order or f.keys())}
         torch.cuda.synchronize()
     else:
         with opener(path, framework="np") as f:
-            got = {k: f.get_tensor(k) for k in f.keys()}
+            got = {k: f.get_tensor(k) for k in (order or f.keys())}
     ms = (time.perf_counter() - t0) * 1e3
     host = {k: v.cpu().numpy() for k, v in got.items()} if gpu else got
     assert all(np.array_equal(host[k], want[k]) for k in want)
@@ -75,7 +81,10 @@ try:
         with gdio.defaults.set({"safetensors_read_ahead_bytes": 0}):
             one = walk(safe_open)
         whole = load_whole()
+        ref_shuf = walk(ref_open, shuffled)
+        shuf = walk(safe_open, shuffled)
         print(f"rep {rep}: safetensors {ref:.1f} ms | gdio reading ahead {ahead:.1f} ms | "
-              f"gdio one load per tensor {one:.1f} ms | gdio load_file {whole:.1f} ms")
+              f"gdio one load per tensor {one:.1f} ms | gdio load_file {whole:.1f} ms | "
+              f"shuffled order: safetensors {ref_shuf:.1f} ms, gdio {shuf:.1f} ms")
 finally:
     os.remove(path)

@@ -13,7 +13,7 @@ trap 'rm -rf "$work"' EXIT
 cp -r bench/kvikio-as-gdio/kvikio "$work/"
 # KvikIO's test helper kvikio/utils.py from its wheel: .whl's (../shared/tools/fetch-peer-wheels),
 # else the same version from PyPI.
-wheel=$(ls .whl/kvikio_*.whl 2>/dev/null | head -1)
+wheel=$(ls .whl/kvikio_*.whl 2>/dev/null | head -1 || true)
 if [ -z "$wheel" ]; then
   $py -m pip download -q --no-deps -d "$work/wheel" "kvikio-cu13==26.10.0"
   wheel=$(ls "$work"/wheel/kvikio_*.whl | head -1)

@@ -49,7 +49,7 @@ def test_kvikio_s_own_suite_passes_but_for_the_listed_differences(tmp_path):
     if "kvikio_" not in out and re.search(r"(No matching distribution|Could not find|connection)", out, re.I):
         pytest.skip(f"KvikIO's wheel could not be fetched (no network?): {out[-500:]}")
     summary = re.search(r"(\d+) passed", out)
-    assert summary, f"the suite did not run:\n{out[-3000:]}"
+    assert summary, f"the suite did not run (exit {r.returncode}):\n{out[-3000:]}"
     failed = {re.sub(r"\[.*", "", m) for m in re.findall(r"^FAILED (\S+)", out, re.M)}
     errors = re.findall(r"^ERROR (\S+)", out, re.M)
     assert not errors, f"errors: {errors}\n{out[-3000:]}"

@@ -253,6 +253,37 @@ def test_torch_gpu_load(tmp_path):
     _assert_torch_same(torch, streamed, t)
 
 
+def test_torch_gpu_tensors_one_by_one_come_from_torch_s_allocator(tmp_path):
+    """``get_tensor`` out of ``keys()`` order and ``get_slice`` rows into a GPU read into memory
+    torch allocates (its caching allocator: no ``cuMemAlloc`` per tensor, no device-wide
+    synchronization when it goes), through the checkpoint's own file handles; the bytes match
+    the package's and a file replaced after opening does not leak into them."""
+    torch = _torch_gpu()
+    import safetensors.torch as ref_t
+
+    t = _torch_tensors(torch, 8)
+    path = tmp_path / "one.safetensors"
+    ref_t.save_file(t, str(path))
+    rng = np.random.default_rng(8)
+    with safe_open(path, framework="pt", device="cuda:0") as f:
+        f.get_tensor(sorted(t)[0])  # the file's handle opened
+        path.unlink()  # replaced by a file of zeros: the old bytes stay the checkpoint's
+        ref_t.save_file({k: torch.zeros_like(v) for k, v in t.items()}, str(path))
+        names = list(t)
+        rng.shuffle(names)
+        before = torch.cuda.memory_allocated(0)
+        got = {k: f.get_tensor(k) for k in names}
+        assert torch.cuda.memory_allocated(0) > before, "the tensors are not torch's memory"
+        _assert_torch_same(torch, got, t)
+        for k in names:
+            rows = t[k].shape[0]
+            a = int(rng.integers(0, rows))
+            b = int(rng.integers(a, rows + 1))
+            part = f.get_slice(k)[a:b]
+            assert part.device == torch.device("cuda:0")
+            _assert_torch_same(torch, {k: part}, {k: t[k][a:b]})
+
+
 def test_native_save_refuses_host_memory_named_as_device_memory(tmp_path):
     # The device form of a tensor to save, (ordinal, address, nbytes), on memory that is not
     # GPU memory: refused before anything is written, and nothing appears.

@@ -39,7 +39,7 @@ def test_safetensors_s_own_suite_passes_but_for_the_listed_differences(tmp_path)
     )
     out = r.stdout + r.stderr
     summary = re.search(r"(\d+) passed", out)
-    assert summary, f"the suite did not run:\n{out[-3000:]}"
+    assert summary, f"the suite did not run (exit {r.returncode}):\n{out[-3000:]}"
     failed = set(re.findall(r"^FAILED (\S+)", out, re.M))
     errors = re.findall(r"^ERROR (\S+)", out, re.M)
     assert not errors, f"errors: {errors}\n{out[-3000:]}"

@@ -21,9 +21,12 @@ use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyBufferError, PyKeyError, PyStopIteration, PyValueError};
 use pyo3::prelude::*;
 
+use crate::buffer::{acquire, Access};
 use crate::dlpack::{DlDataType, DlDevice, DlManagedTensor, DlTensor, DEVICE_CPU, DEVICE_CUDA};
 use crate::error::to_py;
 use crate::file::runtime;
+use crate::io::{check_size, Dir, Part};
+use crate::sync_point::StreamWait;
 
 /// What keeps a tensor's memory alive (a `Loaded` or a `Mutex<LoadStream>`).
 type Owner = Arc<dyn Any + Send + Sync>;
@@ -95,6 +98,59 @@ impl Checkpoint {
     /// file order): where a rank reads its share of the bytes from.
     fn data_files(&self) -> Vec<(PathBuf, u64)> {
         self.ckpt.files().iter().map(|f| (f.path.clone(), f.header.data_start)).collect()
+    }
+
+    /// Reads `len` bytes at `offset` of file `file`'s data section into `buf` (any buffer gdio
+    /// takes: a torch tensor, CuPy, NumPy, host bytes) through the handle the checkpoint's
+    /// loads read through, and returns the bytes read (fewer only where the file was cut
+    /// short since its header was read). A range outside the data section is a `GdioError`
+    /// and nothing is read.
+    fn read_into(
+        &self,
+        py: Python<'_>,
+        file: usize,
+        offset: u64,
+        buf: &Bound<'_, PyAny>,
+        len: usize,
+    ) -> PyResult<usize> {
+        let header = self.ckpt.files().get(file).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "no file {file} in this checkpoint of {} files",
+                self.ckpt.files().len()
+            ))
+        })?;
+        let (path, data_start, data_len) =
+            (header.path.clone(), header.header.data_start, header.header.data_len);
+        if offset.checked_add(len as u64).is_none_or(|end| end > data_len) {
+            return Err(to_py(
+                gdio::Error::new(
+                    gdio::ErrorKind::InvalidInput,
+                    format!(
+                        "{len} bytes at offset {offset} run past the data section ({data_len} \
+                         bytes)"
+                    ),
+                )
+                .with_path(&path)
+                .with_range(data_start + offset, len as u64),
+            ));
+        }
+        let rt = runtime(py)?;
+        let ckpt = self.ckpt.clone();
+        let handle = py.detach(|| ckpt.file_handle(file)).map_err(to_py)?;
+        let b = acquire(buf, Access::Fill, &rt.driver)?;
+        check_size(&handle, b.len, 0, len, data_start + offset).map_err(to_py)?;
+        let part = Part {
+            dir: Dir::Read,
+            addr: b.addr,
+            len,
+            memory: b.memory,
+            file_offset: data_start + offset,
+            sync: StreamWait::made_now(b.sync),
+            tail: false,
+        };
+        let r = py.detach(|| part.run(&rt.driver, &handle));
+        drop(b);
+        r.map_err(to_py)
     }
 
     /// Loads tensors `names` (all when `None`) to host memory or GPU `gpu`; returns them in

@@ -94,6 +94,7 @@ class safe_open:
         self._next_pos: Optional[int] = None
         self._order: Optional[tuple[list[str], dict[str, int], list[int]]] = None
         self._closed = False
+        self._locations: Optional[dict[str, tuple[int, int, int, str, list[int]]]] = None
 
     def __enter__(self) -> "safe_open":
         return self
@@ -156,6 +157,9 @@ class safe_open:
         if ahead is not None:
             return ahead
         if not walking:
+            t = self._torch_read(name)
+            if t is not None:
+                return t
             (t,) = self._ckpt.load([name], self._gpu)
             return self._convert(t)
         budget = _native.config_get("safetensors_read_ahead_bytes")
@@ -164,15 +168,68 @@ class safe_open:
             total += sizes[end]
             end += 1
         batch = keys[pos:end]
+        if len(batch) == 1:  # nothing to read ahead (a tensor over the budget, or a budget of 0)
+            t = self._torch_read(name)
+            if t is not None:
+                return t
         loaded = {t.name: self._convert(t) for t in self._ckpt.load(batch, self._gpu)}
         self._ahead = {k: loaded[k] for k in batch[1:]}
         return loaded[name]
 
+    def _torch_read(self, name: str, rows: Optional[tuple[int, int]] = None) -> Any:
+        """Tensor ``name`` (or its rows ``[start, stop)``) read into a tensor torch allocates on
+        this GPU, for ``framework="pt"``; ``None`` elsewhere (host memory, other frameworks, a
+        dtype this torch lacks, rows that are not whole bytes), where a gdio allocation is made.
+
+        A load of one tensor otherwise allocates GPU memory of its own (``cuMemAlloc``, and a
+        device-wide synchronization at ``cuMemFree`` when the tensor goes); torch's caching
+        allocator hands out and takes back memory in stream order at no such cost, which is
+        what the package's ``get_tensor`` and ``get_slice`` (a CPU tensor moved with ``.to``)
+        get. The read waits for the work torch queued before, as every read into a torch
+        tensor does (gdio synchronizes the producer's stream first)."""
+        if self._framework != "pt" or self._gpu is None:
+            return None
+        from .torch import _TYPES
+        import torch
+
+        file, begin, end, dtype, shape = self._where()[name]
+        dt = _TYPES.get(dtype)
+        if dt is None:
+            return None
+        shape = list(shape)
+        if rows is not None:
+            start, stop = rows
+            per_row = (end - begin) // shape[0] if shape and shape[0] else 0
+            if not shape or per_row * shape[0] != end - begin:
+                return None
+            begin, end = begin + start * per_row, begin + stop * per_row
+            shape[0] = stop - start
+        if dtype == "F4" and shape:
+            shape[-1] //= 2  # two values per torch element
+        try:
+            t = torch.empty(shape, dtype=dt, device=f"cuda:{self._gpu}")
+        except (TypeError, RuntimeError):
+            return None
+        n = end - begin
+        if n:
+            got = self._ckpt.read_into(file, begin, t.reshape(-1).view(torch.uint8), n)
+            if got != n:
+                raise SafetensorError(
+                    f"tensor {name!r}: the file ended after {got} of its {n} bytes (cut short since it was opened?)"
+                )
+        return t
+
+    def _where(self) -> dict[str, tuple[int, int, int, str, list[int]]]:
+        """Each tensor's ``(file, data_begin, data_end, dtype, shape)``."""
+        if self._locations is None:
+            layout, _ = self._ckpt.layout()
+            self._locations = {t[0]: (t[1], t[2], t[3], t[4], list(t[5])) for t in layout}
+        return self._locations
+
     def _key_order(self) -> tuple[list[str], dict[str, int], list[int]]:
         """``keys()``, each name's position in it, and each tensor's bytes."""
         if self._order is None:
-            layout, _ = self._ckpt.layout()
-            nbytes = {t[0]: t[3] - t[2] for t in layout}
+            nbytes = {k: w[2] - w[1] for k, w in self._where().items()}
             keys = self.keys()
             self._order = (keys, {k: i for i, k in enumerate(keys)}, [nbytes[k] for k in keys])
         return self._order
@@ -234,6 +291,9 @@ class Slice:
 
     def _rows(self, start: int, stop: int) -> Any:
         o = self._owner
+        t = o._torch_read(self._name, (start, stop))
+        if t is not None:
+            return t
         return o._convert(o._ckpt.load_rows(self._name, start, stop, o._gpu))
 
     def _full(self) -> Any:

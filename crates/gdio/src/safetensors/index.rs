@@ -184,6 +184,20 @@ impl Checkpoint {
         self.opened.clone()
     }
 
+    /// File number `file` (an index into [`Checkpoint::files`]) opened for reading: the handle
+    /// this checkpoint's loads read through, opened at the first use and kept, so that bytes
+    /// read through it come from the file whose header laid the tensors out, even where the
+    /// path has since been replaced.
+    pub fn file_handle(&self, file: usize) -> Result<Arc<FileHandle>> {
+        let path = self.files.get(file).map(|f| f.path.as_path()).ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidInput,
+                format!("no file {file} in this checkpoint of {} files", self.files.len()),
+            )
+        })?;
+        self.opened.get(file, path)
+    }
+
     /// Opens one path: a `.safetensors` file, a `*.safetensors.index.json`, or a directory
     /// (its index file if it has exactly one, else all its `*.safetensors` files by name).
     pub fn open(path: impl AsRef<Path>) -> Result<Checkpoint> {
