@@ -160,6 +160,19 @@ fn a_checkpoint_keeps_reading_the_files_its_first_load_opened() {
     for t in &old[1..] {
         assert_loaded(&one(t), std::slice::from_ref(t), Target::Host);
     }
+    // Its handles are the ones loads read through: the same one every time, on the old file
+    // (a read through it gives the old bytes), and a file number it lacks is an error.
+    let h = ckpt.file_handle(0).unwrap();
+    assert!(Arc::ptr_eq(&h, &ckpt.file_handle(0).unwrap()));
+    let data_start = ckpt.files()[0].header.data_start;
+    let (t0, (b, e)) =
+        ckpt.tensors().map(|(_, i)| (i.name.clone(), i.data_offsets)).next().unwrap();
+    let mut buf = vec![0u8; (e - b) as usize];
+    let n = buf.len();
+    assert_eq!(driver.read(&h, data_start + b, &mut buf, 0, n).unwrap(), n);
+    assert_eq!(buf, old.iter().find(|t| t.name == t0).unwrap().data);
+    let err = ckpt.file_handle(1).unwrap_err();
+    assert!(err.to_string().contains("no file 1 in this checkpoint of 1 files"), "{err}");
     // A checkpoint opened now reads the new file.
     let fresh = Checkpoint::open(&path).unwrap();
     let loaded =
