@@ -30,7 +30,7 @@ impl std::str::FromStr for MemoryFilter {
 }
 
 /// The explanation as JSON:
-/// `{"config":[{"key","value","source","origin"?}],"paths":[{"path","error"?,"file"?,
+/// `{"config":[{"key","value","source","origin"?,"in_effect"?}],"paths":[{"path","error"?,"file"?,
 /// "decisions":[{"op","memory","aligned","backend","reason","rejected":[{"backend","reason"}],
 /// "scores":[{"backend","score","reason"}]}]}]}`.
 pub fn explain_paths(
@@ -46,6 +46,11 @@ pub fn explain_paths(
             let mut v = json!({"key": e.key, "value": e.value, "source": e.source.as_str()});
             if let Some(o) = e.origin {
                 v["origin"] = json!(o);
+            }
+            // Bounce buffers are whole pages: say the size in effect when it differs.
+            let bytes = loaded.config().bounce_buffer_bytes();
+            if e.key == "bounce_buffer_size" && bytes != loaded.config().bounce_buffer_size {
+                v["in_effect"] = json!(format!("buffers of {bytes} bytes (whole 4 KiB pages)"));
             }
             v
         })
@@ -127,7 +132,15 @@ pub fn print_explain(v: &Value) {
     let w = rows.iter().map(|e| s(&e["key"]).len()).max().unwrap_or(0);
     for e in &rows {
         let origin = e.get("origin").map(|o| format!(" ({})", s(o))).unwrap_or_default();
-        outln!("  {:<w$}  {:<24}  {}{}", s(&e["key"]), s(&e["value"]), s(&e["source"]), origin);
+        let effect = e.get("in_effect").map(|o| format!("; {}", s(o))).unwrap_or_default();
+        outln!(
+            "  {:<w$}  {:<24}  {}{}{}",
+            s(&e["key"]),
+            s(&e["value"]),
+            s(&e["source"]),
+            origin,
+            effect
+        );
     }
     let size = v["explained_size"].as_u64().unwrap_or(0);
     for p in v["paths"].as_array().cloned().unwrap_or_default() {
@@ -205,5 +218,29 @@ mod tests {
         let v = explain_paths(&driver, &loaded, &[p], Some(MemoryFilter::Host));
         assert_eq!(v["paths"][0]["decisions"].as_array().unwrap().len(), 4);
         print_explain(&v);
+    }
+
+    #[test]
+    fn a_bounce_buffer_size_that_is_not_whole_pages_says_the_size_in_effect() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = std::sync::Arc::new(gdio::gpu::sim::SimRuntime::new(1, std::time::Duration::ZERO));
+        let bounce = |v: &Value| {
+            v["config"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["key"] == "bounce_buffer_size")
+                .cloned()
+        };
+        let mut loaded = LoadedConfig::defaults();
+        let driver = Driver::with_runtime(loaded.config().clone(), rt.clone()).unwrap();
+        let whole = explain_paths(&driver, &loaded, &[dir.path().to_path_buf()], None);
+        assert!(bounce(&whole).unwrap().get("in_effect").is_none());
+        loaded.set("bounce_buffer_size", 1000u64).unwrap();
+        let driver = Driver::with_runtime(loaded.config().clone(), rt).unwrap();
+        let v = explain_paths(&driver, &loaded, &[dir.path().to_path_buf()], None);
+        let e = bounce(&v).unwrap();
+        assert_eq!(e["value"], 1000);
+        assert_eq!(e["in_effect"], "buffers of 4096 bytes (whole 4 KiB pages)");
     }
 }
