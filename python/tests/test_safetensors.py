@@ -515,6 +515,38 @@ def _backend_ops():
     return sum(b["ops"] for b in gdio.stats()["backends"].values())
 
 
+def _backend_bytes():
+    return sum(b["bytes"] for b in gdio.stats()["backends"].values())
+
+
+def test_two_keys_in_a_row_by_chance_read_nothing_ahead(tmp_path):
+    """Pairs of neighbouring keys, as any order has by chance, read just those tensors; the
+    third call in a row starts reading ahead (the walk loaders make)."""
+    gen = np.random.default_rng(13)
+    t = {f"w.{i:03d}": gen.standard_normal((int(gen.integers(1, 30)), 33)).astype(np.float32)
+         for i in range(60)}
+    path = tmp_path / "pairs.safetensors"
+    ref_np.save_file(t, str(path))
+    with safe_open(path, framework="np") as f:
+        keys = f.keys()
+        pairs = [keys[i] for j in (4, 20, 41) for i in (j, j + 1)]
+        before = _backend_bytes()
+        got = {k: f.get_tensor(k) for k in pairs}
+        assert _backend_bytes() - before == sum(t[k].nbytes for k in pairs)
+        assert_same(got, {k: t[k] for k in pairs})
+        before = _backend_bytes()
+        third = f.get_tensor(keys[43])  # keys 41 and 42 (the last pair), 43: a walk
+        ahead = sum(t[k].nbytes for k in keys[43:])  # read ahead, in 4 KiB-aligned reads
+        assert ahead <= _backend_bytes() - before < ahead + 8192
+    with safe_open(path, framework="np") as f:
+        for k in keys[:3]:
+            f.get_tensor(k)
+        before = _backend_bytes()
+        assert np.array_equal(f.get_tensor(keys[3]), t[keys[3]])  # read ahead with the third
+        assert _backend_bytes() == before
+    assert np.array_equal(third, t[keys[43]])
+
+
 @pytest.mark.parametrize("budget", [None, 3000])
 def test_get_tensor_walking_keys_reads_ahead_and_every_order_gives_the_file_s_bytes(tmp_path, budget):
     """``for k in f.keys(): f.get_tensor(k)`` loads the following tensors together (far fewer

@@ -92,6 +92,7 @@ class safe_open:
         # on, and keys() with each tensor's bytes (made at the first call).
         self._ahead: dict[str, Any] = {}
         self._next_pos: Optional[int] = None
+        self._run = 0
         self._order: Optional[tuple[list[str], dict[str, int], list[int]]] = None
         self._closed = False
         self._locations: Optional[dict[str, tuple[int, int, int, str, list[int]]]] = None
@@ -141,7 +142,7 @@ class safe_open:
         """Tensor ``name`` in the framework and on the device asked for.
 
         Calls that walk ``keys()`` in order (``for k in f.keys(): f.get_tensor(k)``, what
-        loaders do) are read ahead: from the second call in a row, the next tensors up to
+        loaders do) are read ahead: from the third call in a row, the next tensors up to
         ``safetensors_read_ahead_bytes`` (gdio's configuration, 64 MiB) are loaded together (one allocation, merged reads) and handed out
         one by one as they are asked for, instead of one load per tensor. Any other order
         loads the tensor alone. Each call returns a tensor of its own; tensors loaded together
@@ -152,12 +153,16 @@ class safe_open:
         ahead = self._ahead.pop(name, None)
         keys, pos_of, sizes = self._key_order()
         pos = pos_of.get(name)
-        walking = pos is not None and pos == self._next_pos
+        # A walk: this call and the two before it asked for consecutive keys() (two in a row
+        # happen by chance in any order; reading ahead on them would read up to the budget's
+        # bytes that may never be asked for).
+        self._run = self._run + 1 if pos is not None and pos == self._next_pos else 1
+        walking = self._run >= 3
         self._next_pos = None if pos is None else pos + 1
         if ahead is not None:
             return ahead
         if not walking:
-            t = self._torch_read(name)
+            t = self._read_alone(name)
             if t is not None:
                 return t
             (t,) = self._ckpt.load([name], self._gpu)
@@ -169,30 +174,38 @@ class safe_open:
             end += 1
         batch = keys[pos:end]
         if len(batch) == 1:  # nothing to read ahead (a tensor over the budget, or a budget of 0)
-            t = self._torch_read(name)
+            t = self._read_alone(name)
             if t is not None:
                 return t
         loaded = {t.name: self._convert(t) for t in self._ckpt.load(batch, self._gpu)}
         self._ahead = {k: loaded[k] for k in batch[1:]}
         return loaded[name]
 
-    def _torch_read(self, name: str, rows: Optional[tuple[int, int]] = None) -> Any:
-        """Tensor ``name`` (or its rows ``[start, stop)``) read into a tensor torch allocates on
-        this GPU, for ``framework="pt"``; ``None`` elsewhere (host memory, other frameworks, a
-        dtype this torch lacks, rows that are not whole bytes), where a gdio allocation is made.
+    def _read_alone(self, name: str, rows: Optional[tuple[int, int]] = None) -> Any:
+        """Tensor ``name`` (or its rows ``[start, stop)``) read into an array the framework
+        allocates: torch on this GPU or the host (``framework="pt"``), NumPy on the host
+        (``framework="np"``); ``None`` elsewhere (other frameworks, a dtype the framework lacks, rows that
+        are not whole bytes), where gdio makes an allocation of its own.
 
-        A load of one tensor otherwise allocates GPU memory of its own (``cuMemAlloc``, and a
-        device-wide synchronization at ``cuMemFree`` when the tensor goes); torch's caching
-        allocator hands out and takes back memory in stream order at no such cost, which is
-        what the package's ``get_tensor`` and ``get_slice`` (a CPU tensor moved with ``.to``)
-        get. The read waits for the work torch queued before, as every read into a torch
-        tensor does (gdio synchronizes the producer's stream first)."""
-        if self._framework != "pt" or self._gpu is None:
+        A load of one tensor otherwise sets up a gdio allocation (on a GPU a ``cuMemAlloc``,
+        and a device-wide synchronization at ``cuMemFree`` when the tensor goes); torch's
+        caching allocator hands out GPU memory and takes it back in stream order at no such
+        cost, which is what the package's ``get_tensor`` and ``get_slice`` (a CPU tensor moved
+        with ``.to``) get. The bytes come through the checkpoint's own file handles; a read into
+        a torch tensor waits for the work torch queued before, as every read into one does."""
+        framework = self._framework
+        if framework == "pt":
+            from .torch import _TYPES
+            import torch as lib
+        elif framework == "np" and self._gpu is None:
+            from .numpy import _TYPES
+            import numpy as lib
+        else:
             return None
-        from .torch import _TYPES
-        import torch
-
-        file, begin, end, dtype, shape = self._where()[name]
+        where = self._where().get(name)
+        if where is None:  # the load says what is wrong
+            return None
+        file, begin, end, dtype, shape = where
         dt = _TYPES.get(dtype)
         if dt is None:
             return None
@@ -204,15 +217,21 @@ class safe_open:
                 return None
             begin, end = begin + start * per_row, begin + stop * per_row
             shape[0] = stop - start
-        if dtype == "F4" and shape:
-            shape[-1] //= 2  # two values per torch element
-        try:
-            t = torch.empty(shape, dtype=dt, device=f"cuda:{self._gpu}")
-        except (TypeError, RuntimeError):
-            return None
+        if framework == "np":
+            t = lib.empty(shape, dtype=dt)
+            raw = t.reshape(-1).view(lib.uint8)
+        else:
+            if dtype == "F4" and shape:
+                shape[-1] //= 2  # two values per torch element
+            device = "cpu" if self._gpu is None else f"cuda:{self._gpu}"
+            try:
+                t = lib.empty(shape, dtype=dt, device=device)
+            except (TypeError, RuntimeError):
+                return None
+            raw = t.reshape(-1).view(lib.uint8)
         n = end - begin
         if n:
-            got = self._ckpt.read_into(file, begin, t.reshape(-1).view(torch.uint8), n)
+            got = self._ckpt.read_into(file, begin, raw, n)
             if got != n:
                 raise SafetensorError(
                     f"tensor {name!r}: the file ended after {got} of its {n} bytes (cut short since it was opened?)"
@@ -291,7 +310,7 @@ class Slice:
 
     def _rows(self, start: int, stop: int) -> Any:
         o = self._owner
-        t = o._torch_read(self._name, (start, stop))
+        t = o._read_alone(self._name, (start, stop))
         if t is not None:
             return t
         return o._convert(o._ckpt.load_rows(self._name, start, stop, o._gpu))
