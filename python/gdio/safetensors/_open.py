@@ -108,7 +108,6 @@ class safe_open:
         """After the ``with`` block, as in the package: a :class:`SafetensorError`."""
         if self._closed:
             raise SafetensorError("File is closed: this safe_open's with block has ended")
-        return None
 
     def keys(self) -> list[str]:
         """Tensor names, sorted (as the safetensors package returns them)."""
