@@ -21,8 +21,8 @@ KvikIO name            gdio key
                        ``ON`` forces compat, ``OFF`` forbids it, ``AUTO`` allows it
 =====================  ====================================================
 
-Sizes take any positive number of bytes, as KvikIO's do (tasks are rounded up to the file's
-``O_DIRECT`` alignment, bounce buffers to whole 4 KiB pages). A refused value raises what
+Sizes take any positive number of bytes, as KvikIO's do (the engine's tasks are at least
+4 KiB and rounded up to the file's ``O_DIRECT`` alignment, bounce buffers whole 4 KiB pages). A refused value raises what
 KvikIO raises: :class:`gdio.ConfigTypeError` (a ``TypeError``) for a value of the wrong type,
 :class:`gdio.ConfigOverflowError` (an ``OverflowError``) for a negative number, else
 :class:`gdio.ConfigValueError` (a ``ValueError``); all three are ``GdioError`` s carrying

@@ -39,6 +39,13 @@ pub fn explain_paths(
     paths: &[PathBuf],
     memory: Option<MemoryFilter>,
 ) -> Value {
+    // Sizes the engine rounds (bounce buffers to whole pages, tasks to at least a page): the
+    // size in effect, where it differs from the value set.
+    let c = loaded.config();
+    let rounded = [
+        ("bounce_buffer_size", c.bounce_buffer_size, c.bounce_buffer_bytes(), "buffers of"),
+        ("task_size", c.task_size, c.task_bytes(), "tasks of at least"),
+    ];
     let config: Vec<Value> = loaded
         .entries()
         .into_iter()
@@ -47,10 +54,10 @@ pub fn explain_paths(
             if let Some(o) = e.origin {
                 v["origin"] = json!(o);
             }
-            // Bounce buffers are whole pages: say the size in effect when it differs.
-            let bytes = loaded.config().bounce_buffer_bytes();
-            if e.key == "bounce_buffer_size" && bytes != loaded.config().bounce_buffer_size {
-                v["in_effect"] = json!(format!("buffers of {bytes} bytes (whole 4 KiB pages)"));
+            if let Some((_, _, bytes, what)) =
+                rounded.iter().find(|(k, set, bytes, _)| *k == e.key && set != bytes)
+            {
+                v["in_effect"] = json!(format!("{what} {bytes} bytes (whole 4 KiB pages)"));
             }
             v
         })
@@ -221,7 +228,7 @@ mod tests {
     }
 
     #[test]
-    fn a_bounce_buffer_size_that_is_not_whole_pages_says_the_size_in_effect() {
+    fn sizes_the_engine_rounds_say_the_size_in_effect() {
         let dir = tempfile::tempdir().unwrap();
         let rt = std::sync::Arc::new(gdio::gpu::sim::SimRuntime::new(1, std::time::Duration::ZERO));
         let bounce = |v: &Value| {
@@ -237,10 +244,14 @@ mod tests {
         let whole = explain_paths(&driver, &loaded, &[dir.path().to_path_buf()], None);
         assert!(bounce(&whole).unwrap().get("in_effect").is_none());
         loaded.set("bounce_buffer_size", 1000u64).unwrap();
+        loaded.set("task_size", 199u64).unwrap();
         let driver = Driver::with_runtime(loaded.config().clone(), rt).unwrap();
         let v = explain_paths(&driver, &loaded, &[dir.path().to_path_buf()], None);
         let e = bounce(&v).unwrap();
         assert_eq!(e["value"], 1000);
         assert_eq!(e["in_effect"], "buffers of 4096 bytes (whole 4 KiB pages)");
+        let t = v["config"].as_array().unwrap().iter().find(|e| e["key"] == "task_size").unwrap();
+        assert_eq!(t["value"], 199);
+        assert_eq!(t["in_effect"], "tasks of at least 4096 bytes (whole 4 KiB pages)");
     }
 }

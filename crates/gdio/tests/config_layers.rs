@@ -447,3 +447,23 @@ fn io_engine_from_every_layer_and_bad_values_named() {
     assert_eq!(l.config(), &before);
     assert_eq!("io-uring".parse::<IoEngine>(), Ok(IoEngine::IoUring));
 }
+
+#[test]
+fn sizes_are_taken_as_set_and_the_engine_rounds_them_to_pages() {
+    // KvikIO takes any positive size; the engine's tasks are at least a page (a task size of
+    // 1 byte would otherwise make a 1 GiB request into a billion tasks) and its bounce buffers
+    // whole pages.
+    for (task, bounce, task_bytes, bounce_bytes) in [
+        (1, 1, 4096, 4096),
+        (199, 1000, 4096, 4096),
+        (4097, 4097, 4097, 8192),
+        (8 << 20, 4 << 20, 8 << 20, 4 << 20),
+    ] {
+        let mut l = LoadedConfig::defaults();
+        l.set("task_size", task as u64).unwrap();
+        l.set("bounce_buffer_size", bounce as u64).unwrap();
+        let c = l.config();
+        assert_eq!((c.task_size, c.bounce_buffer_size), (task, bounce));
+        assert_eq!((c.task_bytes(), c.bounce_buffer_bytes()), (task_bytes, bounce_bytes));
+    }
+}

@@ -110,8 +110,8 @@ pub const MAX_SIZE: u64 = 1 << 30;
 pub const BOUNDS: &[(&str, Bound)] = &[
     ("threads", Bound::new(1, 1024)),
     ("write_threads", Bound::new(1, 1024)),
-    // Any positive size, as KvikIO takes: tasks are rounded up to the file's `O_DIRECT`
-    // alignment and bounce buffers to whole pages where they are made.
+    // Any positive size, as KvikIO takes: the engine makes tasks of at least a page and bounce
+    // buffers of whole pages (`Config::task_bytes`, `Config::bounce_buffer_bytes`).
     ("task_size", Bound::new(1, MAX_SIZE)),
     ("bounce_buffer_size", Bound::new(1, MAX_SIZE)),
     ("buffered_chunk_size", Bound::new(4096, MAX_SIZE)),

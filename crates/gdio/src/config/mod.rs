@@ -25,6 +25,9 @@ pub use source::{ConfigEntry, LoadedConfig, Source};
 
 use std::collections::BTreeMap;
 
+/// The smallest task and the unit of bounce buffers, in bytes.
+const PAGE: usize = 4096;
+
 /// When the engine reads with `O_DIRECT`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -126,8 +129,8 @@ pub struct Config {
     /// Workers one write request uses at most (buffered writes to one file serialize on the
     /// file's lock in ext4 and xfs, so more writers only add contention).
     pub write_threads: usize,
-    /// A request is split into tasks of this many bytes (rounded up to the file's `O_DIRECT`
-    /// alignment, so a task is never smaller than it).
+    /// A request is split into tasks of this many bytes; the engine's tasks are at least 4 KiB
+    /// and rounded up to the file's `O_DIRECT` alignment ([`Config::task_bytes`]).
     pub task_size: usize,
     /// Size of each pinned bounce buffer in bytes; the buffers are whole pages, so a value
     /// that is not a multiple of 4096 makes buffers of the next multiple
@@ -327,7 +330,13 @@ impl Config {
     /// The size of each bounce buffer the engine makes: `bounce_buffer_size` rounded up to a
     /// whole number of 4 KiB pages (an `O_DIRECT` read fills a buffer with whole pages).
     pub fn bounce_buffer_bytes(&self) -> usize {
-        self.bounce_buffer_size.max(1).next_multiple_of(4096)
+        self.bounce_buffer_size.max(1).next_multiple_of(PAGE)
+    }
+
+    /// The size the engine splits requests at: `task_size`, but at least 4 KiB, so that a tiny
+    /// value (KvikIO takes any) cannot make a request into millions of tasks.
+    pub fn task_bytes(&self) -> usize {
+        self.task_size.max(PAGE)
     }
 
     /// Checks every value against its range ([`keys::BOUNDS`], the same check every layer's

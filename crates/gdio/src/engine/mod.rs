@@ -326,7 +326,7 @@ impl Engine {
             JobFile::Shared(f) => &**f,
         };
         let align = transfer::direct_align(fh);
-        let mut tasks = plan::split(offset, len, self.config.task_size as u64, align);
+        let mut tasks = plan::split(offset, len, self.config.task_bytes() as u64, align);
         if tasks.len() == 1 && op == Op::Read && matches!(buf.kind, MemoryKind::Device { .. }) {
             if let Some(size) = self.split_size(len, self.pool_for(buf.kind)) {
                 tasks = plan::split(offset, len, size, align);

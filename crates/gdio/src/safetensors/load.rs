@@ -34,7 +34,7 @@ const REQUEST_TASKS_PER_WORKER: usize = 8;
 /// How a load reads. The defaults come from the driver's configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LoadOptions {
-    /// Bytes per read request; 0 = `threads × task_size × 8` of the configuration, so one
+    /// Bytes per read request; 0 = `threads × task_bytes() × 8` of the configuration, so one
     /// request gives every engine worker several tasks (a worker drains its copy pipeline at
     /// the end of each request; `gdio bench` measured its best with 1 GiB requests, two in
     /// flight, on the H200 machine).
@@ -43,7 +43,7 @@ pub struct LoadOptions {
     /// the number of GPUs that share a group if more.
     pub requests_in_flight: usize,
     /// Planned ranges of one file closer than this are read as one span, bytes between
-    /// included; 0 = `task_size` of the configuration.
+    /// included; 0 = `task_bytes()` of the configuration.
     pub merge_gap: u64,
     /// With several GPUs for one tensor (a replicated load): spread the reads over every
     /// GPU's own host link (each GPU reads a share and copies it to the others). Off (the
@@ -248,13 +248,13 @@ fn start(
 ) -> Result<(Run, Vec<TensorView>)> {
     let cfg = driver.config();
     let request_size = match options.request_size {
-        0 => cfg.threads.saturating_mul(cfg.task_size).saturating_mul(REQUEST_TASKS_PER_WORKER),
+        0 => cfg.threads.saturating_mul(cfg.task_bytes()).saturating_mul(REQUEST_TASKS_PER_WORKER),
         n => n,
     }
     .max(ALIGN as usize) as u64;
     let request_size = request_size / ALIGN * ALIGN;
     let merge_gap = match options.merge_gap {
-        0 => cfg.task_size as u64,
+        0 => cfg.task_bytes() as u64,
         n => n,
     };
     let layout = Layout::build(ckpt, plan, merge_gap, request_size, options.spread_reads)?;
