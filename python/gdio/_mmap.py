@@ -40,28 +40,14 @@ class Mmap:
         if flags != "r":
             raise ValueError(f"Mmap opens files for reading only (flags='r'), not {flags!r}")
         f = CuFile(file_path, "r")
-        size = f.nbytes()
-        path = f.path
-        if initial_map_offset < 0 or initial_map_offset >= size:
+        try:
+            size = f.nbytes()
+            self._size = _window(f.path, size, initial_map_offset, initial_map_size)
+        except BaseException:
             f.close()
-            raise IndexError(
-                f"Offset must be less than the file size. initial_map_offset: {initial_map_offset}, "
-                f"file size: {size} ({path})"
-            )
-        rest = size - initial_map_offset
-        if initial_map_size is None:
-            initial_map_size = rest
-        if initial_map_size == 0:
-            f.close()
-            raise ValueError(f"Mapped region should not be zero byte ({path}, offset {initial_map_offset})")
-        if initial_map_size < 0 or initial_map_size > rest:
-            f.close()
-            raise IndexError(
-                f"Mapped region is past the end of file. initial map offset: {initial_map_offset}, "
-                f"initial map size: {initial_map_size}, file size: {size} ({path})"
-            )
+            raise
         self._file: Optional[CuFile] = f
-        self._size, self._offset, self._file_size = initial_map_size, initial_map_offset, size
+        self._offset, self._file_size = initial_map_offset, size
 
     def initial_map_size(self) -> int:
         """Bytes in the window."""
@@ -116,6 +102,26 @@ class Mmap:
         """:meth:`read` as a future (split into ``task_size`` parts read in parallel)."""
         f, size = self._span(buf, size, offset)
         return f.pread(buf, size, file_offset=offset, task_size=task_size)
+
+
+def _window(path: Any, size: int, offset: int, length: Optional[int]) -> int:
+    """The window's length (``length``, or the rest of the file when ``None``), refused as
+    KvikIO refuses it: a start at or past the end, or a window running past it, is an
+    ``IndexError``; an empty window a ``ValueError``."""
+    if offset < 0 or offset >= size:
+        raise IndexError(
+            f"Offset must be less than the file size. initial_map_offset: {offset}, file size: {size} ({path})"
+        )
+    rest = size - offset
+    length = rest if length is None else length
+    if length == 0:
+        raise ValueError(f"Mapped region should not be zero byte ({path}, offset {offset})")
+    if length < 0 or length > rest:
+        raise IndexError(
+            f"Mapped region is past the end of file. initial map offset: {offset}, "
+            f"initial map size: {length}, file size: {size} ({path})"
+        )
+    return length
 
 
 def _nbytes(buf: Any) -> int:

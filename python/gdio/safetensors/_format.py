@@ -90,6 +90,13 @@ def parse(data: bytes) -> tuple[dict[str, Any], Optional[dict[str, str]], memory
         raise ValueError("safetensors header is not a JSON object")
     meta = header.pop("__metadata__", None)
     body = view[8 + n :]
+    check_tensors(header, len(body))
+    return header, meta, body
+
+
+def check_tensors(header: dict[str, Any], data_len: int) -> None:
+    """Raises ``ValueError`` unless every tensor of ``header`` (metadata removed) has a known
+    dtype and offsets inside ``data_len`` bytes that hold exactly its shape."""
     for name, info in header.items():
         b, e = info["data_offsets"]
         count = 1
@@ -97,6 +104,5 @@ def parse(data: bytes) -> tuple[dict[str, Any], Optional[dict[str, str]], memory
             count *= d
         if info["dtype"] not in BITS:
             raise ValueError(f"tensor {name!r} has unknown dtype {info['dtype']!r}")
-        if not 0 <= b <= e <= len(body) or (count * BITS[info["dtype"]] + 7) // 8 != e - b:
+        if not 0 <= b <= e <= data_len or (count * BITS[info["dtype"]] + 7) // 8 != e - b:
             raise ValueError(f"tensor {name!r}: offsets {b}..{e} do not fit its shape and buffer")
-    return header, meta, body

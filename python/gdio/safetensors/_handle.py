@@ -57,15 +57,7 @@ class _StreamReader:
             if not isinstance(header, dict):
                 raise ValueError("the header is not a JSON object")
             self._meta: Optional[dict[str, str]] = header.pop("__metadata__", None)
-            for name, info in header.items():
-                b, e = info["data_offsets"]
-                count = 1
-                for d in info["shape"]:
-                    count *= d
-                if info["dtype"] not in _format.BITS:
-                    raise ValueError(f"tensor {name!r} has unknown dtype {info['dtype']!r}")
-                if not 0 <= b <= e <= size - 8 - n or (count * _format.BITS[info["dtype"]] + 7) // 8 != e - b:
-                    raise ValueError(f"tensor {name!r}: offsets {b}..{e} do not fit its shape and the file")
+            _format.check_tensors(header, size - 8 - n)
         except (ValueError, KeyError, TypeError) as e:
             raise SafetensorError(f"Error while deserializing header: {e}") from None
         self._header = header
