@@ -11,14 +11,18 @@ fn git(args: &[&str]) -> Option<String> {
 fn main() {
     let commit = git(&["rev-parse", "HEAD"]).unwrap_or_default();
     println!("cargo:rustc-env=GDIO_GIT_COMMIT={commit}");
-    // Build again when HEAD moves: a checkout (HEAD) or a commit on the branch (its ref).
+    // Build again when HEAD moves: a checkout (HEAD) or a commit on the branch (its ref, loose
+    // or packed). Only files that exist: cargo takes a missing one as changed on every build.
     let mut watched = vec!["HEAD".to_owned(), "packed-refs".to_owned()];
     if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
         watched.push(branch);
     }
     for p in watched {
-        if let Some(path) = git(&["rev-parse", "--git-path", &p]) {
-            println!("cargo:rerun-if-changed={path}");
+        match git(&["rev-parse", "--git-path", &p]) {
+            Some(path) if std::path::Path::new(&path).exists() => {
+                println!("cargo:rerun-if-changed={path}")
+            }
+            _ => {}
         }
     }
 }
