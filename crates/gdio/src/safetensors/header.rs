@@ -81,6 +81,9 @@ impl Header {
     }
 }
 
+/// The error for a malformed file. Its words are a contract: Python's `gdio._errors.from_native`
+/// makes an error whose message holds "malformed safetensors file" a `SafetensorError` too (as
+/// the safetensors package raises), and `python/tests/test_safetensors_raw.py` checks it.
 fn bad(path: Option<&Path>, what: impl fmt::Display) -> Error {
     let e = Error::new(ErrorKind::InvalidInput, format!("malformed safetensors file: {what}"))
         .with_errno(libc::EINVAL);
