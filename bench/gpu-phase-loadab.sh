@@ -17,7 +17,14 @@ export PYTHONPATH=/tmp/gdsite:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 [ -f /tmp/gdio-st/model.safetensors.index.json ] ||
   python3 bench/safetensors-h200.py --gdio "$GDIO" --out "$out/st" --size-gib "${LOADAB_GIB:-16}" --rows none --peers "" >/dev/null 2>&1
 read -ra settings <<<"${LOADAB_SETTINGS:-GDIO_NONE=1 GDIO_COMPLETION_WATCHER=false}"
-gb() { python3 -c "import json,sys; d=json.loads([l for l in sys.stdin if l.startswith('{')][-1]); print(f\"{d.get('checkpoint_bytes', d['bytes'])/d['seconds']/1e9:.2f}\")"; }
+# GB/s of checkpoint data; for `gdio load`, where its set-up time went (milliseconds).
+gb() { python3 -c "
+import json,sys; d=json.loads([l for l in sys.stdin if l.startswith('{')][-1]); b=d.get('checkpoint_bytes', d['bytes'])
+ms=lambda k: f'{d[k]*1e3:.1f}' if isinstance(d.get(k), (int, float)) else '-'
+extra=f\" (open {ms('open_seconds')} ms, alloc {ms('alloc_seconds')}, warm {ms('warm_seconds')}, reads {b/d['transfer_seconds']/1e9:.2f} GB/s)\" if 'transfer_seconds' in d else ''
+print(f\"{b/d['seconds']/1e9:.2f}{extra}\")"; }
+# The link's limit in this run (pinned host-to-device copies, measured by gdio bench).
+echo "pinned host-to-device: $("$GDIO" bench --json --file /dev/shm/gdio-bench-8g.bin --mode read --iterations 1 --io-size 1G --queue-depth 2 2>>"$out/stderr.txt" | python3 -c "import json,sys; d=json.load(sys.stdin); print(d.get('limits'))")"
 for rep in $(seq "${LOADAB_REPS:-3}"); do
   for where in /dev/shm/gdio-st /tmp/gdio-st; do
     files=$(ls "$where"/model-*.safetensors)

@@ -121,8 +121,6 @@ struct LoadRun {
     loaded: Loaded,
     /// From the first allocation to the last tensor in place.
     seconds: f64,
-    /// Streams and pinned bounce buffers of the target GPUs.
-    warm_seconds: f64,
     targets: Vec<Target>,
 }
 
@@ -140,17 +138,8 @@ fn run_load(
         let p: Vec<&str> = patterns.iter().map(String::as_str).collect();
         Plan::matching(ckpt, &p, &targets)?
     };
-    // The workers' streams and pinned buffers first. Pinning them on a thread of its own while
-    // this thread read the headers and allocated GPU memory was measured on the H200
-    // (2026-11-30, BENCHMARKS.md session 4): the total did not drop (ext4 0.233 → 0.226 s) and
-    // the tmpfs load took 0.43 s instead of 0.23, so the warm-up stays in front.
-    let warm = Instant::now();
-    for t in &targets {
-        if let Target::Gpu(n) = t {
-            driver.prepare_gpu(*n)?;
-        }
-    }
-    let warm_seconds = warm.elapsed().as_secs_f64();
+    // The load makes the workers' streams and pinned buffers for its GPUs (on a thread of
+    // its own while it allocates, `safetensors_overlap_warm`) inside the timed part.
     let progress = Progress::new("load".into(), plan.bytes(), quiet);
     let start = Instant::now();
     let mut stream = load_stream(driver, ckpt, &plan, options)?;
@@ -160,7 +149,7 @@ fn run_load(
     let loaded = stream.finish()?;
     let seconds = start.elapsed().as_secs_f64();
     drop(progress);
-    Ok(LoadRun { loaded, seconds, warm_seconds, targets })
+    Ok(LoadRun { loaded, seconds, targets })
 }
 
 /// Compares every view with a plain `pread` of its bytes; returns the first mismatch.
@@ -284,6 +273,7 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
         }
     }
     let targets: Vec<String> = run.targets.iter().map(|t| t.to_string()).collect();
+    let times = run.loaded.times();
     if a.json {
         let v = json!({
             "tensors": run.loaded.views().len() / run.targets.len().max(1),
@@ -297,7 +287,8 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
             "gbps": gbps(bytes, seconds),
             "transfer_seconds": run.seconds,
             "open_seconds": open_seconds,
-            "warm_seconds": run.warm_seconds,
+            "warm_seconds": times.warm.as_secs_f64(),
+            "alloc_seconds": times.allocate.as_secs_f64(),
             "cuda_init_seconds": init_seconds,
             "verified": verified,
             "mismatch": mismatch,
@@ -316,6 +307,15 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
             format_size(run.loaded.bytes_read()),
             ckpt.files().len()
         );
+        let setup = times.allocate + times.warm;
+        if setup.as_secs_f64() > seconds / 20.0 {
+            outln!(
+                "before the first read: {:.1} ms allocating, {:.1} ms waiting for the engine's \
+                 pinned bounce buffers (made once per process)",
+                times.allocate.as_secs_f64() * 1e3,
+                times.warm.as_secs_f64() * 1e3
+            );
+        }
         if workers.verdict().is_some() {
             outln!("{}", workers.line());
         }

@@ -137,6 +137,36 @@ fn loads_of_one_tensor_run_on_the_calling_thread_and_keep_its_lane() {
 }
 
 #[test]
+fn a_load_makes_the_engine_s_gpu_buffers_once_beside_or_before_allocating() {
+    let dir = tempfile::tempdir().unwrap();
+    let tensors = random_tensors(11, 30, 5000);
+    let path = dir.path().join("m.safetensors");
+    write_with_crate(&path, &tensors, None);
+    let ckpt = Checkpoint::open(&path).unwrap();
+    for beside in [true, false] {
+        let config = gdio::Config {
+            safetensors_overlap_warm: beside,
+            ..common::tiny_config(DirectIoPolicy::Auto, 3)
+        };
+        let driver = Arc::new(common::sim_driver(config, 2));
+        // Host loads need no GPU buffers.
+        let host = load(&driver, &ckpt, &Plan::all(&ckpt, &[Target::Host]), &small_requests());
+        assert_loaded(&host.unwrap(), &tensors, Target::Host);
+        assert!(!driver.gpu_prepared(0) && !driver.gpu_prepared(1), "beside {beside}");
+        let plan = Plan::all(&ckpt, &[Target::Gpu(1)]);
+        let first = load_stream(&driver, &ckpt, &plan, &small_requests()).unwrap();
+        let first = first.finish().unwrap();
+        assert_loaded(&first, &tensors, Target::Gpu(1));
+        assert!(driver.gpu_prepared(1), "beside {beside}: the load made GPU 1's buffers");
+        assert!(!driver.gpu_prepared(0), "beside {beside}: only for the load's GPUs");
+        // Made once per process: the next load waits for nothing.
+        let again = load(&driver, &ckpt, &plan, &small_requests()).unwrap();
+        assert_loaded(&again, &tensors, Target::Gpu(1));
+        assert_eq!(again.times().warm, std::time::Duration::ZERO, "beside {beside}");
+    }
+}
+
+#[test]
 fn a_checkpoint_keeps_reading_the_files_its_first_load_opened() {
     // Loads after the first reuse its file handles (no open and probe per tensor), so a file
     // replaced on disk meanwhile does not mix into tensors laid out by the old header: the

@@ -222,6 +222,10 @@ pub struct Config {
     /// 14.8–21.2 ms and 368 MiB in 36.5–36.9 ms, the `safetensors` package's loop 23.8–29.9 and
     /// 111–115 ms (BENCHMARKS.md session 14, runs 1 and 4).
     pub safetensors_read_ahead_bytes: usize,
+    /// A safetensors load into GPUs makes the engine workers' streams and pinned bounce
+    /// buffers for those GPUs (the first time in a process) on a thread of its own while it
+    /// allocates the GPU memory it fills (true), or before it allocates (false).
+    pub safetensors_overlap_warm: bool,
     /// A sharded safetensors save writes up to this many shards at once, each from a thread of
     /// its own (buffered writes to one file serialize on its inode lock, so files written side
     /// by side go faster than one after another); 1: one after another. H200, `gdio save` of
@@ -313,6 +317,7 @@ impl Default for Config {
             pool_per_gpu: false,
             save_writes_in_flight: 1,
             safetensors_read_ahead_bytes: 64 << 20,
+            safetensors_overlap_warm: true,
             save_files_in_flight: 4,
             http_max_attempts: 3,
             http_timeout: 60,

@@ -230,9 +230,15 @@ impl Engine {
     }
 
     /// Allocates every worker's stream and pinned bounce buffers for GPU `ordinal` now, so the
-    /// first I/O to that GPU does not pay for them.
+    /// first I/O to that GPU does not pay for them. Once per GPU: later calls return at once
+    /// (a call while another thread is making them waits for it).
     pub fn prepare_gpu(&self, ordinal: usize) -> Result<()> {
-        self.pool_for(MemoryKind::Device { ordinal }).warm(ordinal)
+        self.pool_for(MemoryKind::Device { ordinal }).ensure_warm(ordinal)
+    }
+
+    /// Whether [`Engine::prepare_gpu`] has made GPU `ordinal`'s streams and buffers.
+    pub fn gpu_prepared(&self, ordinal: usize) -> bool {
+        self.pool_for(MemoryKind::Device { ordinal }).is_warm(ordinal)
     }
 
     /// Makes sure every worker has its stream and bounce buffers for GPU `ordinal` (once per

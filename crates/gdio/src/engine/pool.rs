@@ -272,6 +272,11 @@ impl Pool {
         Ok(())
     }
 
+    /// Whether [`Pool::ensure_warm`] made GPU `ordinal`'s lanes (waits while it is making them).
+    pub(crate) fn is_warm(&self, ordinal: usize) -> bool {
+        self.warmed.lock().unwrap_or_else(|p| p.into_inner()).contains(&ordinal)
+    }
+
     pub(crate) fn warm(&self, ordinal: usize) -> Result<()> {
         self.start()?;
         let barrier = Arc::new(Barrier::new(self.threads + 1));

@@ -19,6 +19,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use super::alloc::{Allocation, Allocations, ALIGN};
 use super::dtype::Dtype;
@@ -88,12 +90,24 @@ impl TensorView {
     }
 }
 
+/// Where a load's time went before its reads, so that a slow load says why.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadTimes {
+    /// Allocating the memory the load fills.
+    pub allocate: Duration,
+    /// Waiting for the engine workers' streams and pinned bounce buffers for the load's GPUs
+    /// (made once per process): all of their making when made before allocating, what was left
+    /// of it after allocating when made beside it (`safetensors_overlap_warm`).
+    pub warm: Duration,
+}
+
 /// A finished load: the allocations and every view, in plan order.
 #[derive(Debug)]
 pub struct Loaded {
     allocations: Allocations,
     views: Vec<TensorView>,
     bytes_read: u64,
+    times: LoadTimes,
 }
 
 impl Loaded {
@@ -121,6 +135,11 @@ impl Loaded {
     /// Bytes placed in memory (the plan's bytes, counting each target).
     pub fn bytes_loaded(&self) -> u64 {
         self.views.iter().map(|v| v.len).sum()
+    }
+
+    /// Where the time before the reads went.
+    pub fn times(&self) -> LoadTimes {
+        self.times
     }
 
     /// The bytes of a host view (`None` for device memory or a view of another load).
@@ -204,9 +223,9 @@ pub fn load(
     let (state, mut views) = start(driver, ckpt, plan, options)?;
     let allocations = state.allocations.clone();
     let (tx, rx) = mpsc::channel();
-    let bytes_read = state.run(tx)?;
+    let (bytes_read, times) = state.run(tx)?;
     views.extend(rx.try_iter());
-    Ok(Loaded { allocations, views, bytes_read })
+    Ok(Loaded { allocations, views, bytes_read, times })
 }
 
 /// Starts loading `plan` and returns an iterator of the views in completion order; call
@@ -235,6 +254,7 @@ pub fn load_stream(
         seen: Vec::with_capacity(plan.len()),
         failed: None,
         bytes_read: 0,
+        times: LoadTimes::default(),
     })
 }
 
@@ -258,12 +278,19 @@ fn start(
         n => n,
     };
     let layout = Layout::build(ckpt, plan, merge_gap, request_size, options.spread_reads)?;
+    let mut gpus: Vec<usize> =
+        layout.groups.iter().flat_map(|g| g.members.iter().filter_map(|t| t.gpu())).collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    let warming = Warming::begin(driver, gpus, cfg.safetensors_overlap_warm)?;
+    let allocating = Instant::now();
     let mut allocations = Vec::new();
     for g in &layout.groups {
         for &t in &g.members {
             allocations.push(Allocation::new(driver, t, g.alloc_len as usize)?);
         }
     }
+    let allocate = allocating.elapsed();
     let allocations: Allocations = Arc::new(allocations);
     let widest = layout.groups.iter().map(|g| g.members.len()).max().unwrap_or(1);
     let in_flight = match options.requests_in_flight {
@@ -277,6 +304,8 @@ fn start(
         allocations,
         cancel: Arc::new(AtomicBool::new(false)),
         in_flight,
+        warming,
+        allocate,
     };
     // Views of empty items are ready at once.
     let mut ready = Vec::new();
@@ -297,12 +326,13 @@ pub struct LoadStream {
     // In a mutex so the stream is Sync (bindings such as PyO3 want that).
     rx: Option<Mutex<mpsc::Receiver<TensorView>>>,
     ready: std::collections::VecDeque<TensorView>,
-    handle: Option<std::thread::JoinHandle<Result<u64>>>,
+    handle: Option<JoinHandle<Result<(u64, LoadTimes)>>>,
     allocations: Allocations,
     cancel: Arc<AtomicBool>,
     seen: Vec<TensorView>,
     failed: Option<Error>,
     bytes_read: u64,
+    times: LoadTimes,
 }
 
 impl std::fmt::Debug for LoadStream {
@@ -330,7 +360,7 @@ impl LoadStream {
     fn join(&mut self) -> Result<()> {
         self.rx = None;
         if let Some(h) = self.handle.take() {
-            self.bytes_read = h.join().unwrap_or_else(|_| {
+            (self.bytes_read, self.times) = h.join().unwrap_or_else(|_| {
                 Err(Error::new(ErrorKind::Io, "the safetensors loader thread panicked"))
             })?;
         }
@@ -348,7 +378,12 @@ impl LoadStream {
         }
         self.join()?;
         let views = std::mem::take(&mut self.seen);
-        Ok(Loaded { allocations: self.allocations.clone(), views, bytes_read: self.bytes_read })
+        Ok(Loaded {
+            allocations: self.allocations.clone(),
+            views,
+            bytes_read: self.bytes_read,
+            times: self.times,
+        })
     }
 }
 
@@ -569,6 +604,56 @@ struct Run {
     allocations: Allocations,
     cancel: Arc<AtomicBool>,
     in_flight: usize,
+    warming: Warming,
+    allocate: Duration,
+}
+
+/// The engine's streams and pinned bounce buffers for a load's GPUs.
+enum Warming {
+    /// Ready: made before the load allocated (`warm` long), or already there.
+    Ready(Duration),
+    /// Being made on a thread of its own.
+    Running(JoinHandle<Result<()>>),
+}
+
+impl Warming {
+    /// Makes what the engine lacks for `gpus`: here and now, or on a thread of its own when
+    /// `beside` (so that it runs while the load allocates).
+    fn begin(driver: &Arc<Driver>, gpus: Vec<usize>, beside: bool) -> Result<Warming> {
+        let t = Instant::now();
+        let missing: Vec<usize> = gpus.into_iter().filter(|&n| !driver.gpu_prepared(n)).collect();
+        if missing.is_empty() {
+            return Ok(Warming::Ready(Duration::ZERO));
+        }
+        if beside {
+            let (d, gpus) = (driver.clone(), missing.clone());
+            let spawned = std::thread::Builder::new()
+                .name("gdio-st-warm".into())
+                .spawn(move || gpus.iter().try_for_each(|&n| d.prepare_gpu(n)));
+            // Where no thread can be started, make them here.
+            if let Ok(h) = spawned {
+                return Ok(Warming::Running(h));
+            }
+        }
+        for n in missing {
+            driver.prepare_gpu(n)?;
+        }
+        Ok(Warming::Ready(t.elapsed()))
+    }
+
+    /// Waits until it is ready; returns how long the load waited for it in all.
+    fn finish(self) -> Result<Duration> {
+        match self {
+            Warming::Ready(d) => Ok(d),
+            Warming::Running(h) => {
+                let t = Instant::now();
+                h.join().unwrap_or_else(|_| {
+                    Err(Error::new(ErrorKind::Io, "the thread pinning bounce buffers panicked"))
+                })?;
+                Ok(t.elapsed())
+            }
+        }
+    }
 }
 
 impl Run {
@@ -590,18 +675,16 @@ impl Run {
         }
     }
 
-    /// Runs every request; returns the bytes read from storage.
-    fn run(self, tx: mpsc::Sender<TensorView>) -> Result<u64> {
+    /// Runs every request; returns the bytes read from storage and where the time before the
+    /// reads went.
+    fn run(mut self, tx: mpsc::Sender<TensorView>) -> Result<(u64, LoadTimes)> {
+        let warming = std::mem::replace(&mut self.warming, Warming::Ready(Duration::ZERO));
+        let times = LoadTimes { allocate: self.allocate, warm: warming.finish()? };
         let mut handles: Vec<Option<Arc<FileHandle>>> = Vec::new();
         handles.resize_with(self.layout.paths.len(), || None);
         for g in &self.layout.groups {
             if handles[g.file].is_none() {
                 handles[g.file] = Some(self.files.get(g.file, &self.layout.paths[g.file])?);
-            }
-        }
-        for t in self.layout.groups.iter().flat_map(|g| g.members.iter()) {
-            if let Target::Gpu(n) = t {
-                self.driver.prepare_gpu(*n)?;
             }
         }
         let next = AtomicUsize::new(0);
@@ -644,7 +727,7 @@ impl Run {
         if self.cancel.load(Ordering::Relaxed) {
             return Err(Error::new(ErrorKind::Io, "load cancelled"));
         }
-        Ok(read.into_inner())
+        Ok((read.into_inner(), times))
     }
 
     /// Reads one request into its reader's allocation and copies it to the other members.
