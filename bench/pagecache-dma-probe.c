@@ -20,6 +20,10 @@
  *   ramcopy  memcpy from a private huge-page buffer of the file's size (filled in set-up) into
  *            the thread's huge-page buffer, no file, no GPU: what the host's memory gives T
  *            threads copying.
+ *   hybrid   T threads as bouncehp and HYBRID_REG (environment, default 1) more as mappipe with
+ *            chunks of HYBRID_MIB (default 64) MiB, all taking the next bytes of the file: can
+ *            a few page-cache DMA threads (one memory touch per byte) add to bounce threads
+ *            (three touches) that the host's memory bandwidth holds back?
  * The bounce modes keep NBUF (environment, default 2) buffers per thread in flight. With
  * NSTREAMS=N (environment) the threads share N streams (thread i copies on stream i mod N)
  * instead of one stream each: one stream runs its copies one after another, in order, where
@@ -55,10 +59,10 @@ static int (*cuEventRecord)(void *, void *);
 static int (*cuEventSynchronize)(void *);
 
 #define RO 0x08 /* CU_MEMHOSTREGISTER_READ_ONLY */
-enum { BOUNCE, MAPEACH, MAPWHOLE, MAPPIPE, REGONCE, PINNED, BOUNCEHP, MAPCOPY, PREADONLY, MAPMEMCPY, RAMCOPY, NMODES };
+enum { BOUNCE, MAPEACH, MAPWHOLE, MAPPIPE, REGONCE, PINNED, BOUNCEHP, MAPCOPY, PREADONLY, MAPMEMCPY, RAMCOPY, HYBRID, NMODES };
 static const char *mode_names[] = {"bounce", "mapeach", "mapwhole", "mappipe", "regonce", "pinned",
-                                   "bouncehp", "mapcopy", "preadonly", "mapmemcpy", "ramcopy"};
-static int uses_whole(int m) { return m == MAPWHOLE || m == MAPPIPE || m == REGONCE || m == MAPCOPY || m == MAPMEMCPY; }
+                                   "bouncehp", "mapcopy", "preadonly", "mapmemcpy", "ramcopy", "hybrid"};
+static int uses_whole(int m) { return m == MAPWHOLE || m == MAPPIPE || m == REGONCE || m == MAPCOPY || m == MAPMEMCPY || m == HYBRID; }
 /* Anonymous memory on transparent huge pages, touched (gdio's bounce buffers before pinning). */
 static void *huge_alloc(size_t len) {
     size_t l = (len + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
@@ -70,13 +74,15 @@ static void *huge_alloc(size_t len) {
 }
 
 static void *ctx;
-static int fd, mode, nbuf = 2, nstreams;
+static int fd, mode_global, nbuf = 2, nstreams, bounce_threads, hybrid_reg = 1;
+static size_t hybrid_chunk = 64u << 20;
+static volatile size_t reg_bytes; /* bytes the hybrid mode's mappipe threads moved */
 static void *shared_streams[64];
 static size_t file_size, chunk;
 static dptr dev;
 static char *whole; /* the whole-file mapping (mapwhole, mappipe, regonce) */
 static void *pinned_src;
-static volatile size_t next_chunk;
+static volatile size_t next_byte;
 static int failures;
 /* per step sums in ns: 0 mmap, 1 register, 2 copy+sync, 3 unregister, 4 munmap, 5 pread */
 static volatile long long steps[6];
@@ -91,17 +97,23 @@ static void add(int step, long long t0) {
     __sync_fetch_and_add(&steps[step], now_ns() - t0);
     __sync_fetch_and_add(&nsteps[step], 1);
 }
-static int take(size_t *off, size_t *len) {
-    size_t k = __sync_fetch_and_add(&next_chunk, 1);
-    if (k * chunk >= file_size) return 0;
-    *off = k * chunk;
-    *len = file_size - *off < chunk ? file_size - *off : chunk;
+/* The next `want` bytes of the file (fewer at its end). */
+static int take_n(size_t want, size_t *off, size_t *len) {
+    size_t o = __sync_fetch_and_add(&next_byte, want);
+    if (o >= file_size) return 0;
+    *off = o;
+    *len = file_size - o < want ? file_size - o : want;
     return 1;
 }
+static int take(size_t *off, size_t *len) { return take_n(chunk, off, len); }
+/* The hybrid run's threads: the first bounce_threads bounce, the rest register. */
+#define mode_of_run mode_global
+#define HYBRID_ROLE(i) (mode_global != HYBRID ? mode_global : (i) < (size_t)bounce_threads ? BOUNCEHP : MAPPIPE)
 #define CHECK(x) do { int r_ = (x); if (r_) { fprintf(stderr, "%s: %d\n", #x, r_); __sync_fetch_and_add(&failures, 1); return NULL; } } while (0)
 
 static void *worker(void *arg) {
     cuCtxSetCurrent(ctx);
+    int mode = HYBRID_ROLE((size_t)arg);
     void *s;
     if (nstreams > 0)
         s = shared_streams[(size_t)arg % (size_t)nstreams];
@@ -197,8 +209,10 @@ static void *worker(void *arg) {
     } else if (mode == MAPPIPE) {
         void *ev[2];
         char *held[2] = {NULL, NULL};
+        size_t want = mode_of_run == HYBRID ? hybrid_chunk : chunk;
         for (int i = 0; i < 2; i++) CHECK(cuEventCreate(&ev[i], 2));
-        for (int i = 0; take(&off, &len); i ^= 1) {
+        for (int i = 0; take_n(want, &off, &len); i ^= 1) {
+            if (mode_of_run == HYBRID) __sync_fetch_and_add(&reg_bytes, len);
             if (held[i]) {
                 t = now_ns();
                 CHECK(cuEventSynchronize(ev[i]));
@@ -247,6 +261,9 @@ int main(int argc, char **argv) {
     chunk = (size_t)atol(argv[2]) << (strchr(argv[2], 'k') ? 10 : 20);
     if (getenv("NBUF")) nbuf = atoi(getenv("NBUF"));
     if (nbuf < 1 || nbuf > 64) { fprintf(stderr, "NBUF is 1 to 64\n"); return 2; }
+    if (getenv("HYBRID_REG")) hybrid_reg = atoi(getenv("HYBRID_REG"));
+    if (getenv("HYBRID_MIB")) hybrid_chunk = (size_t)atol(getenv("HYBRID_MIB")) << 20;
+    if (hybrid_reg < 0 || hybrid_reg > 64 || hybrid_chunk == 0) { fprintf(stderr, "HYBRID_REG is 0 to 64, HYBRID_MIB positive\n"); return 2; }
     if (getenv("NSTREAMS")) nstreams = atoi(getenv("NSTREAMS"));
     if (nstreams < 0 || nstreams > 64) { fprintf(stderr, "NSTREAMS is 0 to 64\n"); return 2; }
     for (int i = 0; i < nstreams; i++)
@@ -256,46 +273,51 @@ int main(int argc, char **argv) {
     if (cuMemHostAlloc(&pinned_src, chunk, 0)) { printf("cuMemHostAlloc failed\n"); return 1; }
     memset(pinned_src, 7, chunk);
     for (int a = 4; a < argc; a++) {
-        mode = -1;
-        for (int m = 0; m < NMODES; m++) if (!strcmp(argv[a], mode_names[m])) mode = m;
-        if (mode < 0) { printf("unknown mode %s\n", argv[a]); return 2; }
+        mode_global = -1;
+        for (int m = 0; m < NMODES; m++) if (!strcmp(argv[a], mode_names[m])) mode_global = m;
+        if (mode_global < 0) { printf("unknown mode %s\n", argv[a]); return 2; }
         memset((void *)steps, 0, sizeof steps);
         memset((void *)nsteps, 0, sizeof nsteps);
-        next_chunk = 0;
+        next_byte = 0;
+        reg_bytes = 0;
         long long t0 = now_ns(), setup = 0;
-        if (uses_whole(mode)) {
+        if (uses_whole(mode_global)) {
             whole = mmap(NULL, file_size, PROT_READ, MAP_SHARED, fd, 0);
             if (whole == MAP_FAILED) { perror("mmap"); return 1; }
             setup = now_ns() - t0;
-        } else if (mode == RAMCOPY) {
+        } else if (mode_global == RAMCOPY) {
             whole = huge_alloc(file_size);
             if (!whole) { perror("mmap"); return 1; }
             setup = now_ns() - t0;
         }
-        if (mode == REGONCE) {
+        if (mode_global == REGONCE) {
             if (cuMemHostRegister(whole, file_size, RO)) { printf("register whole failed\n"); return 1; }
             setup = now_ns() - t0;
         }
         long long t1 = now_ns();
         pthread_t th[256];
-        for (int i = 0; i < threads && i < 256; i++) pthread_create(&th[i], NULL, worker, (void *)(size_t)i);
-        for (int i = 0; i < threads && i < 256; i++) pthread_join(th[i], NULL);
+        int all_threads = threads + (mode_global == HYBRID ? hybrid_reg : 0);
+        bounce_threads = threads;
+        for (int i = 0; i < all_threads && i < 256; i++) pthread_create(&th[i], NULL, worker, (void *)(size_t)i);
+        for (int i = 0; i < all_threads && i < 256; i++) pthread_join(th[i], NULL);
         long long t2 = now_ns();
         long long teardown = 0;
         if (whole) {
             long long t3 = now_ns();
-            if (mode == REGONCE) cuMemHostUnregister(whole);
+            if (mode_global == REGONCE) cuMemHostUnregister(whole);
             munmap(whole, file_size);
             whole = NULL;
             teardown = now_ns() - t3;
         }
         double all = (t2 - t0 + teardown) / 1e9, copies = (t2 - t1) / 1e9;
         printf("%-9s nbuf %d streams %d chunk %5zu KiB t%-3d %6.2f GB/s (%6.2f without set-up %.0f ms / tear-down %.0f ms)",
-               mode_names[mode], nbuf, nstreams, chunk >> 10, threads, file_size / all / 1e9, file_size / copies / 1e9,
+               mode_names[mode_global], nbuf, nstreams, chunk >> 10, threads, file_size / all / 1e9, file_size / copies / 1e9,
                setup / 1e6, teardown / 1e6);
         static const char *sn[] = {"mmap", "reg", "copy (bounce: waiting for a buffer)", "unreg", "munmap", "pread/memcpy"};
         for (int k = 0; k < 6; k++)
             if (nsteps[k]) printf(" %s %.2f ms", sn[k], steps[k] / 1e6 / nsteps[k]);
+        if (mode_global == HYBRID)
+            printf(" hybrid: %d register threads x %zu MiB moved %.1f%%", hybrid_reg, hybrid_chunk >> 20, 100.0 * reg_bytes / file_size);
         printf("%s\n", failures ? " FAILED" : "");
         fflush(stdout);
         failures = 0;

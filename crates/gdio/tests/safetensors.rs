@@ -157,8 +157,13 @@ fn a_load_makes_the_engine_s_gpu_buffers_once_beside_or_before_allocating() {
         let first = load_stream(&driver, &ckpt, &plan, &small_requests()).unwrap();
         let first = first.finish().unwrap();
         assert_loaded(&first, &tensors, Target::Gpu(1));
-        assert!(driver.gpu_prepared(1), "beside {beside}: the load made GPU 1's buffers");
+        // Before: every worker's buffers for the load's GPU, and only those, before the
+        // reads; beside: each worker makes its own at its first task, the load waits for none.
+        assert_eq!(driver.gpu_prepared(1), !beside, "beside {beside}");
         assert!(!driver.gpu_prepared(0), "beside {beside}: only for the load's GPUs");
+        if beside {
+            assert_eq!(first.times().warm, std::time::Duration::ZERO);
+        }
         // Made once per process: the next load waits for nothing.
         let again = load(&driver, &ckpt, &plan, &small_requests()).unwrap();
         assert_loaded(&again, &tensors, Target::Gpu(1));

@@ -222,9 +222,10 @@ pub struct Config {
     /// 14.8–21.2 ms and 368 MiB in 36.5–36.9 ms, the `safetensors` package's loop 23.8–29.9 and
     /// 111–115 ms (BENCHMARKS.md session 14, runs 1 and 4).
     pub safetensors_read_ahead_bytes: usize,
-    /// A safetensors load into GPUs makes the engine workers' streams and pinned bounce
-    /// buffers for those GPUs (the first time in a process) on a thread of its own while it
-    /// allocates the GPU memory it fills (true), or before it allocates (false).
+    /// A safetensors load into GPUs starts reading at once and each engine worker makes its
+    /// stream and pinned bounce buffers for the GPU (once per process) at its first task, so
+    /// the first reads overlap the last workers' pinning (true); false: the load first waits
+    /// until every worker has them.
     pub safetensors_overlap_warm: bool,
     /// A sharded safetensors save writes up to this many shards at once, each from a thread of
     /// its own (buffered writes to one file serialize on its inode lock, so files written side

@@ -96,8 +96,8 @@ pub struct LoadTimes {
     /// Allocating the memory the load fills.
     pub allocate: Duration,
     /// Waiting for the engine workers' streams and pinned bounce buffers for the load's GPUs
-    /// (made once per process): all of their making when made before allocating, what was left
-    /// of it after allocating when made beside it (`safetensors_overlap_warm`).
+    /// (made once per process); zero where each worker makes its own at its first task
+    /// (`safetensors_overlap_warm`).
     pub warm: Duration,
 }
 
@@ -282,7 +282,18 @@ fn start(
         layout.groups.iter().flat_map(|g| g.members.iter().filter_map(|t| t.gpu())).collect();
     gpus.sort_unstable();
     gpus.dedup();
-    let warming = Warming::begin(driver, gpus, cfg.safetensors_overlap_warm)?;
+    // The engine workers' streams and pinned buffers for these GPUs (once per process): now,
+    // or each worker makes its own at its first task of the load, so that the first reads
+    // start while the last workers still pin theirs (the driver pins one worker's at a time).
+    let mut warm = Duration::ZERO;
+    gpus.retain(|&n| !driver.gpu_prepared(n));
+    if !cfg.safetensors_overlap_warm && !gpus.is_empty() {
+        let warming = Instant::now();
+        for n in gpus {
+            driver.prepare_gpu(n)?;
+        }
+        warm = warming.elapsed();
+    }
     let allocating = Instant::now();
     let mut allocations = Vec::new();
     for g in &layout.groups {
@@ -304,8 +315,7 @@ fn start(
         allocations,
         cancel: Arc::new(AtomicBool::new(false)),
         in_flight,
-        warming,
-        allocate,
+        times: LoadTimes { allocate, warm },
     };
     // Views of empty items are ready at once.
     let mut ready = Vec::new();
@@ -604,56 +614,7 @@ struct Run {
     allocations: Allocations,
     cancel: Arc<AtomicBool>,
     in_flight: usize,
-    warming: Warming,
-    allocate: Duration,
-}
-
-/// The engine's streams and pinned bounce buffers for a load's GPUs.
-enum Warming {
-    /// Ready: made before the load allocated (`warm` long), or already there.
-    Ready(Duration),
-    /// Being made on a thread of its own.
-    Running(JoinHandle<Result<()>>),
-}
-
-impl Warming {
-    /// Makes what the engine lacks for `gpus`: here and now, or on a thread of its own when
-    /// `beside` (so that it runs while the load allocates).
-    fn begin(driver: &Arc<Driver>, gpus: Vec<usize>, beside: bool) -> Result<Warming> {
-        let t = Instant::now();
-        let missing: Vec<usize> = gpus.into_iter().filter(|&n| !driver.gpu_prepared(n)).collect();
-        if missing.is_empty() {
-            return Ok(Warming::Ready(Duration::ZERO));
-        }
-        if beside {
-            let (d, gpus) = (driver.clone(), missing.clone());
-            let spawned = std::thread::Builder::new()
-                .name("gdio-st-warm".into())
-                .spawn(move || gpus.iter().try_for_each(|&n| d.prepare_gpu(n)));
-            // Where no thread can be started, make them here.
-            if let Ok(h) = spawned {
-                return Ok(Warming::Running(h));
-            }
-        }
-        for n in missing {
-            driver.prepare_gpu(n)?;
-        }
-        Ok(Warming::Ready(t.elapsed()))
-    }
-
-    /// Waits until it is ready; returns how long the load waited for it in all.
-    fn finish(self) -> Result<Duration> {
-        match self {
-            Warming::Ready(d) => Ok(d),
-            Warming::Running(h) => {
-                let t = Instant::now();
-                h.join().unwrap_or_else(|_| {
-                    Err(Error::new(ErrorKind::Io, "the thread pinning bounce buffers panicked"))
-                })?;
-                Ok(t.elapsed())
-            }
-        }
-    }
+    times: LoadTimes,
 }
 
 impl Run {
@@ -677,9 +638,7 @@ impl Run {
 
     /// Runs every request; returns the bytes read from storage and where the time before the
     /// reads went.
-    fn run(mut self, tx: mpsc::Sender<TensorView>) -> Result<(u64, LoadTimes)> {
-        let warming = std::mem::replace(&mut self.warming, Warming::Ready(Duration::ZERO));
-        let times = LoadTimes { allocate: self.allocate, warm: warming.finish()? };
+    fn run(self, tx: mpsc::Sender<TensorView>) -> Result<(u64, LoadTimes)> {
         let mut handles: Vec<Option<Arc<FileHandle>>> = Vec::new();
         handles.resize_with(self.layout.paths.len(), || None);
         for g in &self.layout.groups {
@@ -727,7 +686,7 @@ impl Run {
         if self.cancel.load(Ordering::Relaxed) {
             return Err(Error::new(ErrorKind::Io, "load cancelled"));
         }
-        Ok((read.into_inner(), times))
+        Ok((read.into_inner(), self.times))
     }
 
     /// Reads one request into its reader's allocation and copies it to the other members.
