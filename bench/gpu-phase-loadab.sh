@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # safetensors loads under settings, alternating in one run (issue 10/11 A/B): the checkpoint of
 # bench/safetensors-h200.py (LOADAB_GIB GiB, written if missing) from tmpfs and the hot ext4
-# page cache, `gdio load` under each of LOADAB_SETTINGS (environment assignments joined by
-# commas, "GDIO_NONE=1" for the defaults), gdio.safetensors.torch.load_file (gdio-torch, under
+# page cache, `gdio load` under each of LOADAB_SETTINGS (environment assignments and `gdio load`
+# flags such as --requests=3 joined by commas, "GDIO_NONE=1" for the defaults), gdio.safetensors.torch.load_file (gdio-torch, under
 # the first setting) and the best peer of each place (InstantTensor; its BUFFERED mode on ext4),
 # LOADAB_REPS times. GB/s of checkpoint data, one line per load.
 # usage (through bench/gpu-session.sh loadab): bench/gpu-phase-loadab.sh OUTDIR
@@ -33,7 +33,11 @@ for rep in $(seq "${LOADAB_REPS:-3}"); do
     echo "rep $rep $where $peer: $(python3 bench/safetensors_peer.py $peer $files 2>>"$out/stderr.txt" | gb)"
     for v in "${settings[@]}"; do
       [ "$where" = /tmp/gdio-st ] && cat $files >/dev/null
-      echo "rep $rep $where gdio load $v: $(env ${v//,/ } "$GDIO" load "$where/model.safetensors.index.json" --target gpu:0 --json 2>>"$out/stderr.txt" | gb)"
+      # A setting's --flags go to gdio load, the rest to its environment.
+      read -ra parts <<<"${v//,/ }"
+      envs=(); flags=()
+      for x in "${parts[@]}"; do case $x in --*) flags+=("$x") ;; *) envs+=("$x") ;; esac; done
+      echo "rep $rep $where gdio load $v: $(env "${envs[@]}" "$GDIO" load "$where/model.safetensors.index.json" --target gpu:0 --json "${flags[@]}" 2>>"$out/stderr.txt" | gb)"
     done
     echo "rep $rep $where gdio-torch ${settings[0]}: $(env ${settings[0]//,/ } python3 bench/safetensors_peer.py gdio-torch $files 2>>"$out/stderr.txt" | gb)"
   done
