@@ -3,7 +3,8 @@
 # after (.dev/wheel), alternating in one run: bench/load_file_phases.py on the checkpoint of
 # bench/safetensors-h200.py (LDAB_GIB GiB, written if missing) in tmpfs and the hot ext4 page
 # cache, LDAB_REPS reps, each a fresh process timing LDAB_LOADS loads; then the get_tensor walk
-# (bench/get_tensor_walk.py --device cuda:0) with each wheel.
+# (bench/get_tensor_walk.py --device cuda:0) with each wheel (with LDAB_PARTS=1 also where a
+# shuffled get_tensor's time goes).
 # usage (through bench/gpu-session.sh ldab): bench/gpu-phase-ldab.sh OUTDIR
 set -uo pipefail
 out=${1:-/tmp/ldab}; mkdir -p "$out"
@@ -27,5 +28,5 @@ done
 for w in before after; do
   echo "== walk, wheel $w"
   PYTHONPATH=/tmp/gd-$w${PYTHONPATH:+:$PYTHONPATH} python3 bench/get_tensor_walk.py --dir /dev/shm --device cuda:0 \
-    --cols "${LDAB_COLS:-256}" --reps 3 2>>"$out/stderr.txt" || echo "walk exit $?"
+    --cols "${LDAB_COLS:-256}" --reps 3 ${LDAB_PARTS:+--parts} 2>>"$out/stderr.txt" || echo "walk exit $?"
 done

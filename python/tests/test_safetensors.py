@@ -588,3 +588,32 @@ def test_get_tensor_walking_keys_reads_ahead_and_every_order_gives_the_file_s_by
         assert sliced_ops * 10 <= shuffled_ops, (sliced_ops, shuffled_ops)
     else:
         assert walk_ops < shuffled_ops, (walk_ops, shuffled_ops)
+
+
+def test_get_tensor_out_of_order_gives_every_numpy_dtype_s_bytes(tmp_path):
+    """One tensor at a time (shuffled ``get_tensor``, ``get_slice`` rows), each read straight
+    into the array NumPy allocates: every dtype the NumPy module has, random bytes, equal to
+    what the package reads."""
+    from gdio.safetensors.numpy import _TYPES
+
+    gen = np.random.default_rng(21)
+    t = {}
+    for i, (name, dt) in enumerate(sorted(_TYPES.items())):
+        shape = (int(gen.integers(1, 9)), int(gen.integers(1, 33)))
+        raw = gen.integers(0, 256, size=int(np.prod(shape)) * np.dtype(dt).itemsize, dtype=np.uint8)
+        a = raw.view(dt).reshape(shape)
+        if dt is np.bool_:
+            a = raw[: a.size].astype(bool).reshape(shape)
+        t[f"{i:02d}.{name}"] = a
+    path = tmp_path / "dtypes.safetensors"
+    ref_np.save_file(t, str(path))
+    names = list(t)
+    random.Random(5).shuffle(names)
+    with safe_open(path, framework="np") as f, ref_open(str(path), framework="np") as r:
+        for k in names:
+            got, want = f.get_tensor(k), r.get_tensor(k)
+            assert got.dtype == want.dtype and got.shape == want.shape, k
+            assert got.tobytes() == want.tobytes(), k
+            a = int(gen.integers(0, want.shape[0]))
+            b = int(gen.integers(a, want.shape[0] + 1))
+            assert f.get_slice(k)[a:b].tobytes() == want[a:b].tobytes(), k

@@ -96,6 +96,7 @@ class safe_open:
         self._order: Optional[tuple[list[str], dict[str, int], list[int]]] = None
         self._closed = False
         self._locations: Optional[dict[str, tuple[int, int, int, str, list[int]]]] = None
+        self._kit: Optional[tuple[Any, ...]] = None
 
     def __enter__(self) -> "safe_open":
         return self
@@ -192,20 +193,15 @@ class safe_open:
         cost, which is what the package's ``get_tensor`` and ``get_slice`` (a CPU tensor moved
         with ``.to``) get. The bytes come through the checkpoint's own file handles; a read into
         a torch tensor waits for the work torch queued before, as every read into one does."""
-        framework = self._framework
-        if framework == "pt":
-            from .torch import _TYPES
-            import torch as lib
-        elif framework == "np" and self._gpu is None:
-            from .numpy import _TYPES
-            import numpy as lib
-        else:
+        kit = self._alone_kit()
+        if kit is None:
             return None
+        lib, types, direct, device = kit
         where = self._where().get(name)
         if where is None:  # the load says what is wrong
             return None
         file, begin, end, dtype, shape = where
-        dt = _TYPES.get(dtype)
+        dt = types.get(dtype)
         if dt is None:
             return None
         shape = list(shape)
@@ -216,18 +212,19 @@ class safe_open:
                 return None
             begin, end = begin + start * per_row, begin + stop * per_row
             shape[0] = stop - start
-        if framework == "np":
+        if device is None:
             t = lib.empty(shape, dtype=dt)
-            raw = t.reshape(-1).view(lib.uint8)
         else:
             if dtype == "F4" and shape:
                 shape[-1] //= 2  # two values per torch element
-            device = "cpu" if self._gpu is None else f"cuda:{self._gpu}"
             try:
                 t = lib.empty(shape, dtype=dt, device=device)
             except (TypeError, RuntimeError):
                 return None
-            raw = t.reshape(-1).view(lib.uint8)
+        # The array itself where gdio takes its dtype by every route (two views fewer per
+        # tensor); its bytes as uint8 where a route may refuse the dtype (DLPack and FP8, the
+        # buffer protocol and ml_dtypes' bfloat16).
+        raw = t if dtype in direct else t.reshape(-1).view(lib.uint8)
         n = end - begin
         if n:
             got = self._ckpt.read_into(file, begin, raw, n)
@@ -236,6 +233,28 @@ class safe_open:
                     f"tensor {name!r}: the file ended after {got} of its {n} bytes (cut short since it was opened?)"
                 )
         return t
+
+    def _alone_kit(self) -> Optional[tuple[Any, dict[str, Any], frozenset[str], Optional[str]]]:
+        """What :meth:`_read_alone` allocates with, made once: the framework's module, its
+        dtypes by safetensors name, the names whose arrays gdio takes as they are, and the
+        torch device (``None``: a NumPy array); ``None`` where it does not apply."""
+        if self._kit is None:
+            self._kit = (None,)
+            if self._framework == "pt":
+                from .torch import _TYPES
+                import torch as lib
+
+                # dtypes every route takes (torch's DLPack export included)
+                plain = {"F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL", "C64"}
+                device = "cpu" if self._gpu is None else f"cuda:{self._gpu}"
+                self._kit = (lib, _TYPES, frozenset(plain & _TYPES.keys()), device)
+            elif self._framework == "np" and self._gpu is None:
+                from .numpy import _TYPES
+                import numpy as lib
+
+                plain = frozenset(k for k, v in _TYPES.items() if lib.dtype(v).isbuiltin)
+                self._kit = (lib, _TYPES, plain, None)
+        return None if self._kit == (None,) else self._kit
 
     def _where(self) -> dict[str, tuple[int, int, int, str, list[int]]]:
         """Each tensor's ``(file, data_begin, data_end, dtype, shape)``."""
