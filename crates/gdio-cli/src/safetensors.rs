@@ -138,8 +138,9 @@ fn run_load(
         let p: Vec<&str> = patterns.iter().map(String::as_str).collect();
         Plan::matching(ckpt, &p, &targets)?
     };
-    // The load makes the workers' streams and pinned buffers for its GPUs (on a thread of
-    // its own while it allocates, `safetensors_overlap_warm`) inside the timed part.
+    // The workers' streams and pinned buffers for the load's GPUs are made inside the timed
+    // part: by each worker at its first read (`safetensors_overlap_warm`), or before the load
+    // allocates.
     let progress = Progress::new("load".into(), plan.bytes(), quiet);
     let start = Instant::now();
     let mut stream = load_stream(driver, ckpt, &plan, options)?;

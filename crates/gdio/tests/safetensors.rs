@@ -137,37 +137,37 @@ fn loads_of_one_tensor_run_on_the_calling_thread_and_keep_its_lane() {
 }
 
 #[test]
-fn a_load_makes_the_engine_s_gpu_buffers_once_beside_or_before_allocating() {
+fn a_load_pins_gpu_buffers_before_allocating_or_at_each_worker_s_first_read() {
     let dir = tempfile::tempdir().unwrap();
     let tensors = random_tensors(11, 30, 5000);
     let path = dir.path().join("m.safetensors");
     write_with_crate(&path, &tensors, None);
     let ckpt = Checkpoint::open(&path).unwrap();
-    for beside in [true, false] {
+    for lazy in [true, false] {
         let config = gdio::Config {
-            safetensors_overlap_warm: beside,
+            safetensors_overlap_warm: lazy,
             ..common::tiny_config(DirectIoPolicy::Auto, 3)
         };
         let driver = Arc::new(common::sim_driver(config, 2));
         // Host loads need no GPU buffers.
         let host = load(&driver, &ckpt, &Plan::all(&ckpt, &[Target::Host]), &small_requests());
         assert_loaded(&host.unwrap(), &tensors, Target::Host);
-        assert!(!driver.gpu_prepared(0) && !driver.gpu_prepared(1), "beside {beside}");
+        assert!(!driver.gpu_prepared(0) && !driver.gpu_prepared(1), "lazy {lazy}");
         let plan = Plan::all(&ckpt, &[Target::Gpu(1)]);
         let first = load_stream(&driver, &ckpt, &plan, &small_requests()).unwrap();
         let first = first.finish().unwrap();
         assert_loaded(&first, &tensors, Target::Gpu(1));
-        // Before: every worker's buffers for the load's GPU, and only those, before the
-        // reads; beside: each worker makes its own at its first task, the load waits for none.
-        assert_eq!(driver.gpu_prepared(1), !beside, "beside {beside}");
-        assert!(!driver.gpu_prepared(0), "beside {beside}: only for the load's GPUs");
-        if beside {
+        // Not lazy: every worker's buffers for the load's GPU, and only those, before the
+        // reads; lazy: each worker makes its own at its first task, the load waits for none.
+        assert_eq!(driver.gpu_prepared(1), !lazy, "lazy {lazy}");
+        assert!(!driver.gpu_prepared(0), "lazy {lazy}: only for the load's GPUs");
+        if lazy {
             assert_eq!(first.times().warm, std::time::Duration::ZERO);
         }
         // Made once per process: the next load waits for nothing.
         let again = load(&driver, &ckpt, &plan, &small_requests()).unwrap();
         assert_loaded(&again, &tensors, Target::Gpu(1));
-        assert_eq!(again.times().warm, std::time::Duration::ZERO, "beside {beside}");
+        assert_eq!(again.times().warm, std::time::Duration::ZERO, "lazy {lazy}");
     }
 }
 
