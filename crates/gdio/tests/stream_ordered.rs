@@ -152,7 +152,10 @@ fn fixed_parameters_are_read_at_queue_time_and_the_allocation_end_holds() {
     let d = tempfile::tempdir().unwrap();
     let data = random_bytes(63, 1 << 20);
     let f = Arc::new(FileHandle::open(write_file(d.path(), "q", &data)).unwrap());
-    let (rt, drv) = setup(3);
+    // The earlier stream work must still be pending when the I/O is queued: 3 ms was not
+    // always enough under valgrind with two tests at once (the copy ran first and the queued
+    // size read 5000), so the copies here land 100 ms late.
+    let (rt, drv) = setup(100);
     let stream = rt.create_stream(0).unwrap();
     let dev = drv.alloc_device(0, 1 << 20).unwrap();
     let mut pdev = drv.alloc_device(0, 8).unwrap();
