@@ -107,7 +107,6 @@ static int take_n(size_t want, size_t *off, size_t *len) {
 }
 static int take(size_t *off, size_t *len) { return take_n(chunk, off, len); }
 /* The hybrid run's threads: the first bounce_threads bounce, the rest register. */
-#define mode_of_run mode_global
 #define HYBRID_ROLE(i) (mode_global != HYBRID ? mode_global : (i) < (size_t)bounce_threads ? BOUNCEHP : MAPPIPE)
 #define CHECK(x) do { int r_ = (x); if (r_) { fprintf(stderr, "%s: %d\n", #x, r_); __sync_fetch_and_add(&failures, 1); return NULL; } } while (0)
 
@@ -209,10 +208,10 @@ static void *worker(void *arg) {
     } else if (mode == MAPPIPE) {
         void *ev[2];
         char *held[2] = {NULL, NULL};
-        size_t want = mode_of_run == HYBRID ? hybrid_chunk : chunk;
+        size_t want = mode_global == HYBRID ? hybrid_chunk : chunk;
         for (int i = 0; i < 2; i++) CHECK(cuEventCreate(&ev[i], 2));
         for (int i = 0; take_n(want, &off, &len); i ^= 1) {
-            if (mode_of_run == HYBRID) __sync_fetch_and_add(&reg_bytes, len);
+            if (mode_global == HYBRID) __sync_fetch_and_add(&reg_bytes, len);
             if (held[i]) {
                 t = now_ns();
                 CHECK(cuEventSynchronize(ev[i]));

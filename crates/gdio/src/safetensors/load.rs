@@ -278,21 +278,26 @@ fn start(
         n => n,
     };
     let layout = Layout::build(ckpt, plan, merge_gap, request_size, options.spread_reads)?;
-    let mut gpus: Vec<usize> =
-        layout.groups.iter().flat_map(|g| g.members.iter().filter_map(|t| t.gpu())).collect();
-    gpus.sort_unstable();
-    gpus.dedup();
-    // The engine workers' streams and pinned buffers for these GPUs (once per process): now,
-    // or each worker makes its own at its first task of the load, so that the first reads
-    // start while the last workers still pin theirs (the driver pins one worker's at a time).
+    // The engine workers' streams and pinned buffers for the load's GPUs (once per process):
+    // each worker makes its own at its first task of the load, so that the first reads start
+    // while the last workers still pin theirs (`safetensors_overlap_warm`), or all of them now.
     let mut warm = Duration::ZERO;
-    gpus.retain(|&n| !driver.gpu_prepared(n));
-    if !cfg.safetensors_overlap_warm && !gpus.is_empty() {
+    if !cfg.safetensors_overlap_warm {
+        let mut gpus: Vec<usize> = layout
+            .groups
+            .iter()
+            .flat_map(|g| g.members.iter().filter_map(|t| t.gpu()))
+            .filter(|&n| !driver.gpu_prepared(n))
+            .collect();
+        gpus.sort_unstable();
+        gpus.dedup();
         let warming = Instant::now();
-        for n in gpus {
+        for &n in &gpus {
             driver.prepare_gpu(n)?;
         }
-        warm = warming.elapsed();
+        if !gpus.is_empty() {
+            warm = warming.elapsed();
+        }
     }
     let allocating = Instant::now();
     let mut allocations = Vec::new();
