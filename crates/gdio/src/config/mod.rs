@@ -202,6 +202,15 @@ pub struct Config {
     /// task each, 39.2 split; no change at 32 in flight). With every worker busy nothing is
     /// split. 0: never.
     pub split_min_bytes: usize,
+    /// Streams per GPU that a pool's workers queue their copies on, in turn. 0: a stream per
+    /// worker, so every worker's copies share the link at once and each lands when those
+    /// beside it do; N: the copies of the workers on one stream run one after another in the
+    /// order queued, so the first lands sooner, which clients that wait for each request
+    /// before sending the next feel (H200, 1 against 0 alternating, BENCHMARKS.md session 17
+    /// run 2: KvikIO compat OFF through gdio's libcufile, 8 threads 39.4–42.0 GB/s against
+    /// 36.8–39.5, 16 threads 49.8–50.0 against 45.9–48.0; 4 MiB × 16 47.9–49.7 against
+    /// 42.2–46.0; the default bench the same). One stream alone carries the link.
+    pub copy_streams: usize,
     /// Each GPU after the first gets a worker pool of its own (`threads` workers each, made at
     /// its first work) instead of sharing the engine's one pool. On the two-GPU H200 host, one
     /// process reading into both GPUs with an engine per GPU moved 53.6–57.9 GB/s against
@@ -315,6 +324,7 @@ impl Default for Config {
             numa_affinity: true,
             inline_max_bytes: 256 << 10,
             split_min_bytes: 2 << 20,
+            copy_streams: 1,
             pool_per_gpu: false,
             save_writes_in_flight: 1,
             safetensors_read_ahead_bytes: 64 << 20,

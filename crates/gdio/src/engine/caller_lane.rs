@@ -103,7 +103,7 @@ pub(crate) fn run(
             None => {
                 // Two buffers: reading chunk N+1 overlaps the copy of chunk N within the task.
                 let Ok(lane) =
-                    Lane::new(runtime, ordinal, shape.size, (2, 2), shape.polling, (false, None))
+                    Lane::new(runtime, ordinal, shape.size, (2, 2), shape.polling, (false, None), None)
                 else {
                     return None;
                 };

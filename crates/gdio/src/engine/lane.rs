@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::copy_queue::CopyQueues;
 use super::job::{Job, TaskResult};
 use super::plan::Task;
 use super::watcher::Watcher;
@@ -119,7 +120,9 @@ impl Lane {
     /// set-up time and RAM per worker), and a stream with one marker per buffer;
     /// `callbacks`: deferred tasks are finished by a stream callback as soon as their copies
     /// are done (else only when the worker polls or waits); `watcher`: by the engine's
-    /// completion watcher, through the stream's progress word (where the runtime has one).
+    /// completion watcher, through the stream's progress word (where the runtime has one);
+    /// `queues`: the stream queues its copies on one of these shared streams (else on one of
+    /// its own).
     pub(crate) fn new(
         runtime: &Arc<dyn GpuRuntime>,
         ordinal: usize,
@@ -127,11 +130,15 @@ impl Lane {
         (count, max): (usize, usize),
         polling: Polling,
         (callbacks, watcher): (bool, Option<&Arc<Watcher>>),
+        queues: Option<&CopyQueues>,
     ) -> Result<Lane> {
         let count = count.max(2);
         let max = max.max(count);
         runtime.bind_thread(ordinal)?;
-        let mut stream = runtime.new_stream(ordinal, max)?;
+        let mut stream = match queues.and_then(|q| q.stream_for(runtime, ordinal, max)) {
+            Some(s) => s,
+            None => runtime.new_stream(ordinal, max)?,
+        };
         // Without a progress word (the runtime has none, or it could not be made) the worker
         // finishes this lane's tasks itself, as with the watcher off.
         let watch = match watcher.map(|w| (w, stream.progress())) {

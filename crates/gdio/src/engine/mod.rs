@@ -12,6 +12,7 @@
 //! - `worker_time`: where the workers' time went (file I/O, buffers, copies, draining).
 
 mod caller_lane;
+mod copy_queue;
 pub use caller_lane::release_unused as release_unused_caller_lanes;
 mod gather;
 mod job;
@@ -131,6 +132,7 @@ impl Engine {
             callbacks: config.completion_callbacks,
             watcher: config.completion_watcher,
             poll_for_work: may_poll_while_idle(&config),
+            copy_streams: config.copy_streams,
         };
         let counters: Arc<Counters> = Arc::default();
         let io = Arc::new(ring::IoChoice::new(config.io_engine));

@@ -9,6 +9,7 @@ use std::sync::{Arc, Barrier, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use super::copy_queue::CopyQueues;
 use super::gather::{self, GatherShape};
 use super::job::{Counters, Job, TaskResult};
 use super::lane::{Lane, Polling};
@@ -40,6 +41,8 @@ pub(crate) struct LaneShape {
     /// An idle worker polls the queue for the polling's `spin` before it sleeps
     /// ([`super::may_poll_while_idle`]).
     pub poll_for_work: bool,
+    /// Streams per GPU the workers queue their copies on (`copy_streams`); 0: one per worker.
+    pub copy_streams: usize,
 }
 
 /// A warm-up request: each worker that takes one makes its lane for `ordinal`, then waits at
@@ -92,6 +95,8 @@ struct Shared {
     io: Arc<IoChoice>,
     /// The pool's completion watcher (`completion_watcher`).
     watcher: Option<Arc<Watcher>>,
+    /// The streams the workers' lanes share (`copy_streams`).
+    copy_queues: CopyQueues,
 }
 
 /// A fixed set of worker threads, started on first use.
@@ -144,6 +149,7 @@ impl Pool {
                 nodes: GpuNodes::default(),
                 io: spec.io,
                 watcher,
+                copy_queues: CopyQueues::new(spec.shape.copy_streams),
             }),
             threads: spec.threads,
             name: name.to_owned(),
@@ -330,6 +336,7 @@ fn lane<'a>(
             (shared.shape.count, shared.shape.max),
             shared.shape.polling,
             (shared.shape.callbacks, shared.watcher.as_ref()),
+            Some(&shared.copy_queues),
         )?)),
     }
 }

@@ -330,18 +330,8 @@ impl GpuRuntime for CudaRuntime {
             },
             "cuStreamCreate",
         )?;
-        let mut s =
-            CudaStream { ctx, stream, events: Vec::new(), recorded: Vec::new(), progress: None };
-        for _ in 0..=slots.max(1) {
-            let mut ev: sys::CUevent = std::ptr::null_mut();
-            let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32
-                | sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32;
-            // SAFETY: writes one event handle; the context is current.
-            check(unsafe { sys::cuEventCreate(&mut ev, flags) }, "cuEventCreate")?;
-            s.events.push(ev);
-            s.recorded.push(false);
-        }
-        Ok(Box::new(s))
+        let owner = Arc::new(RawStream { ctx: ctx.clone(), raw: stream });
+        CudaStream::with_events(ctx, owner, slots)
     }
 
     fn bind_thread(&self, ordinal: usize) -> Result<()> {
@@ -518,9 +508,38 @@ fn batch_copy_fn() -> Option<BatchCopy> {
 }
 
 /// A CUDA stream with one event per marker slot (plus one for `synchronize`).
+/// A CUDA stream handle, synchronized and destroyed when the last [`CudaStream`] on it is
+/// dropped ([`GpuStream::fork`] puts several on one).
+struct RawStream {
+    ctx: Arc<CudaContext>,
+    raw: sys::CUstream,
+}
+
+// SAFETY: a CUDA stream may be used from any thread once its context is current; the handle
+// is only destroyed in Drop, by the last owner.
+unsafe impl Send for RawStream {}
+// SAFETY: as above; the driver serializes calls on one stream from several threads.
+unsafe impl Sync for RawStream {}
+
+impl Drop for RawStream {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_err() {
+            return;
+        }
+        // SAFETY: the stream was created by `new_stream` and this is its last owner.
+        unsafe {
+            let _ = sys::cuStreamSynchronize(self.raw);
+            let _ = sys::cuStreamDestroy_v2(self.raw);
+        }
+    }
+}
+
 struct CudaStream {
     ctx: Arc<CudaContext>,
+    /// `owner.raw`, at hand.
     stream: sys::CUstream,
+    /// The stream this one queues on, shared with its forks.
+    owner: Arc<RawStream>,
     events: Vec<sys::CUevent>,
     recorded: Vec<bool>,
     /// The progress word, once asked for: its handle and device address.
@@ -532,6 +551,33 @@ struct CudaStream {
 unsafe impl Send for CudaStream {}
 
 impl CudaStream {
+    /// A stream on `owner`'s queue with `slots` markers (and one more for `synchronize`).
+    fn with_events(
+        ctx: Arc<CudaContext>,
+        owner: Arc<RawStream>,
+        slots: usize,
+    ) -> Result<Box<dyn GpuStream>> {
+        let stream = owner.raw;
+        let mut s = CudaStream {
+            ctx,
+            stream,
+            owner,
+            events: Vec::new(),
+            recorded: Vec::new(),
+            progress: None,
+        };
+        for _ in 0..=slots.max(1) {
+            let mut ev: sys::CUevent = std::ptr::null_mut();
+            let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32
+                | sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32;
+            // SAFETY: writes one event handle; the context is current.
+            check(unsafe { sys::cuEventCreate(&mut ev, flags) }, "cuEventCreate")?;
+            s.events.push(ev);
+            s.recorded.push(false);
+        }
+        Ok(Box::new(s))
+    }
+
     fn bind(&self) -> Result<()> {
         self.ctx.bind_to_thread().map_err(|e| from_driver(e, "cuCtxSetCurrent"))
     }
@@ -648,6 +694,10 @@ impl GpuStream for CudaStream {
     fn slots(&self) -> usize {
         self.events.len() - 1
     }
+    fn fork(&mut self, slots: usize) -> Result<Box<dyn GpuStream>> {
+        self.bind()?;
+        CudaStream::with_events(self.ctx.clone(), self.owner.clone(), slots)
+    }
     fn notify(&mut self, f: Box<dyn FnOnce() + Send>) -> Result<()> {
         self.bind()?;
         let user = Box::into_raw(Box::new(f));
@@ -686,14 +736,14 @@ impl Drop for CudaStream {
         if self.bind().is_err() {
             return;
         }
-        // SAFETY: the stream and events were created by this object and are destroyed once,
-        // after the stream drained.
+        // SAFETY: the events were created by this object and are destroyed once, after the
+        // stream (kept alive by `owner`) drained: no copy from this stream's buffers and no
+        // write of its progress word is left. The stream itself goes with its last owner.
         unsafe {
             let _ = sys::cuStreamSynchronize(self.stream);
             for ev in &self.events {
                 let _ = sys::cuEventDestroy_v2(*ev);
             }
-            let _ = sys::cuStreamDestroy_v2(self.stream);
         }
     }
 }

@@ -110,6 +110,17 @@ pub trait GpuStream: Send {
     }
     /// Number of marker slots.
     fn slots(&self) -> usize;
+    /// A stream with `slots` markers and a progress word of its own that queues its work on
+    /// this stream's queue: what either queues runs in the one order both queued it (the
+    /// copies of several workers one after another, instead of sharing the link at once). The
+    /// queue lives while any stream on it does. Runtimes that cannot share a queue say so.
+    fn fork(&mut self, slots: usize) -> Result<Box<dyn GpuStream>> {
+        let _ = slots;
+        Err(crate::error::Error::new(
+            crate::error::ErrorKind::Unsupported,
+            "this runtime's streams cannot share a queue",
+        ))
+    }
 }
 
 /// A GPU runtime: devices, memory, pointer classification and copy streams.

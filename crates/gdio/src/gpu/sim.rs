@@ -35,6 +35,8 @@ pub struct SimRuntime {
     /// Pointer queries answered (`classify`, `device_allocation`): each a driver call on a
     /// real GPU.
     pointer_queries: Arc<std::sync::atomic::AtomicU64>,
+    /// Streams made by [`GpuRuntime::new_stream`], each a queue of its own (forks share one).
+    queues_made: Arc<std::sync::atomic::AtomicU64>,
     /// Taken (shared) by every call that creates a resource (allocations, registrations,
     /// streams); [`SimRuntime::hold_resource_creation`] takes it exclusively, as the CUDA
     /// driver holds such calls in every thread while one thread waits in a pageable copy.
@@ -61,8 +63,15 @@ impl SimRuntime {
             streams: Arc::default(),
             peer_bytes: Arc::default(),
             pointer_queries: Arc::default(),
+            queues_made: Arc::default(),
             creation: Arc::default(),
         }
+    }
+
+    /// Streams made so far with a queue of their own ([`GpuRuntime::new_stream`]; a
+    /// [`GpuStream::fork`] shares its parent's).
+    pub fn queues_made(&self) -> u64 {
+        self.queues_made.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Holds back every call that creates a resource (device and pinned allocations, host
@@ -211,6 +220,7 @@ impl GpuRuntime for SimRuntime {
     fn new_stream(&self, ordinal: usize, slots: usize) -> Result<Box<dyn GpuStream>> {
         self.check_ordinal(ordinal)?;
         let _creating = self.creating();
+        self.queues_made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(Box::new(SimStream::new(slots.max(1), self.copy_delay)))
     }
     fn bind_thread(&self, ordinal: usize) -> Result<()> {
@@ -309,6 +319,7 @@ enum Op {
     Batch(Vec<(usize, usize, usize)>),
     Host(Box<dyn FnOnce() + Send>),
     Mark {
+        marks: Arc<Marks>,
         slot: usize,
         seq: u64,
     },
@@ -319,11 +330,14 @@ struct Marks {
     cv: Condvar,
 }
 
+/// The thread that runs a simulated stream's queue; joined by the last stream on it.
+struct QueueThread(Mutex<Option<std::thread::JoinHandle<()>>>);
+
 struct SimStream {
     tx: Option<mpsc::Sender<Op>>,
     /// Set in stream order by [`GpuStream::signal`] (made with the stream).
     progress: ProgressWord,
-    worker: Option<std::thread::JoinHandle<()>>,
+    worker: Option<Arc<QueueThread>>,
     marks: Arc<Marks>,
     recorded: Vec<u64>,
     seq: u64,
@@ -332,9 +346,6 @@ struct SimStream {
 impl SimStream {
     fn new(slots: usize, delay: std::time::Duration) -> Self {
         let (tx, rx) = mpsc::channel::<Op>();
-        let marks =
-            Arc::new(Marks { done: Mutex::new((vec![0; slots + 1], 0)), cv: Condvar::new() });
-        let m = marks.clone();
         let worker = std::thread::spawn(move || {
             for op in rx {
                 match op {
@@ -362,20 +373,29 @@ impl SimStream {
                     Op::Host(f) => {
                         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
                     }
-                    Op::Mark { slot, seq } => {
-                        let mut g = m.done.lock().unwrap_or_else(|p| p.into_inner());
+                    Op::Mark { marks, slot, seq } => {
+                        let mut g = marks.done.lock().unwrap_or_else(|p| p.into_inner());
                         g.0[slot] = seq;
                         g.1 = seq;
-                        m.cv.notify_all();
+                        marks.cv.notify_all();
                     }
                 }
             }
         });
+        let worker = Arc::new(QueueThread(Mutex::new(Some(worker))));
+        Self::on_queue(tx, worker, slots)
+    }
+
+    /// A stream with `slots` markers of its own on the queue `tx` that `worker` runs.
+    fn on_queue(tx: mpsc::Sender<Op>, worker: Arc<QueueThread>, slots: usize) -> Self {
         SimStream {
             tx: Some(tx),
             progress: ProgressWord::new(Arc::new(BoxedWord(AtomicU32::new(0)))),
             worker: Some(worker),
-            marks,
+            marks: Arc::new(Marks {
+                done: Mutex::new((vec![0; slots + 1], 0)),
+                cv: Condvar::new(),
+            }),
             recorded: vec![0; slots + 1],
             seq: 0,
         }
@@ -412,7 +432,7 @@ impl GpuStream for SimStream {
     fn record(&mut self, slot: usize) -> Result<()> {
         self.seq += 1;
         self.recorded[slot] = self.seq;
-        self.send(Op::Mark { slot, seq: self.seq })
+        self.send(Op::Mark { marks: self.marks.clone(), slot, seq: self.seq })
     }
     fn wait(&mut self, slot: usize) -> Result<()> {
         self.wait_slot(slot)
@@ -429,6 +449,12 @@ impl GpuStream for SimStream {
     fn slots(&self) -> usize {
         self.recorded.len() - 1
     }
+    fn fork(&mut self, slots: usize) -> Result<Box<dyn GpuStream>> {
+        let (Some(tx), Some(worker)) = (self.tx.clone(), self.worker.clone()) else {
+            return Err(Error::new(ErrorKind::Gpu, "simulated stream worker is gone"));
+        };
+        Ok(Box::new(SimStream::on_queue(tx, worker, slots.max(1))))
+    }
     fn notify(&mut self, f: Box<dyn FnOnce() + Send>) -> Result<()> {
         self.send(Op::Host(f))
     }
@@ -444,8 +470,12 @@ impl GpuStream for SimStream {
 impl Drop for SimStream {
     fn drop(&mut self) {
         drop(self.tx.take());
-        if let Some(w) = self.worker.take() {
-            let _ = w.join();
+        // The last stream on the queue (its sender dropped above, as every other's was) joins
+        // the thread, which ends once the queue has no sender left.
+        if let Some(Ok(w)) = self.worker.take().map(Arc::try_unwrap) {
+            if let Some(h) = w.0.into_inner().unwrap_or_else(|p| p.into_inner()) {
+                let _ = h.join();
+            }
         }
     }
 }
@@ -479,5 +509,45 @@ mod tests {
             rt.free_pinned(p, 4096);
         }
         assert_eq!(rt.classify(d), MemoryKind::Host);
+    }
+
+    #[test]
+    fn forks_queue_in_one_order_and_keep_their_own_markers() {
+        let rt = SimRuntime::new(1, std::time::Duration::from_millis(2));
+        let mut root = rt.new_stream(0, 1).unwrap();
+        let mut a = root.fork(2).unwrap();
+        let mut b = root.fork(2).unwrap();
+        assert_eq!(rt.queues_made(), 1, "forks make no queue of their own");
+        let d = rt.alloc_device(0, 4096).unwrap();
+        let first: Vec<u8> = (0..4096u32).map(|i| (i * 13 + 1) as u8).collect();
+        let second: Vec<u8> = (0..4096u32).map(|i| (i * 5 + 9) as u8).collect();
+        // SAFETY: d is a 4096-byte device allocation; both sources hold 4096 bytes and live
+        // until the markers below are waited for.
+        unsafe {
+            a.copy_to_device(d, first.as_ptr(), 4096).unwrap();
+            b.copy_to_device(d, second.as_ptr(), 4096).unwrap();
+        }
+        a.record(0).unwrap();
+        b.record(1).unwrap();
+        // `a` recorded nothing in slot 1: its marker is not `b`'s.
+        assert!(a.query(1).unwrap());
+        assert!(!a.query(0).unwrap(), "two copies of 2 ms each cannot be done yet");
+        b.wait(1).unwrap();
+        // One queue: `a`'s marker, queued before `b`'s, is reached once `b`'s is.
+        assert!(a.query(0).unwrap(), "a's earlier marker is reached once b's later one is");
+        let mut back = vec![0u8; 4096];
+        // SAFETY: back holds 4096 bytes; d is a 4096-byte device allocation.
+        unsafe { a.copy_to_host(back.as_mut_ptr(), d, 4096).unwrap() };
+        a.synchronize().unwrap();
+        assert_eq!(back, second, "the copy queued last landed last");
+        // The root can go first: the queue lives while a fork does.
+        drop(root);
+        // SAFETY: as above.
+        unsafe { b.copy_to_device(d, first.as_ptr(), 4096).unwrap() };
+        b.synchronize().unwrap();
+        drop(a);
+        drop(b);
+        // SAFETY: d came from this runtime and is freed once.
+        unsafe { rt.free_device(0, d) };
     }
 }

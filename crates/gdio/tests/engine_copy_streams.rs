@@ -1,0 +1,82 @@
+//! Workers sharing copy streams (`copy_streams`): reads into and writes out of simulated GPU
+//! memory (whose copies land late, so a marker waited for on the wrong stream reads wrong
+//! bytes) from many threads at once, with the workers' lanes on one stream per worker, on one
+//! shared stream, and on three, every byte checked against `std::fs`.
+
+mod common;
+
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use gdio::gpu::sim::SimRuntime;
+use gdio::{Config, DirectIoPolicy, Driver, FileHandle, OpenOptions};
+use rand::Rng;
+
+fn driver(copy_streams: usize) -> (Driver, SimRuntime) {
+    let rt = SimRuntime::new(1, Duration::from_micros(50));
+    let config = Config {
+        copy_streams,
+        // Every request to the workers, none on its caller's own lane.
+        inline_max_bytes: 0,
+        ..tiny_config(DirectIoPolicy::Off, 4)
+    };
+    (Driver::with_runtime(config, Arc::new(rt.clone())).unwrap(), rt)
+}
+
+#[test]
+fn workers_take_turns_on_the_shared_streams_asked_for() {
+    for (copy_streams, queues) in [(0, 4), (1, 1), (3, 3), (8, 4)] {
+        let (drv, rt) = driver(copy_streams);
+        drv.prepare_gpu(0).unwrap();
+        // With more shared streams than workers, only those the workers took were made.
+        assert_eq!(rt.queues_made(), queues, "copy_streams {copy_streams}");
+    }
+}
+
+#[test]
+fn reads_and_writes_from_many_threads_land_whole_on_shared_streams() {
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(41, 3 * 1024 * 1024 + 777);
+    let src = write_file(d.path(), "src", &data);
+    for copy_streams in [0, 1, 3] {
+        let (drv, _) = driver(copy_streams);
+        let f = Arc::new(FileHandle::open(&src).unwrap());
+        let out_path = d.path().join(format!("out{copy_streams}"));
+        std::fs::write(&out_path, vec![0x5a; data.len()]).unwrap();
+        let out = Arc::new(
+            FileHandle::open_with(&out_path, OpenOptions::new().read(true).write(true)).unwrap(),
+        );
+        let region = data.len() / 8;
+        std::thread::scope(|s| {
+            for t in 0..8usize {
+                let (drv, f, out, data) = (&drv, &f, &out, &data);
+                s.spawn(move || {
+                    let mut r = rng(100 + t as u64 + 10 * copy_streams as u64);
+                    for i in 0..12 {
+                        let off = r.random_range(0..data.len() as u64);
+                        let len = r.random_range(1..200_000usize);
+                        let mut buf = drv.alloc_device(0, len).unwrap();
+                        let n = drv.read(f, off, &mut buf, 0, len).unwrap();
+                        let end = (off as usize + len).min(data.len());
+                        assert_eq!(n, end - off as usize, "thread {t} read {i}");
+                        let mut back = vec![0u8; n];
+                        buf.copy_to_host(0, &mut back).unwrap();
+                        assert_eq!(back, data[off as usize..end], "thread {t} read {i} at {off}");
+                    }
+                    // Each thread writes its own eighth of the output file from GPU memory.
+                    let at = t * region;
+                    let piece = &data[at..at + region];
+                    let mut dbuf = drv.alloc_device(0, region).unwrap();
+                    dbuf.copy_from_host(0, piece).unwrap();
+                    assert_eq!(drv.write(out, at as u64, &dbuf, 0, region).unwrap(), region);
+                });
+            }
+        });
+        let mut got = vec![0u8; data.len()];
+        std::fs::File::open(&out_path).unwrap().read_exact_at(&mut got, 0).unwrap();
+        assert_eq!(got[..8 * region], data[..8 * region], "copy_streams {copy_streams}");
+        assert!(got[8 * region..].iter().all(|&b| b == 0x5a), "nothing written past the regions");
+    }
+}
