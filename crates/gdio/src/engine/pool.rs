@@ -318,23 +318,16 @@ impl Drop for Pool {
     }
 }
 
-/// Which of a worker's lanes serves a task: its GPU, and whether it is a write's lane. With
-/// shared copy streams (`copy_streams`), writes keep a lane with a stream of its own: their
-/// device→host copies would otherwise wait in line behind the reads' host→device copies
-/// that the link carries at the same time in the other direction (and the default bench's
-/// writes lost 3–8 % behind each other's copies, BENCHMARKS.md session 17 run 3).
-type LaneKey = (usize, bool);
-
-/// A worker's lanes, by [`LaneKey`].
-type Lanes = HashMap<LaneKey, Lane>;
-
-fn lane<'a>(lanes: &'a mut Lanes, shared: &Shared, ordinal: usize, op: Op) -> Result<&'a mut Lane> {
+fn lane<'a>(
+    lanes: &'a mut HashMap<usize, Lane>,
+    shared: &Shared,
+    ordinal: usize,
+) -> Result<&'a mut Lane> {
     if shared.numa {
         // Before the lane exists, so its pinned buffers are allocated on the GPU's node.
         numa::place(&shared.nodes, &*shared.runtime, ordinal);
     }
-    let writes = op == Op::Write && shared.shape.copy_streams > 0;
-    match lanes.entry((ordinal, writes)) {
+    match lanes.entry(ordinal) {
         std::collections::hash_map::Entry::Occupied(e) => Ok(e.into_mut()),
         std::collections::hash_map::Entry::Vacant(e) => Ok(e.insert(Lane::new(
             &shared.runtime,
@@ -343,14 +336,14 @@ fn lane<'a>(lanes: &'a mut Lanes, shared: &Shared, ordinal: usize, op: Op) -> Re
             (shared.shape.count, shared.shape.max),
             shared.shape.polling,
             (shared.shape.callbacks, shared.watcher.as_ref()),
-            (!writes).then_some(&shared.copy_queues),
+            Some(&shared.copy_queues),
         )?)),
     }
 }
 
 fn worker_main(shared: Arc<Shared>) {
     worker_time::mark_worker();
-    let mut lanes: Lanes = HashMap::new();
+    let mut lanes: HashMap<usize, Lane> = HashMap::new();
     let mut ring = WorkerRing::new(shared.io.clone());
     // Polled its copies since it last ran a task: a lane whose stream finishes tasks with
     // callbacks needs no more of this worker, which then sleeps until work arrives.
@@ -411,7 +404,7 @@ fn worker_main(shared: Arc<Shared>) {
                 j
             }
             Some(Work::Warm(w)) => {
-                if let Err(e) = lane(&mut lanes, &shared, w.ordinal, Op::Read) {
+                if let Err(e) = lane(&mut lanes, &shared, w.ordinal) {
                     w.error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
                 }
                 w.barrier.wait();
@@ -488,7 +481,7 @@ fn take_group(q: &mut Queue, first: &Work, shared: &Shared) -> Vec<Arc<Job>> {
 fn run_gathered(
     first: Arc<Job>,
     more: Vec<Arc<Job>>,
-    lanes: &mut Lanes,
+    lanes: &mut HashMap<usize, Lane>,
     shared: &Shared,
     ring: &mut WorkerRing,
 ) {
@@ -506,7 +499,7 @@ fn run_gathered(
         }
         return;
     };
-    let rest = match lane(lanes, shared, ordinal, Op::Read) {
+    let rest = match lane(lanes, shared, ordinal) {
         Ok(l) => gather::run_group(&jobs, l, &shared.gather, &shared.counters, ring),
         Err(e) => {
             for job in &jobs {
@@ -525,7 +518,7 @@ fn run_gathered(
 /// A worker with copies in flight and an empty queue: polls its lanes (finishing tasks as
 /// their markers are reached) until none is in flight or work arrives; after `spin` it blocks
 /// on the markers of lanes without completion callbacks (the others finish on their own).
-fn wait_for_copies(lanes: &mut Lanes, shared: &Shared) {
+fn wait_for_copies(lanes: &mut HashMap<usize, Lane>, shared: &Shared) {
     let start = Instant::now();
     let polling = shared.shape.polling;
     let new_work = || shared.queued.load(Ordering::Acquire) > 0;
@@ -553,11 +546,17 @@ fn wait_for_work(shared: &Shared) {
 }
 
 /// Runs one task; a task whose copies are still in flight is finished later by its lane.
-fn run_task(job: &Arc<Job>, task: Task, lanes: &mut Lanes, shared: &Shared, ring: &mut WorkerRing) {
+fn run_task(
+    job: &Arc<Job>,
+    task: Task,
+    lanes: &mut HashMap<usize, Lane>,
+    shared: &Shared,
+    ring: &mut WorkerRing,
+) {
     let MemoryKind::Device { ordinal } = job.buf.kind else {
         return timed(job.clock(), Phase::FileIo, || run_host_task(job, task, ring));
     };
-    let l = match lane(lanes, shared, ordinal, job.op) {
+    let l = match lane(lanes, shared, ordinal) {
         Ok(l) => l,
         Err(e) => return job.finish(task, TaskResult::default(), Some(e)),
     };
