@@ -350,3 +350,43 @@ fn the_io_creates_no_gpu_resource_while_it_holds_the_stream() {
     assert_eq!(&out[..], &data[5..5 + (3 << 20)]);
     rt.destroy_stream(stream);
 }
+
+/// The same for a write out of GPU memory: the workers' lanes made before the I/O was queued
+/// serve writes too (a lane of its own for writes, made at the first write, once hung the C
+/// test program's stream-ordered write on the H200 behind its pageable copy).
+#[test]
+fn a_write_creates_no_gpu_resource_while_it_holds_the_stream() {
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(63, 4 << 20);
+    let path = write_file(d.path(), "w", &vec![0x33; 4 << 20]);
+    let f = Arc::new(
+        FileHandle::open_with(&path, gdio::OpenOptions::new().read(true).write(true)).unwrap(),
+    );
+    let (rt, drv) = setup(1);
+    let stream = rt.create_stream(0).unwrap();
+    let mut dev = drv.alloc_device(0, 4 << 20).unwrap();
+    dev.copy_from_host(0, &data).unwrap();
+    let mut p = Box::new(Params { size: 3 << 20, foff: 11, boff: 9, bytes: -999 });
+    let params = p.ptrs();
+    // SAFETY: the stream, the parameters and `dev` outlive the stream's run of the I/O.
+    unsafe { drv.submit_on_stream(Op::Write, &f, dev.addr(), params, stream) }.unwrap();
+    let held = rt.hold_resource_creation();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let result = || {
+        // SAFETY: `p` lives; the I/O thread writes the field once, with a volatile write.
+        unsafe { std::ptr::read_volatile(&p.bytes) }
+    };
+    while (result() == -999 || result() == -(libc::EAGAIN as isize))
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let finished = result();
+    drop(held);
+    rt.with_stream(stream, |s| s.synchronize().unwrap()).unwrap();
+    assert_eq!(finished, 3 << 20, "the write waited for a resource the caller's copy held back");
+    let back = std::fs::read(&path).unwrap();
+    assert_eq!(back[11..11 + (3 << 20)], data[9..9 + (3 << 20)]);
+    assert!(back[..11].iter().chain(&back[11 + (3 << 20)..]).all(|&b| b == 0x33));
+    rt.destroy_stream(stream);
+}

@@ -209,7 +209,8 @@ pub struct Config {
     /// before sending the next feel (H200, 1 against 0 alternating, BENCHMARKS.md session 17
     /// run 2: KvikIO compat OFF through gdio's libcufile, 8 threads 39.4–42.0 GB/s against
     /// 36.8–39.5, 16 threads 49.8–50.0 against 45.9–48.0; 4 MiB × 16 47.9–49.7 against
-    /// 42.2–46.0; the default bench the same). One stream alone carries the link.
+    /// 42.2–46.0; the default bench's read the same, its writes inside their spread). One
+    /// stream alone carries the link.
     pub copy_streams: usize,
     /// Each GPU after the first gets a worker pool of its own (`threads` workers each, made at
     /// its first work) instead of sharing the engine's one pool. On the two-GPU H200 host, one

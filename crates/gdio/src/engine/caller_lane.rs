@@ -102,9 +102,15 @@ pub(crate) fn run(
             Some(i) => i,
             None => {
                 // Two buffers: reading chunk N+1 overlaps the copy of chunk N within the task.
-                let Ok(lane) =
-                    Lane::new(runtime, ordinal, shape.size, (2, 2), shape.polling, (false, None), None)
-                else {
+                let Ok(lane) = Lane::new(
+                    runtime,
+                    ordinal,
+                    shape.size,
+                    (2, 2),
+                    shape.polling,
+                    (false, None),
+                    None,
+                ) else {
                     return None;
                 };
                 lanes.push(Owned { runtime: key, ordinal, size: shape.size, lane });
