@@ -507,7 +507,6 @@ fn batch_copy_fn() -> Option<BatchCopy> {
     })
 }
 
-/// A CUDA stream with one event per marker slot (plus one for `synchronize`).
 /// A CUDA stream handle, synchronized and destroyed when the last [`CudaStream`] on it is
 /// dropped ([`GpuStream::fork`] puts several on one).
 struct RawStream {
@@ -534,6 +533,8 @@ impl Drop for RawStream {
     }
 }
 
+/// A CUDA stream with one event per marker slot (plus one for `synchronize`), queueing on
+/// its own stream or, when forked, on another's.
 struct CudaStream {
     ctx: Arc<CudaContext>,
     /// `owner.raw`, at hand.

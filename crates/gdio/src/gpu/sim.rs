@@ -469,6 +469,11 @@ impl GpuStream for SimStream {
 
 impl Drop for SimStream {
     fn drop(&mut self) {
+        // As a CUDA stream's drop: what this stream queued is done before it goes (the pinned
+        // buffers its copies read may be freed next), even while other forks keep the queue.
+        if self.tx.is_some() {
+            let _ = self.synchronize();
+        }
         drop(self.tx.take());
         // The last stream on the queue (its sender dropped above, as every other's was) joins
         // the thread, which ends once the queue has no sender left.
