@@ -1,8 +1,14 @@
 //! The memory a load fills: one allocation per file and target, page-aligned so that file
 //! offsets and buffer addresses share their alignment (the condition for `O_DIRECT`).
+//!
+//! Host memory is a private anonymous mapping: zero-filled by the kernel page by page as the
+//! load's workers first write each page, in parallel. An aligned `alloc_zeroed` is
+//! `posix_memalign` and a `memset` of every byte on the calling thread before the first read
+//! (221 MB: 197 ms of a 225 ms host load on the 2-core build machine).
 
-use std::alloc::Layout;
 use std::sync::Arc;
+
+use rustix::mm::{self, MapFlags, ProtFlags};
 
 use super::plan::Target;
 use crate::driver::Driver;
@@ -13,7 +19,11 @@ use crate::gpu::DeviceBuffer;
 pub const ALIGN: u64 = 4096;
 
 enum Memory {
-    Host { ptr: *mut u8, layout: Layout },
+    /// A mapping of `mapped` bytes (`len` rounded up to whole pages, at least one).
+    Host {
+        ptr: *mut u8,
+        mapped: usize,
+    },
     Device(DeviceBuffer),
 }
 
@@ -46,19 +56,28 @@ impl Allocation {
     pub fn new(driver: &Driver, target: Target, len: usize) -> Result<Allocation> {
         let memory = match target {
             Target::Host => {
-                let layout = Layout::from_size_align(len.max(1), ALIGN as usize).map_err(|_| {
-                    Error::new(ErrorKind::InvalidInput, format!("{len} bytes cannot be allocated"))
-                })?;
-                // SAFETY: the layout has a non-zero size.
-                let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-                if ptr.is_null() {
-                    return Err(Error::new(
-                        ErrorKind::Io,
-                        format!("out of host memory allocating {len} bytes"),
+                let mapped =
+                    len.max(1).checked_next_multiple_of(ALIGN as usize).ok_or_else(|| {
+                        Error::new(
+                            ErrorKind::InvalidInput,
+                            format!("{len} bytes cannot be allocated"),
+                        )
+                    })?;
+                // SAFETY: a fresh private anonymous mapping of `mapped` (> 0) bytes, owned by
+                // this value alone; the kernel hands out its pages zeroed.
+                let ptr = unsafe {
+                    mm::mmap_anonymous(
+                        std::ptr::null_mut(),
+                        mapped,
+                        ProtFlags::READ | ProtFlags::WRITE,
+                        MapFlags::PRIVATE,
                     )
-                    .with_errno(libc::ENOMEM));
                 }
-                Memory::Host { ptr, layout }
+                .map_err(|e| {
+                    Error::new(ErrorKind::Io, format!("out of host memory allocating {len} bytes"))
+                        .with_errno(e.raw_os_error())
+                })?;
+                Memory::Host { ptr: ptr.cast(), mapped }
             }
             Target::Gpu(n) => Memory::Device(driver.alloc_device(n, len)?),
         };
@@ -96,8 +115,8 @@ impl Allocation {
         if end > self.len as u64 {
             return None;
         }
-        // SAFETY: the range is inside the live allocation (checked above), which was zeroed
-        // at allocation so every byte is initialised; loads write only while the load that
+        // SAFETY: the range is inside the live allocation (checked above), whose pages the
+        // kernel zero-fills, so every byte is initialised; loads write only while the load that
         // owns this allocation runs, and callers read views only after they were handed out.
         Some(unsafe { std::slice::from_raw_parts(ptr.add(offset as usize), len as usize) })
     }
@@ -124,12 +143,39 @@ impl Allocation {
 
 impl Drop for Allocation {
     fn drop(&mut self) {
-        if let Memory::Host { ptr, layout } = &self.memory {
-            // SAFETY: allocated in `new` with this layout and freed once.
-            unsafe { std::alloc::dealloc(*ptr, *layout) };
+        if let Memory::Host { ptr, mapped } = &self.memory {
+            // SAFETY: mapped in `new` with this length and unmapped once; the views into it
+            // hold this allocation alive, so nothing uses it any more.
+            let _ = unsafe { mm::munmap(ptr.cast(), *mapped) };
         }
     }
 }
 
 /// The allocations of one load, shared by the loader's threads and the caller.
 pub type Allocations = Arc<Vec<Allocation>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::gpu::host::HostRuntime;
+
+    #[test]
+    fn host_allocations_are_page_aligned_zeroed_and_hold_what_is_written() {
+        let rt = Arc::new(HostRuntime::new("no GPU in this test"));
+        let driver = Driver::with_runtime(Config::default(), rt).unwrap();
+        for len in [0usize, 1, 4095, 4096, 5000, (3 << 20) + 17] {
+            let a = Allocation::new(&driver, Target::Host, len).unwrap();
+            assert_eq!(a.addr() % ALIGN, 0, "{len}");
+            assert_eq!(a.len(), len);
+            assert!(a.host_slice(0, len as u64).unwrap().iter().all(|&b| b == 0), "{len}");
+            assert!(a.host_slice(0, len as u64 + 1).is_none(), "{len}: past the end");
+            let pattern: Vec<u8> = (0..len).map(|i| (i * 31 + 7) as u8).collect();
+            // SAFETY: the allocation holds `len` writable bytes at `addr`, used by nothing else.
+            unsafe { std::ptr::copy_nonoverlapping(pattern.as_ptr(), a.addr() as *mut u8, len) };
+            let mut back = vec![0u8; len];
+            a.copy_to_host(0, &mut back).unwrap();
+            assert_eq!(back, pattern, "{len}");
+        }
+    }
+}
