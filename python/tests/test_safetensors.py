@@ -217,6 +217,84 @@ def _assert_torch_same(torch, a, b):
                            b[k].cpu().view(torch.uint8) if b[k].element_size() == 1 else b[k].cpu()), k
 
 
+def _mapped_from(path, addr):
+    """Whether address ``addr`` of this process lies in a mapping of file ``path``."""
+    want = os.path.realpath(path)
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            if lo <= addr < hi:
+                return len(fields) == 6 and fields[5].strip() == want
+    return False
+
+
+def _cpu_views_of_the_page_cache(lib, path, names, read_back, addr):
+    """What ``test_*_cpu_tensors_of_a_cached_file_are_copy_on_write_views`` check, for NumPy
+    (``lib`` numpy) and torch: tensors that live in a mapping of the file (not copies), each
+    with the file's bytes, rows of ``get_slice`` too; a write into one changes neither the file
+    nor another ``safe_open``'s tensors; with ``safetensors_map_host`` off, copies."""
+    framework = "np" if lib.__name__ == "numpy" else "pt"
+    want = read_back()
+    cached, total = gdio.get_page_cache_info(path)
+    assert total and cached == total, "a file just written is in the page cache"
+    raw = lambda x: bytes(memoryview(_raw_bytes(lib, x)))  # noqa: E731
+    with safe_open(path, framework=framework) as f:
+        got = {k: f.get_tensor(k) for k in names}
+        rows = f.get_slice(names[0])[1:3]
+    for k in names:
+        assert _mapped_from(path, addr(got[k])), f"{k}: a view of the file's mapping"
+        assert raw(got[k]) == raw(want[k]), k
+    assert _mapped_from(path, addr(rows)) and raw(rows) == raw(want[names[0]][1:3])
+    on_disk = open(path, "rb").read()
+    got[names[0]].reshape(-1)[:] = 0  # copy-on-write: the file and other openers keep theirs
+    assert open(path, "rb").read() == on_disk
+    with safe_open(path, framework=framework) as f:
+        assert raw(f.get_tensor(names[0])) == raw(want[names[0]])
+    with gdio.defaults.set({"safetensors_map_host": False}), safe_open(path, framework=framework) as f:
+        copies = f.get_tensors(names)
+        alone = f.get_tensor(names[1])
+    for k in names:
+        assert not _mapped_from(path, addr(copies[k])), f"{k}: map_host off reads a copy"
+        assert raw(copies[k]) == raw(want[k]), k
+    assert not _mapped_from(path, addr(alone)) and raw(alone) == raw(want[names[1]])
+
+
+def _raw_bytes(lib, t):
+    """A tensor's bytes as a contiguous uint8 NumPy array (from NumPy or torch)."""
+    if lib.__name__ == "numpy":
+        return np.ascontiguousarray(t).reshape(-1).view(np.uint8)
+    return t.contiguous().reshape(-1).view(lib.uint8).numpy()
+
+
+def test_numpy_cpu_tensors_of_a_cached_file_are_copy_on_write_views(tmp_path):
+    gen = np.random.default_rng(31)
+    kinds = [np.float32, np.float16, np.int64, np.uint8]
+    t = {f"t.{i:02d}": (gen.standard_normal((int(gen.integers(3, 40)), 19)) * 50).astype(kinds[i % 4])
+         for i in range(24)}
+    path = tmp_path / "m.safetensors"
+    ref_np.save_file(t, str(path))
+    names = sorted(t)
+    _cpu_views_of_the_page_cache(np, path, names, lambda: ref_np.load_file(str(path)),
+                                 lambda a: a.__array_interface__["data"][0])
+    # load_file takes the same route: views with the file's bytes.
+    loaded = gst_np.load_file(path)
+    assert_same(loaded, t)
+    assert all(_mapped_from(path, loaded[k].__array_interface__["data"][0]) for k in names)
+
+
+def test_torch_cpu_tensors_of_a_cached_file_are_copy_on_write_views(tmp_path):
+    torch = _torch()
+    import safetensors.torch as ref_t
+
+    t = _torch_tensors(torch, 9)
+    path = tmp_path / "m.safetensors"
+    ref_t.save_file(t, str(path))
+    names = sorted(t)
+    _cpu_views_of_the_page_cache(torch, path, names, lambda: ref_t.load_file(str(path)),
+                                 lambda x: x.data_ptr())
+
+
 def test_torch_round_trip_host(tmp_path):
     torch = _torch()
     import safetensors.torch as ref_t
@@ -527,7 +605,8 @@ def test_two_keys_in_a_row_by_chance_read_nothing_ahead(tmp_path):
          for i in range(60)}
     path = tmp_path / "pairs.safetensors"
     ref_np.save_file(t, str(path))
-    with safe_open(path, framework="np") as f:
+    no_map = gdio.defaults.set({"safetensors_map_host": False})  # reads, not views of the cache
+    with no_map, safe_open(path, framework="np") as f:
         keys = f.keys()
         pairs = [keys[i] for j in (4, 20, 41) for i in (j, j + 1)]
         before = _backend_bytes()
@@ -538,7 +617,7 @@ def test_two_keys_in_a_row_by_chance_read_nothing_ahead(tmp_path):
         third = f.get_tensor(keys[43])  # keys 41 and 42 (the last pair), 43: a walk
         ahead = sum(t[k].nbytes for k in keys[43:])  # read ahead, in 4 KiB-aligned reads
         assert ahead <= _backend_bytes() - before < ahead + 8192
-    with safe_open(path, framework="np") as f:
+    with gdio.defaults.set({"safetensors_map_host": False}), safe_open(path, framework="np") as f:
         for k in keys[:3]:
             f.get_tensor(k)
         before = _backend_bytes()
@@ -554,8 +633,9 @@ def test_get_tensor_walking_keys_reads_ahead_and_every_order_gives_the_file_s_by
     or not, gives the tensor's bytes; with a small budget, tensors larger than it come alone."""
     import contextlib
 
-    ctx = (contextlib.nullcontext() if budget is None
-           else gdio.defaults.set({"safetensors_read_ahead_bytes": budget}))
+    # Reads, not views of the page cache (`safetensors_map_host`), are what this counts.
+    ctx = gdio.defaults.set({"safetensors_map_host": False} if budget is None else
+                            {"safetensors_map_host": False, "safetensors_read_ahead_bytes": budget})
     gen = np.random.default_rng(12)
     t = {f"layer.{i:03d}.w": gen.standard_normal((int(gen.integers(1, 20)), 37)).astype(np.float32)
          for i in range(120)}

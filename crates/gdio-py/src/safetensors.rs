@@ -100,6 +100,22 @@ impl Checkpoint {
         self.ckpt.files().iter().map(|f| (f.path.clone(), f.header.data_start)).collect()
     }
 
+    /// A descriptor of its own (the caller closes it) for the file the checkpoint reads file
+    /// `file` through: what a CPU load maps, so that it maps the very file its header came
+    /// from even if the path names another one by now.
+    fn dup_fd(&self, py: Python<'_>, file: usize) -> PyResult<i32> {
+        use std::os::fd::IntoRawFd;
+        let ckpt = self.ckpt.clone();
+        let handle = py.detach(|| ckpt.file_handle(file)).map_err(to_py)?;
+        let fd = handle.buffered_fd().try_clone_to_owned().map_err(|e| {
+            to_py(
+                gdio::Error::from_io(&e, "duplicating the checkpoint's descriptor")
+                    .with_path(handle.path()),
+            )
+        })?;
+        Ok(fd.into_raw_fd())
+    }
+
     /// Reads `len` bytes at `offset` of file `file`'s data section into `buf` (any buffer gdio
     /// takes: a torch tensor, CuPy, NumPy, host bytes) through the handle the checkpoint's
     /// loads read through, and returns the bytes read (fewer only where the file was cut

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 from typing import Any, Iterator, Optional, Sequence, Union
 
@@ -65,8 +66,12 @@ class safe_open:
     ``(name, shape)`` giving ``dim`` or ``None``; a planned tensor comes back as this rank's
     part of it along ``dim`` (rank ``r`` of ``world`` near-equal parts), read by this rank
     alone, and never travels between ranks.
-    ``backend``: the package's ``"mmap"`` or ``"pread"``, accepted for compatibility (gdio
-    reads with its engine either way); anything else is a ``ValueError``.
+    ``backend``: the package's ``"mmap"`` or ``"pread"``, accepted for compatibility;
+    anything else is a ``ValueError``. gdio decides by itself: on the CPU (NumPy or torch),
+    the tensors of a file wholly in the page cache are views of a private copy-on-write
+    mapping of it (no copy; writes to them never reach the file; the file must not be cut
+    short while they live, as with the package), and other files are read by gdio's
+    engine (``safetensors_map_host`` false: always read).
     """
 
     def __init__(
@@ -97,6 +102,10 @@ class safe_open:
         self._closed = False
         self._locations: Optional[dict[str, tuple[int, int, int, str, list[int]]]] = None
         self._kit: Optional[tuple[Any, ...]] = None
+        # CPU tensors as views of the page cache: each file's copy-on-write mapping (None:
+        # read instead), and where each file's data section starts.
+        self._maps: dict[int, Optional[mmap.mmap]] = {}
+        self._data_starts: Optional[list[int]] = None
 
     def __enter__(self) -> "safe_open":
         return self
@@ -150,6 +159,10 @@ class safe_open:
         self._check_open()
         if self._group is not None:
             return self._group_load()[name]
+        if self._gpu is None and self._is_mapped(name):
+            t = self._read_alone(name)
+            if t is not None:
+                return t
         ahead = self._ahead.pop(name, None)
         keys, pos_of, sizes = self._key_order()
         pos = pos_of.get(name)
@@ -192,7 +205,9 @@ class safe_open:
         caching allocator hands out GPU memory and takes it back in stream order at no such
         cost, which is what the package's ``get_tensor`` and ``get_slice`` (a CPU tensor moved
         with ``.to``) get. The bytes come through the checkpoint's own file handles; a read into
-        a torch tensor waits for the work torch queued before, as every read into one does."""
+        a torch tensor waits for the work torch queued before, as every read into one does.
+        On the CPU, a file wholly in the page cache is not read at all: the tensor is a view
+        of its copy-on-write mapping (:meth:`_mapping`), as the package's torch tensors are."""
         kit = self._alone_kit()
         if kit is None:
             return None
@@ -212,11 +227,15 @@ class safe_open:
                 return None
             begin, end = begin + start * per_row, begin + stop * per_row
             shape[0] = stop - start
+        if device is not None and dtype == "F4" and shape:
+            shape[-1] //= 2  # two values per torch element
+        if device in (None, "cpu") and end > begin:
+            view = self._view_of_mapping(lib, file, begin, end, dt, shape)
+            if view is not None:
+                return view
         if device is None:
             t = lib.empty(shape, dtype=dt)
         else:
-            if dtype == "F4" and shape:
-                shape[-1] //= 2  # two values per torch element
             try:
                 t = lib.empty(shape, dtype=dt, device=device)
             except (TypeError, RuntimeError):
@@ -234,6 +253,56 @@ class safe_open:
                 )
         return t
 
+    def _mapping(self, file: int) -> Optional[mmap.mmap]:
+        """File ``file`` mapped copy-on-write, when CPU tensors may be views of it: the
+        configuration allows it (``safetensors_map_host``) and every page of the file is in the
+        page cache (a cold file is read by the workers in parallel instead of faulted in a
+        page at a time); ``None`` otherwise. Decided once per file and ``safe_open``."""
+        if file in self._maps:
+            return self._maps[file]
+        m = None
+        if _native.config_get("safetensors_map_host"):
+            fd = self._ckpt.dup_fd(file)
+            try:
+                cached, total = _native.page_cache_info(fd, 0, 0)
+                if total and cached >= total:
+                    m = mmap.mmap(fd, 0, access=mmap.ACCESS_COPY)
+            except (OSError, ValueError):
+                m = None
+            finally:
+                os.close(fd)
+        self._maps[file] = m
+        return m
+
+    def _is_mapped(self, name: str) -> bool:
+        """Tensor ``name`` lies in a file that CPU tensors of this framework are views of."""
+        where = self._where().get(name)
+        return (
+            where is not None
+            and self._alone_kit() is not None
+            and self._mapping(where[0]) is not None
+        )
+
+    def _view_of_mapping(
+        self, lib: Any, file: int, begin: int, end: int, dt: Any, shape: list[int]
+    ) -> Optional[Any]:
+        """Bytes ``[begin, end)`` of file ``file``'s data section as a tensor of ``dt`` and
+        ``shape`` over its copy-on-write mapping (the tensor keeps the mapping alive), or
+        ``None`` (no mapping, or the framework refuses the view: torch views need the offset
+        aligned to the element size)."""
+        m = self._mapping(file)
+        if m is None:
+            return None
+        if self._data_starts is None:
+            self._data_starts = [start for _, start in self._ckpt.data_files()]
+        at, n = self._data_starts[file] + begin, end - begin
+        if at + n > len(m):  # cut short since it was opened: the read says so
+            return None
+        try:  # numpy.frombuffer and torch.frombuffer take the same arguments
+            return lib.frombuffer(m, dtype=lib.uint8, count=n, offset=at).view(dt).reshape(shape)
+        except (RuntimeError, TypeError, ValueError):
+            return None
+
     def _alone_kit(self) -> Optional[tuple[Any, dict[str, Any], frozenset[str], Optional[str]]]:
         """What :meth:`_read_alone` allocates with, made once: the framework's module, its
         dtypes by safetensors name, the names whose arrays gdio takes as they are, and the
@@ -244,8 +313,9 @@ class safe_open:
                 from .torch import _TYPES
                 import torch as lib
 
-                # dtypes every route takes (torch's DLPack export included)
-                plain = {"F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL", "C64"}
+                # dtypes every route takes (torch's DLPack export included; torch 1.x's refuses
+                # bool, which is read through a uint8 view)
+                plain = {"F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "C64"}
                 device = "cpu" if self._gpu is None else f"cuda:{self._gpu}"
                 self._kit = (lib, _TYPES, frozenset(plain & _TYPES.keys()), device)
             elif self._framework == "np" and self._gpu is None:
@@ -278,7 +348,15 @@ class safe_open:
         if self._group is not None:
             got = self._group_load()
         else:
-            got = {t.name: self._convert(t) for t in self._ckpt.load(wanted, self._gpu)}
+            got = {}
+            if self._gpu is None:
+                for n in wanted:
+                    t = self._read_alone(n) if self._is_mapped(n) else None
+                    if t is not None:
+                        got[n] = t
+            rest = [n for n in wanted if n not in got]
+            if rest:
+                got.update({t.name: self._convert(t) for t in self._ckpt.load(rest, self._gpu)})
         return {n: got[n] for n in wanted}
 
     def tensors(self, names: Optional[Sequence[str]] = None) -> Iterator[tuple[str, Any]]:

@@ -61,6 +61,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("save_writes_in_flight", KeyKind::Count),
     ("safetensors_read_ahead_bytes", KeyKind::Count),
     ("safetensors_overlap_warm", KeyKind::Bool),
+    ("safetensors_map_host", KeyKind::Bool),
     ("save_files_in_flight", KeyKind::Count),
     ("http_max_attempts", KeyKind::Count),
     ("http_timeout", KeyKind::Count),
@@ -282,6 +283,7 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
             config.http_status_codes = codes;
         }
         "pinned_huge_pages" => config.pinned_huge_pages = as_bool(origin, key, value)?,
+        "safetensors_map_host" => config.safetensors_map_host = as_bool(origin, key, value)?,
         "safetensors_overlap_warm" => {
             config.safetensors_overlap_warm = as_bool(origin, key, value)?
         }
@@ -380,6 +382,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "http_status_codes" => config.http_status_codes.clone().into(),
         "pinned_huge_pages" => config.pinned_huge_pages.into(),
         "safetensors_overlap_warm" => config.safetensors_overlap_warm.into(),
+        "safetensors_map_host" => config.safetensors_map_host.into(),
         "direct_io" => serde_json::to_value(config.direct_io).unwrap_or(Value::Null),
         "io_engine" => config.io_engine.as_str().into(),
         "hot_cache_fraction" => config.hot_cache_fraction.into(),

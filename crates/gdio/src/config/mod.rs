@@ -237,6 +237,14 @@ pub struct Config {
     /// the first reads overlap the last workers' pinning (true); false: the load first waits
     /// until every worker has them.
     pub safetensors_overlap_warm: bool,
+    /// From Python (`gdio.safetensors` with NumPy or torch on the CPU): the tensors of a file
+    /// wholly in the page cache are views of a private, copy-on-write mapping of it, as the
+    /// safetensors package's torch tensors are (no copy: writes to them never reach the
+    /// file; the file must not be cut short while they live); false, or a file not wholly
+    /// cached: read into memory of their own. Build machine, files of 0.2 and 2.2 GB in
+    /// `/dev/shm`: NumPy `load_file` in 6–9 and 28–34 ms against 109–148 and 956–1558 read
+    /// (BENCHMARKS.md session 17, "CPU tensors as views of the page cache").
+    pub safetensors_map_host: bool,
     /// A sharded safetensors save writes up to this many shards at once, each from a thread of
     /// its own (buffered writes to one file serialize on its inode lock, so files written side
     /// by side go faster than one after another); 1: one after another. H200, `gdio save` of
@@ -330,6 +338,7 @@ impl Default for Config {
             save_writes_in_flight: 1,
             safetensors_read_ahead_bytes: 64 << 20,
             safetensors_overlap_warm: true,
+            safetensors_map_host: true,
             save_files_in_flight: 4,
             http_max_attempts: 3,
             http_timeout: 60,
