@@ -313,6 +313,27 @@ fn parameters_owned_by_the_done_hook_live_until_the_result_is_written() {
     }
 }
 
+/// The result the stream-ordered I/O behind `p` reports within 10 s while every GPU resource
+/// creation is held back, as the caller's pageable copy queued behind the I/O makes the CUDA
+/// driver do until that copy is done; then lets creation go and waits for the stream.
+fn result_while_creation_is_held(rt: &SimRuntime, stream: u64, p: &Params) -> isize {
+    let held = rt.hold_resource_creation();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let result = || {
+        // SAFETY: `p` lives; the I/O thread writes the field once, with a volatile write.
+        unsafe { std::ptr::read_volatile(&p.bytes) }
+    };
+    while (result() == -999 || result() == -(libc::EAGAIN as isize))
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let finished = result();
+    drop(held);
+    rt.with_stream(stream, |s| s.synchronize().unwrap()).unwrap();
+    finished
+}
+
 /// A caller that queues a copy into pageable memory behind a stream-ordered I/O makes the
 /// CUDA driver hold back every GPU resource creation in the process until that copy is done,
 /// which is after the I/O: the I/O must create none (here: a fresh engine whose workers have
@@ -329,21 +350,7 @@ fn the_io_creates_no_gpu_resource_while_it_holds_the_stream() {
     let params = p.ptrs();
     // SAFETY: the stream, the parameters and `dev` outlive the stream's run of the I/O.
     unsafe { drv.submit_on_stream(Op::Read, &f, dev.addr(), params, stream) }.unwrap();
-    // The caller's pageable copy, queued behind the I/O, waits from here until it is done.
-    let held = rt.hold_resource_creation();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let result = || {
-        // SAFETY: `p` lives; the I/O thread writes the field once, with a volatile write.
-        unsafe { std::ptr::read_volatile(&p.bytes) }
-    };
-    while (result() == -999 || result() == -(libc::EAGAIN as isize))
-        && std::time::Instant::now() < deadline
-    {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let finished = result();
-    drop(held);
-    rt.with_stream(stream, |s| s.synchronize().unwrap()).unwrap();
+    let finished = result_while_creation_is_held(&rt, stream, &p);
     assert_eq!(finished, 3 << 20, "the I/O waited for a resource the caller's copy held back");
     let mut out = vec![0u8; 3 << 20];
     dev.copy_to_host(7, &mut out).unwrap();
@@ -370,20 +377,7 @@ fn a_write_creates_no_gpu_resource_while_it_holds_the_stream() {
     let params = p.ptrs();
     // SAFETY: the stream, the parameters and `dev` outlive the stream's run of the I/O.
     unsafe { drv.submit_on_stream(Op::Write, &f, dev.addr(), params, stream) }.unwrap();
-    let held = rt.hold_resource_creation();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let result = || {
-        // SAFETY: `p` lives; the I/O thread writes the field once, with a volatile write.
-        unsafe { std::ptr::read_volatile(&p.bytes) }
-    };
-    while (result() == -999 || result() == -(libc::EAGAIN as isize))
-        && std::time::Instant::now() < deadline
-    {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let finished = result();
-    drop(held);
-    rt.with_stream(stream, |s| s.synchronize().unwrap()).unwrap();
+    let finished = result_while_creation_is_held(&rt, stream, &p);
     assert_eq!(finished, 3 << 20, "the write waited for a resource the caller's copy held back");
     let back = std::fs::read(&path).unwrap();
     assert_eq!(back[11..11 + (3 << 20)], data[9..9 + (3 << 20)]);

@@ -159,10 +159,9 @@ class safe_open:
         self._check_open()
         if self._group is not None:
             return self._group_load()[name]
-        if self._gpu is None and self._is_mapped(name):
-            t = self._read_alone(name)
-            if t is not None:
-                return t
+        t = self._mapped_view(name)
+        if t is not None:
+            return t
         ahead = self._ahead.pop(name, None)
         keys, pos_of, sizes = self._key_order()
         pos = pos_of.get(name)
@@ -274,14 +273,15 @@ class safe_open:
         self._maps[file] = m
         return m
 
-    def _is_mapped(self, name: str) -> bool:
-        """Tensor ``name`` lies in a file that CPU tensors of this framework are views of."""
+    def _mapped_view(self, name: str) -> Optional[Any]:
+        """Tensor ``name`` as a view of its file's mapping (:meth:`_read_alone`) when it is a
+        CPU tensor of NumPy or torch in a mapped file; ``None`` otherwise (it is read)."""
+        if self._gpu is not None or self._alone_kit() is None:
+            return None
         where = self._where().get(name)
-        return (
-            where is not None
-            and self._alone_kit() is not None
-            and self._mapping(where[0]) is not None
-        )
+        if where is None or self._mapping(where[0]) is None:
+            return None
+        return self._read_alone(name)
 
     def _view_of_mapping(
         self, lib: Any, file: int, begin: int, end: int, dt: Any, shape: list[int]
@@ -349,11 +349,10 @@ class safe_open:
             got = self._group_load()
         else:
             got = {}
-            if self._gpu is None:
-                for n in wanted:
-                    t = self._read_alone(n) if self._is_mapped(n) else None
-                    if t is not None:
-                        got[n] = t
+            for n in wanted:
+                t = self._mapped_view(n)
+                if t is not None:
+                    got[n] = t
             rest = [n for n in wanted if n not in got]
             if rest:
                 got.update({t.name: self._convert(t) for t in self._ckpt.load(rest, self._gpu)})

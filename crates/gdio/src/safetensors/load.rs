@@ -223,7 +223,8 @@ pub fn load(
     let (state, mut views) = start(driver, ckpt, plan, options)?;
     let allocations = state.allocations.clone();
     let (tx, rx) = mpsc::channel();
-    let (bytes_read, times) = state.run(tx)?;
+    let times = state.times;
+    let bytes_read = state.run(tx)?;
     views.extend(rx.try_iter());
     Ok(Loaded { allocations, views, bytes_read, times })
 }
@@ -240,6 +241,7 @@ pub fn load_stream(
     let (state, ready) = start(driver, ckpt, plan, options)?;
     let allocations = state.allocations.clone();
     let cancel = state.cancel.clone();
+    let times = state.times;
     let (tx, rx) = mpsc::channel();
     let handle = std::thread::Builder::new()
         .name("gdio-st-load".into())
@@ -254,7 +256,7 @@ pub fn load_stream(
         seen: Vec::with_capacity(plan.len()),
         failed: None,
         bytes_read: 0,
-        times: LoadTimes::default(),
+        times,
     })
 }
 
@@ -341,7 +343,7 @@ pub struct LoadStream {
     // In a mutex so the stream is Sync (bindings such as PyO3 want that).
     rx: Option<Mutex<mpsc::Receiver<TensorView>>>,
     ready: std::collections::VecDeque<TensorView>,
-    handle: Option<JoinHandle<Result<(u64, LoadTimes)>>>,
+    handle: Option<JoinHandle<Result<u64>>>,
     allocations: Allocations,
     cancel: Arc<AtomicBool>,
     seen: Vec<TensorView>,
@@ -375,7 +377,7 @@ impl LoadStream {
     fn join(&mut self) -> Result<()> {
         self.rx = None;
         if let Some(h) = self.handle.take() {
-            (self.bytes_read, self.times) = h.join().unwrap_or_else(|_| {
+            self.bytes_read = h.join().unwrap_or_else(|_| {
                 Err(Error::new(ErrorKind::Io, "the safetensors loader thread panicked"))
             })?;
         }
@@ -641,9 +643,8 @@ impl Run {
         }
     }
 
-    /// Runs every request; returns the bytes read from storage and where the time before the
-    /// reads went.
-    fn run(self, tx: mpsc::Sender<TensorView>) -> Result<(u64, LoadTimes)> {
+    /// Runs every request; returns the bytes read from storage.
+    fn run(self, tx: mpsc::Sender<TensorView>) -> Result<u64> {
         let mut handles: Vec<Option<Arc<FileHandle>>> = Vec::new();
         handles.resize_with(self.layout.paths.len(), || None);
         for g in &self.layout.groups {
@@ -691,7 +692,7 @@ impl Run {
         if self.cancel.load(Ordering::Relaxed) {
             return Err(Error::new(ErrorKind::Io, "load cancelled"));
         }
-        Ok((read.into_inner(), self.times))
+        Ok(read.into_inner())
     }
 
     /// Reads one request into its reader's allocation and copies it to the other members.
