@@ -5,6 +5,7 @@ host when torch is installed; GPU loads where there is a GPU."""
 import json
 import os
 import random
+import subprocess
 
 import numpy as np
 import pytest
@@ -242,6 +243,10 @@ def _cpu_views_of_the_page_cache(lib, path, names, read_back, addr):
     with safe_open(path, framework=framework) as f:
         got = {k: f.get_tensor(k) for k in names}
         rows = f.get_slice(names[0])[1:3]
+        streamed = list(f.tensors(names[::-1]))
+    assert [k for k, _ in streamed] == names[::-1], "views come in the order asked"
+    for k, x in streamed:
+        assert _mapped_from(path, addr(x)) and raw(x) == raw(want[k]), f"{k}: tensors() a view"
     for k in names:
         assert _mapped_from(path, addr(got[k])), f"{k}: a view of the file's mapping"
         assert raw(got[k]) == raw(want[k]), k
@@ -254,9 +259,12 @@ def _cpu_views_of_the_page_cache(lib, path, names, read_back, addr):
     with gdio.defaults.set({"safetensors_map_host": False}), safe_open(path, framework=framework) as f:
         copies = f.get_tensors(names)
         alone = f.get_tensor(names[1])
+        streamed = dict(f.tensors())
+    assert sorted(streamed) == names
     for k in names:
         assert not _mapped_from(path, addr(copies[k])), f"{k}: map_host off reads a copy"
-        assert raw(copies[k]) == raw(want[k]), k
+        assert not _mapped_from(path, addr(streamed[k])), f"{k}: tensors() reads a copy"
+        assert raw(copies[k]) == raw(want[k]) and raw(streamed[k]) == raw(want[k]), k
     assert not _mapped_from(path, addr(alone)) and raw(alone) == raw(want[names[1]])
 
 
@@ -281,6 +289,37 @@ def test_numpy_cpu_tensors_of_a_cached_file_are_copy_on_write_views(tmp_path):
     loaded = gst_np.load_file(path)
     assert_same(loaded, t)
     assert all(_mapped_from(path, loaded[k].__array_interface__["data"][0]) for k in names)
+
+
+def test_numpy_cpu_tensors_of_a_file_partly_out_of_the_page_cache_are_read(tmp_path):
+    # Whether a file is in the page cache is judged by 64 windows spread over it: a megabyte
+    # evicted from the middle of an 8 MiB file takes some of them, so its tensors are read
+    # (copies with the file's bytes); read back in, the file is mapped again.
+    gen = np.random.default_rng(37)
+    t = {f"t.{i:02d}": gen.integers(-2**31, 2**31, size=(256, 256), dtype=np.int32)
+         for i in range(32)}
+    path = tmp_path / "m.safetensors"
+    ref_np.save_file(t, str(path))
+    names = sorted(t)
+    if subprocess.run(["stat", "-f", "-c", "%T", str(path)], capture_output=True,
+                      text=True).stdout.strip() in ("tmpfs", "ramfs"):
+        pytest.skip("tmpfs keeps files in memory: nothing to evict")
+    addr = lambda a: a.__array_interface__["data"][0]  # noqa: E731
+    gdio.drop_file_page_cache(path, 3 << 20, 1 << 20)
+    cached, total = gdio.get_page_cache_info(path)
+    assert cached < total, "the evicted megabyte is out of the page cache"
+    loaded = gst_np.load_file(path)
+    assert_same(loaded, t)
+    assert not any(_mapped_from(path, addr(loaded[k])) for k in names), "read, not mapped"
+    gdio.drop_file_page_cache(path, 3 << 20, 1 << 20)  # the read brought it back in
+    with safe_open(path, framework="np") as f:
+        streamed = dict(f.tensors())
+    assert_same(streamed, t)
+    assert not any(_mapped_from(path, addr(streamed[k])) for k in names)
+    path.read_bytes()
+    loaded = gst_np.load_file(path)
+    assert_same(loaded, t)
+    assert all(_mapped_from(path, addr(loaded[k])) for k in names), "cached again: mapped"
 
 
 def test_torch_cpu_tensors_of_a_cached_file_are_copy_on_write_views(tmp_path):

@@ -103,15 +103,26 @@ fn config_set(
 }
 
 /// `(pages_cached, pages_total)` of `length` bytes (0: to the end) at `offset` of `file` (a
-/// path, a `CuFile` or a file descriptor).
+/// path, a `CuFile` or a file descriptor); with `windows` > 0, of that many evenly spaced
+/// windows of 64 KiB across the range only (a cost that does not grow with the range).
 #[pyfunction]
-#[pyo3(signature = (file, offset=0, length=0))]
-fn page_cache_info(file: &Bound<'_, PyAny>, offset: u64, length: u64) -> PyResult<(u64, u64)> {
+#[pyo3(signature = (file, offset=0, length=0, windows=0))]
+fn page_cache_info(
+    file: &Bound<'_, PyAny>,
+    offset: u64,
+    length: u64,
+    windows: u64,
+) -> PyResult<(u64, u64)> {
     let py = file.py();
     let residency = |fd: std::os::fd::BorrowedFd<'_>| -> gdio::Result<(u64, u64)> {
         let size = rustix_size(fd)?;
         let len = if length == 0 { size.saturating_sub(offset) } else { length };
-        let r = gdio::file::residency::residency(fd, offset, len).ok_or_else(|| {
+        let r = if windows == 0 {
+            gdio::file::residency::residency(fd, offset, len)
+        } else {
+            gdio::file::residency::sampled(fd, offset, len, windows, 64 << 10)
+        };
+        let r = r.ok_or_else(|| {
             gdio::Error::new(
                 gdio::ErrorKind::Unsupported,
                 "neither cachestat nor mincore works here",

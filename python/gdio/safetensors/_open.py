@@ -12,6 +12,12 @@ from . import _frameworks
 
 PathArg = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
 
+# How many windows of 64 KiB of a file must be in the page cache for its CPU tensors to be
+# views of a mapping of it: checking every page costs milliseconds per GB (more than the
+# package's whole torch load_file), 64 windows about 0.1 ms for any size.
+_MAP_CHECK_WINDOWS = 64
+
+
 def parse_device(device: Any) -> Optional[int]:
     """``"cpu"`` -> ``None`` (host memory); ``"cuda"``, ``"cuda:N"``, ``N``, ``torch.device``
     -> the GPU ordinal."""
@@ -68,7 +74,7 @@ class safe_open:
     alone, and never travels between ranks.
     ``backend``: the package's ``"mmap"`` or ``"pread"``, accepted for compatibility;
     anything else is a ``ValueError``. gdio decides by itself: on the CPU (NumPy or torch),
-    the tensors of a file wholly in the page cache are views of a private copy-on-write
+    the tensors of a file in the page cache are views of a private copy-on-write
     mapping of it (no copy; writes to them never reach the file; the file must not be cut
     short while they live, as with the package), and other files are read by gdio's
     engine (``safetensors_map_host`` false: always read).
@@ -205,7 +211,7 @@ class safe_open:
         cost, which is what the package's ``get_tensor`` and ``get_slice`` (a CPU tensor moved
         with ``.to``) get. The bytes come through the checkpoint's own file handles; a read into
         a torch tensor waits for the work torch queued before, as every read into one does.
-        On the CPU, a file wholly in the page cache is not read at all: the tensor is a view
+        On the CPU, a file in the page cache is not read at all: the tensor is a view
         of its copy-on-write mapping (:meth:`_mapping`), as the package's torch tensors are."""
         kit = self._alone_kit()
         if kit is None:
@@ -254,8 +260,9 @@ class safe_open:
 
     def _mapping(self, file: int) -> Optional[mmap.mmap]:
         """File ``file`` mapped copy-on-write, when CPU tensors may be views of it: the
-        configuration allows it (``safetensors_map_host``) and every page of the file is in the
-        page cache (a cold file is read by the workers in parallel instead of faulted in a
+        configuration allows it (``safetensors_map_host``) and the file is in the page cache,
+        every page of 64 windows of 64 KiB spread over it (a check that costs the same for any
+        size of file; a cold file is read by the workers in parallel instead of faulted in a
         page at a time); ``None`` otherwise. Decided once per file and ``safe_open``."""
         if file in self._maps:
             return self._maps[file]
@@ -263,7 +270,7 @@ class safe_open:
         if _native.config_get("safetensors_map_host"):
             fd = self._ckpt.dup_fd(file)
             try:
-                cached, total = _native.page_cache_info(fd, 0, 0)
+                cached, total = _native.page_cache_info(fd, 0, 0, _MAP_CHECK_WINDOWS)
                 if total and cached >= total:
                     m = mmap.mmap(fd, 0, access=mmap.ACCESS_COPY)
             except (OSError, ValueError):
@@ -282,6 +289,19 @@ class safe_open:
         if where is None or self._mapping(where[0]) is None:
             return None
         return self._read_alone(name)
+
+    def _views(self, names: list[str]) -> tuple[dict[str, Any], list[str]]:
+        """The tensors of ``names`` that are views of their file's mapping
+        (:meth:`_mapped_view`), in the order asked, and the names left to read."""
+        views: dict[str, Any] = {}
+        rest = []
+        for n in names:
+            t = self._mapped_view(n)
+            if t is None:
+                rest.append(n)
+            else:
+                views[n] = t
+        return views, rest
 
     def _view_of_mapping(
         self, lib: Any, file: int, begin: int, end: int, dt: Any, shape: list[int]
@@ -348,26 +368,30 @@ class safe_open:
         if self._group is not None:
             got = self._group_load()
         else:
-            got = {}
-            for n in wanted:
-                t = self._mapped_view(n)
-                if t is not None:
-                    got[n] = t
-            rest = [n for n in wanted if n not in got]
+            got, rest = self._views(wanted)
             if rest:
                 got.update({t.name: self._convert(t) for t in self._ckpt.load(rest, self._gpu)})
         return {n: got[n] for n in wanted}
 
     def tensors(self, names: Optional[Sequence[str]] = None) -> Iterator[tuple[str, Any]]:
         """``(name, tensor)`` pairs in the order the tensors land (completion order; with a
-        process group, after the group's one load, in ``keys()`` order)."""
+        process group, after the group's one load, in ``keys()`` order). On the CPU, the
+        tensors that are views of their file's mapping (as :meth:`get_tensors` gives them) come
+        first, in the order asked; the others are read."""
         self._check_open()
+        wanted = None if names is None else list(names)
         if self._group is not None:
             got = self._group_load()
-            for n in self.keys() if names is None else list(names):
+            for n in self.keys() if wanted is None else wanted:
                 yield n, got[n]
             return
-        for t in self._ckpt.stream(None if names is None else list(names), self._gpu):
+        views, rest = self._views(self.keys() if wanted is None else wanted)
+        yield from views.items()
+        if views:
+            if not rest:
+                return
+            wanted = rest
+        for t in self._ckpt.stream(wanted, self._gpu):
             yield t.name, self._convert(t)
 
     def get_slice(self, name: str) -> "Slice":

@@ -180,9 +180,10 @@ pub struct Config {
     /// Off by default: CUDA's one callback thread per process made 1 MiB requests 3.6 times
     /// slower on the H200 host (BENCHMARKS.md, session 3).
     pub completion_callbacks: bool,
-    /// One engine thread finishes the tasks of requests of one or two tasks the moment their
-    /// copies land, by a word the copy stream sets in stream order (`cuStreamWriteValue32`),
-    /// instead of when their worker next looks. No host function holds the stream, unlike
+    /// One engine thread finishes the tasks of requests of one or two tasks (and every piece of
+    /// a one-task read split over idle workers) the moment their copies land, by a word the
+    /// copy stream sets in stream order (`cuStreamWriteValue32`), instead of when their worker
+    /// next looks. No host function holds the stream, unlike
     /// `completion_callbacks`. The thread polls every `completion_poll_us` while copies are in
     /// flight (every 50 µs after `completion_spin_us` without a landing). On by default: on the
     /// H200 it read 1 MiB × 32 5–9 % and 16 MiB × 8 4–25 % faster and Python's `preadv` 15 %
@@ -238,12 +239,13 @@ pub struct Config {
     /// until every worker has them.
     pub safetensors_overlap_warm: bool,
     /// From Python (`gdio.safetensors` with NumPy or torch on the CPU): the tensors of a file
-    /// wholly in the page cache are views of a private, copy-on-write mapping of it, as the
-    /// safetensors package's torch tensors are (no copy: writes to them never reach the
-    /// file; the file must not be cut short while they live); false, or a file not wholly
-    /// cached: read into memory of their own. Build machine, files of 0.2 and 2.2 GB in
-    /// `/dev/shm`: NumPy `load_file` in 6–9 and 28–34 ms against 109–148 and 956–1558 read
-    /// (BENCHMARKS.md session 17, "CPU tensors as views of the page cache").
+    /// in the page cache (every page of 64 windows of 64 KiB spread over it) are views of a
+    /// private, copy-on-write mapping of it, as the safetensors package's torch tensors are
+    /// (no copy: writes to them never reach the file; the file must not be cut short while
+    /// they live); false, or a file not cached: read into memory of their own. Build machine,
+    /// files of 0.2 and 2.2 GB in `/dev/shm`: NumPy `load_file` in 6–9 and 28–34 ms against
+    /// 109–148 and 956–1558 read (BENCHMARKS.md session 17, "CPU tensors as views of the page
+    /// cache"); H200 (session 18): 1.5–2.8 and 5.2–6.1 ms, the package 133–182 and 1346–1578.
     pub safetensors_map_host: bool,
     /// A sharded safetensors save writes up to this many shards at once, each from a thread of
     /// its own (buffered writes to one file serialize on its inode lock, so files written side

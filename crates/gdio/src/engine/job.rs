@@ -199,6 +199,9 @@ pub struct Job {
     pub(crate) buffered_chunk: u64,
     /// `O_DIRECT` reads a worker keeps in flight for this job's cold ranges in GPU memory.
     pub(crate) direct_in_flight: usize,
+    /// A one-task read split over idle workers (`split_min_bytes`): its caller waits for
+    /// pieces that run side by side, so the completion watcher finishes them however many.
+    pub(crate) split: bool,
     counters: Option<Arc<Counters>>,
     notifier: Option<Arc<Notifier>>,
     state: Mutex<State>,
@@ -252,6 +255,7 @@ impl Job {
             page_cache_dma: false,
             buffered_chunk: u64::MAX,
             direct_in_flight: 1,
+            split: false,
             counters,
             notifier: None,
             state: Mutex::new(State { done, ..State::default() }),

@@ -53,12 +53,20 @@ impl Deferred {
     }
 }
 
-/// The most tasks a request may have for the completion watcher to finish them: requests of
-/// one or two tasks (up to 2 × `task_size`) are the ones whose callers wait on one landing,
-/// and the H200 read them 3–9 % faster with the watcher (1 MiB × 32, 16 MiB × 8; BENCHMARKS.md
-/// session 11); the large requests of a checkpoint load read 1.5–4 % slower with their tasks
-/// watched, so their workers finish their tasks themselves.
+/// The most tasks a request may have for the completion watcher to finish them (split reads
+/// aside, [`is_watched`]): requests of one or two tasks (up to 2 × `task_size`) are the ones
+/// whose callers wait on one landing, and the H200 read them 3–9 % faster with the watcher
+/// (1 MiB × 32, 16 MiB × 8; BENCHMARKS.md session 11); the large requests of a checkpoint load
+/// read 1.5–4 % slower with their tasks watched, so their workers finish their tasks
+/// themselves.
 const WATCH_MAX_TASKS: usize = 2;
+
+/// True when the completion watcher finishes `job`'s tasks: a request of at most
+/// [`WATCH_MAX_TASKS`] tasks, or a one-task read split over idle workers (`split_min_bytes`),
+/// however many pieces: its caller waits for pieces that run side by side, as for one task.
+pub(super) fn is_watched(job: &Job) -> bool {
+    job.tasks.len() <= WATCH_MAX_TASKS || job.split
+}
 
 /// How a worker waits for a copy's completion marker: it asks the stream every `every` for up
 /// to `spin`, then blocks. Asking back to back from many workers keeps the driver's locks busy
@@ -281,7 +289,7 @@ impl Lane {
     /// write of `seq` into the stream's progress word behind their copies first. Large jobs
     /// cost nothing here, not even that write.
     fn watch_tasks(&mut self, seq: u64, tasks: &[Arc<Deferred>]) {
-        let small = |d: &&Arc<Deferred>| d.job.tasks.len() <= WATCH_MAX_TASKS;
+        let small = |d: &&Arc<Deferred>| is_watched(&d.job);
         if self.watch.is_none() || !tasks.iter().any(|d| small(&d)) {
             return;
         }

@@ -76,7 +76,7 @@ pub struct EngineCounters {
     /// One-task reads into GPU memory split over idle workers (`split_min_bytes`).
     pub split_reads: u64,
     /// Tasks the completion watcher finished the moment their copies landed, before their
-    /// workers looked (`completion_watcher`; requests of one or two tasks only).
+    /// workers looked (`completion_watcher`; requests of one or two tasks, and split reads).
     pub watcher_finished: u64,
     /// Synchronous requests of one task that ran on their calling threads instead of the
     /// workers: host memory, and GPU memory up to `inline_max_bytes`.
@@ -335,9 +335,11 @@ impl Engine {
         };
         let align = transfer::direct_align(fh);
         let mut tasks = plan::split(offset, len, self.config.task_bytes() as u64, align);
+        let mut split = false;
         if tasks.len() == 1 && op == Op::Read && matches!(buf.kind, MemoryKind::Device { .. }) {
             if let Some(size) = self.split_size(len, self.pool_for(buf.kind)) {
                 tasks = plan::split(offset, len, size, align);
+                split = true;
                 self.counters.split_reads.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -354,6 +356,7 @@ impl Engine {
         job.buffered_chunk = self.config.buffered_chunk_size.max(4096) as u64;
         job.direct_in_flight = self.config.direct_reads_in_flight.clamp(1, 64);
         job.page_cache_dma = self.config.page_cache_dma && op == Op::Read;
+        job.split = split;
         job
     }
 
@@ -755,5 +758,38 @@ mod tests {
         off.prepare_gpu(0).unwrap();
         off.wait_idle(4);
         assert_eq!(off.split_size(64 << 20, &off.pool), None);
+    }
+
+    #[test]
+    fn the_watcher_finishes_small_requests_and_split_reads_not_large_ones() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        std::fs::write(&p, vec![7u8; 64 << 10]).unwrap();
+        let f = Arc::new(FileHandle::open(&p).unwrap());
+        let e = Engine::new(
+            Arc::new(SimRuntime::new(1, Duration::ZERO)),
+            &Config {
+                threads: 4,
+                task_size: 4 << 20,
+                split_min_bytes: 1 << 20,
+                ..Config::default()
+            },
+        );
+        let dev = |len| BufferRef { addr: 1 << 40, len, kind: MemoryKind::Device { ordinal: 0 } };
+        let job = |op, len: u64| e.job(op, JobFile::Shared(f.clone()), dev(len as usize), 0, len);
+        // No worker started yet: nothing idle, so a 4 MiB read stays one task.
+        let whole = job(Op::Read, 4 << 20);
+        e.prepare_gpu(0).unwrap();
+        e.wait_idle(4);
+        let split = job(Op::Read, 4 << 20);
+        let (two, three) = (job(Op::Read, 8 << 20), job(Op::Read, 12 << 20));
+        let write = job(Op::Write, 4 << 20);
+        assert_eq!((whole.tasks.len(), whole.split), (1, false));
+        assert_eq!((split.tasks.len(), split.split), (4, true), "1 MiB pieces over 4 idle workers");
+        assert_eq!((two.tasks.len(), three.tasks.len(), three.split), (2, 3, false));
+        assert_eq!((write.tasks.len(), write.split), (1, false), "writes are never split");
+        assert!(lane::is_watched(&whole) && lane::is_watched(&two) && lane::is_watched(&write));
+        assert!(lane::is_watched(&split), "a split read is watched whatever its pieces");
+        assert!(!lane::is_watched(&three), "a request of three tasks is left to its workers");
     }
 }

@@ -330,8 +330,7 @@ impl GpuRuntime for CudaRuntime {
             },
             "cuStreamCreate",
         )?;
-        let owner = Arc::new(RawStream { ctx: ctx.clone(), raw: stream });
-        CudaStream::with_events(ctx, owner, slots)
+        CudaStream::with_events(Arc::new(RawStream { ctx, raw: stream }), slots)
     }
 
     fn bind_thread(&self, ordinal: usize) -> Result<()> {
@@ -536,10 +535,7 @@ impl Drop for RawStream {
 /// A CUDA stream with one event per marker slot (plus one for `synchronize`), queueing on
 /// its own stream or, when forked, on another's.
 struct CudaStream {
-    ctx: Arc<CudaContext>,
-    /// `owner.raw`, at hand.
-    stream: sys::CUstream,
-    /// The stream this one queues on, shared with its forks.
+    /// The stream this one queues on (and its context), shared with its forks.
     owner: Arc<RawStream>,
     events: Vec<sys::CUevent>,
     recorded: Vec<bool>,
@@ -553,20 +549,8 @@ unsafe impl Send for CudaStream {}
 
 impl CudaStream {
     /// A stream on `owner`'s queue with `slots` markers (and one more for `synchronize`).
-    fn with_events(
-        ctx: Arc<CudaContext>,
-        owner: Arc<RawStream>,
-        slots: usize,
-    ) -> Result<Box<dyn GpuStream>> {
-        let stream = owner.raw;
-        let mut s = CudaStream {
-            ctx,
-            stream,
-            owner,
-            events: Vec::new(),
-            recorded: Vec::new(),
-            progress: None,
-        };
+    fn with_events(owner: Arc<RawStream>, slots: usize) -> Result<Box<dyn GpuStream>> {
+        let mut s = CudaStream { owner, events: Vec::new(), recorded: Vec::new(), progress: None };
         for _ in 0..=slots.max(1) {
             let mut ev: sys::CUevent = std::ptr::null_mut();
             let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32
@@ -580,7 +564,7 @@ impl CudaStream {
     }
 
     fn bind(&self) -> Result<()> {
-        self.ctx.bind_to_thread().map_err(|e| from_driver(e, "cuCtxSetCurrent"))
+        self.owner.ctx.bind_to_thread().map_err(|e| from_driver(e, "cuCtxSetCurrent"))
     }
 }
 
@@ -589,7 +573,7 @@ impl GpuStream for CudaStream {
         self.bind()?;
         // SAFETY: forwarded contract.
         check(
-            unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), len, self.stream) },
+            unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), len, self.owner.raw) },
             "cuMemcpyHtoDAsync",
         )
     }
@@ -616,7 +600,7 @@ impl GpuStream for CudaStream {
             },
             dstLocHint: sys::CUmemLocation {
                 type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-                id: self.ctx.ordinal() as i32,
+                id: self.owner.ctx.ordinal() as i32,
             },
             flags: 0,
         };
@@ -632,11 +616,11 @@ impl GpuStream for CudaStream {
         let r = match batch {
             // SAFETY: `n` entries in each array, one attribute applying from entry 0; the
             // ranges are valid until the copies complete (forwarded contract).
-            BatchCopy::V2(f) => unsafe { f(d, s, z, n, a, ai, 1, self.stream) },
+            BatchCopy::V2(f) => unsafe { f(d, s, z, n, a, ai, 1, self.owner.raw) },
             BatchCopy::V1(f) => {
                 let mut fail = usize::MAX;
                 // SAFETY: as above; `fail` receives the index of a failing copy.
-                unsafe { f(d, s, z, n, a, ai, 1, &mut fail, self.stream) }
+                unsafe { f(d, s, z, n, a, ai, 1, &mut fail, self.owner.raw) }
             }
         };
         if let Err(e) = check(r, &format!("cuMemcpyBatchAsync of {n} copies")) {
@@ -656,14 +640,14 @@ impl GpuStream for CudaStream {
         self.bind()?;
         // SAFETY: forwarded contract.
         check(
-            unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, len, self.stream) },
+            unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, len, self.owner.raw) },
             "cuMemcpyDtoHAsync",
         )
     }
     fn record(&mut self, slot: usize) -> Result<()> {
         self.bind()?;
         // SAFETY: the event and stream belong to the current context.
-        check(unsafe { sys::cuEventRecord(self.events[slot], self.stream) }, "cuEventRecord")?;
+        check(unsafe { sys::cuEventRecord(self.events[slot], self.owner.raw) }, "cuEventRecord")?;
         self.recorded[slot] = true;
         Ok(())
     }
@@ -697,7 +681,7 @@ impl GpuStream for CudaStream {
     }
     fn fork(&mut self, slots: usize) -> Result<Box<dyn GpuStream>> {
         self.bind()?;
-        CudaStream::with_events(self.ctx.clone(), self.owner.clone(), slots)
+        CudaStream::with_events(self.owner.clone(), slots)
     }
     fn notify(&mut self, f: Box<dyn FnOnce() + Send>) -> Result<()> {
         self.bind()?;
@@ -705,7 +689,7 @@ impl GpuStream for CudaStream {
         // SAFETY: `trampoline` takes back and runs the box behind `user` exactly once, when the
         // stream reaches it; the stream is live (destroyed only in Drop, after a synchronize).
         let r = unsafe {
-            sys::cuLaunchHostFunc(self.stream, Some(super::cuda_gate::trampoline), user.cast())
+            sys::cuLaunchHostFunc(self.owner.raw, Some(super::cuda_gate::trampoline), user.cast())
         };
         if let Err(e) = check(r, "cuLaunchHostFunc (completion callback)") {
             // SAFETY: the launch failed, so the trampoline never runs: the box is still ours.
@@ -717,7 +701,7 @@ impl GpuStream for CudaStream {
     fn progress(&mut self) -> Result<Option<super::ProgressWord>> {
         if self.progress.is_none() {
             self.bind()?;
-            self.progress = Some(super::cuda_progress::new_word(&self.ctx)?);
+            self.progress = Some(super::cuda_progress::new_word(&self.owner.ctx)?);
         }
         Ok(self.progress.as_ref().map(|(w, _)| w.clone()))
     }
@@ -728,7 +712,7 @@ impl GpuStream for CudaStream {
         self.bind()?;
         // SAFETY: the stream is live; the word lives as long as this stream's handle, which
         // Drop keeps until after the stream is synchronized.
-        unsafe { super::cuda_progress::signal(self.stream, dev, value) }
+        unsafe { super::cuda_progress::signal(self.owner.raw, dev, value) }
     }
 }
 
@@ -741,7 +725,7 @@ impl Drop for CudaStream {
         // stream (kept alive by `owner`) drained: no copy from this stream's buffers and no
         // write of its progress word is left. The stream itself goes with its last owner.
         unsafe {
-            let _ = sys::cuStreamSynchronize(self.stream);
+            let _ = sys::cuStreamSynchronize(self.owner.raw);
             for ev in &self.events {
                 let _ = sys::cuEventDestroy_v2(*ev);
             }

@@ -340,8 +340,9 @@ fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
     }
 }
 
-/// The watcher finishes only the tasks of requests of one or two tasks: a read of three or
-/// more is left to its workers, while they read on (one worker, each read of the file slow).
+/// The watcher finishes only the tasks of requests of one or two tasks (and of split reads):
+/// a read of three or more is left to its workers, while they read on (one worker, each read
+/// of the file slow).
 #[test]
 fn the_completion_watcher_leaves_requests_of_many_tasks_to_their_workers() {
     use std::time::Duration;
