@@ -185,6 +185,13 @@ fn runtime_info(py: Python<'_>) -> PyResult<(String, usize, Option<String>, usiz
     ))
 }
 
+/// Whether the driver has found its GPU runtime (loaded libcuda, `cuInit`): with
+/// `defer_gpu_init`, not before the first call that needed it.
+#[pyfunction]
+fn gpu_runtime_found(py: Python<'_>) -> PyResult<bool> {
+    Ok(file::runtime(py)?.driver.gpu_runtime_found())
+}
+
 /// Whether GPUDirect Storage can serve I/O here (gdio's `gds` backend, over nvidia-fs or
 /// PCI P2PDMA): `(available, why not, nvidia-fs version)`.
 #[pyfunction]
@@ -293,6 +300,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(page_cache_info, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(runtime_info, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_runtime_found, m)?)?;
     m.add_function(wrap_pyfunction!(report::stats_json, m)?)?;
     m.add_function(wrap_pyfunction!(bounce_buffer_free, m)?)?;
     m.add_function(wrap_pyfunction!(gds_status, m)?)?;

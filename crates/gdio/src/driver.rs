@@ -12,6 +12,7 @@ use crate::config::{Config, LoadedConfig};
 use crate::engine::{Bulk, Engine};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{FileHandle, FileInfo, OpenOptions};
+use crate::gpu::lazy::LazyRuntime;
 use crate::gpu::{self, DeviceBuffer, GpuRuntime};
 use crate::memory::{BufferRef, IoBuf, IoBufMut, MemoryKind};
 use crate::request::{Op, Request};
@@ -24,6 +25,13 @@ pub use crate::backend::select::Decision;
 /// Bytes of the example request [`Driver::explain`] scores.
 pub const EXPLAIN_LEN: u64 = 1 << 20;
 
+/// Why a driver has no GPU: known when it was made, or when its lazy runtime is found.
+#[derive(Debug)]
+enum WhyNoGpu {
+    Known(Option<String>),
+    Lazy(Arc<LazyRuntime>),
+}
+
 /// The gdio context: configuration, GPU runtime, engine and backends.
 #[derive(Debug)]
 pub struct Driver {
@@ -33,7 +41,7 @@ pub struct Driver {
     shared_config: Arc<Config>,
     stats: Arc<Stats>,
     runtime: Arc<dyn GpuRuntime>,
-    why_no_gpu: Option<String>,
+    why_no_gpu: WhyNoGpu,
     engine: Arc<Engine>,
     backends: Vec<Arc<dyn Backend>>,
 }
@@ -46,14 +54,29 @@ impl Driver {
 
     /// A driver on the best GPU runtime, with a configuration that knows where each value came
     /// from ([`Config::load`]).
+    /// With `defer_gpu_init`, the runtime is found at the first call that needs one.
     pub fn from_loaded(loaded: LoadedConfig) -> Result<Driver> {
-        let (runtime, why) = gpu::detect_with(loaded.config().pinned_huge_pages);
-        Self::build(loaded, runtime, why, None)
+        let huge = loaded.config().pinned_huge_pages;
+        if loaded.config().defer_gpu_init {
+            return Self::with_lazy_runtime(loaded, Arc::new(LazyRuntime::detect(huge)));
+        }
+        let (runtime, why) = gpu::detect_with(huge);
+        Self::build(loaded, runtime, WhyNoGpu::Known(why), None)
     }
 
     /// A driver on a given runtime (for tests: [`gpu::sim::SimRuntime`]).
     pub fn with_runtime(config: Config, runtime: Arc<dyn GpuRuntime>) -> Result<Driver> {
-        Self::build(LoadedConfig::from(config), runtime, None, None)
+        Self::build(LoadedConfig::from(config), runtime, WhyNoGpu::Known(None), None)
+    }
+
+    /// A driver on a runtime found when first needed (`defer_gpu_init`; tests give a
+    /// [`LazyRuntime`] over a simulated one).
+    pub fn with_lazy_runtime(
+        config: impl Into<LoadedConfig>,
+        lazy: Arc<LazyRuntime>,
+    ) -> Result<Driver> {
+        let runtime: Arc<dyn GpuRuntime> = lazy.clone();
+        Self::build(config.into(), runtime, WhyNoGpu::Lazy(lazy), None)
     }
 
     /// A driver on a given runtime with the backends `make` builds on the driver's engine, in
@@ -63,7 +86,7 @@ impl Driver {
         runtime: Arc<dyn GpuRuntime>,
         make: impl FnOnce(&Arc<Engine>) -> Vec<Arc<dyn Backend>>,
     ) -> Result<Driver> {
-        Self::build(config.into(), runtime, None, Some(Box::new(make)))
+        Self::build(config.into(), runtime, WhyNoGpu::Known(None), Some(Box::new(make)))
     }
 
     /// The standard backends, in scoring order: gds, compat, host.
@@ -79,7 +102,7 @@ impl Driver {
     fn build(
         loaded: LoadedConfig,
         runtime: Arc<dyn GpuRuntime>,
-        why_no_gpu: Option<String>,
+        why_no_gpu: WhyNoGpu,
         make: Option<Box<dyn FnOnce(&Arc<Engine>) -> Vec<Arc<dyn Backend>> + '_>>,
     ) -> Result<Driver> {
         let config = loaded.config();
@@ -132,9 +155,22 @@ impl Driver {
         &self.runtime
     }
 
-    /// Why there is no GPU runtime, when there is none.
+    /// Why there is no GPU runtime, when there is none (with `defer_gpu_init`, finds the
+    /// runtime first).
     pub fn why_no_gpu(&self) -> Option<&str> {
-        self.why_no_gpu.as_deref()
+        match &self.why_no_gpu {
+            WhyNoGpu::Known(why) => why.as_deref(),
+            WhyNoGpu::Lazy(lazy) => lazy.why_no_gpu(),
+        }
+    }
+
+    /// Whether the GPU runtime has been found: always, but with `defer_gpu_init` before the
+    /// first call that needed it.
+    pub fn gpu_runtime_found(&self) -> bool {
+        match &self.why_no_gpu {
+            WhyNoGpu::Known(_) => true,
+            WhyNoGpu::Lazy(lazy) => lazy.resolved(),
+        }
     }
 
     /// The engine (for callers that want its knobs).
@@ -179,8 +215,8 @@ impl Driver {
     fn check_gpu(&self, ordinal: usize) -> Result<()> {
         let n = self.runtime.device_count();
         if ordinal >= n {
-            let why = match (&self.why_no_gpu, n) {
-                (Some(w), _) => w.clone(),
+            let why = match (self.why_no_gpu(), n) {
+                (Some(w), _) => w.to_owned(),
                 (None, n) => format!("this machine has {n} GPU(s), numbered from 0"),
             };
             return Err(Error::new(
@@ -766,7 +802,7 @@ impl Driver {
                     ErrorKind::NoGpu,
                     format!(
                         "stream 0x{stream:x} cannot be a stream of this process: {}",
-                        self.why_no_gpu.as_deref().unwrap_or("it has no GPU")
+                        self.why_no_gpu().unwrap_or("it has no GPU")
                     ),
                 )
                 .with_path(file.path()))

@@ -330,12 +330,17 @@ impl GdsBackend {
     pub fn new(runtime: Arc<dyn GpuRuntime>, config: &Config) -> GdsBackend {
         let nvidia_fs = nvidia_fs_loaded();
         let p2pdma = !nvidia_fs && config.use_pci_p2pdma && kernel_p2pdma();
-        let cuda = if runtime.name() == "cuda" && runtime.device_count() > 0 {
+        let path_possible = nvidia_fs || (p2pdma && config.use_pci_p2pdma);
+        // Asked only where a DMA path exists (the platform rule names the missing path first),
+        // so a driver that defers finding its GPU runtime (`defer_gpu_init`) does not find it
+        // here.
+        let cuda = if !path_possible {
+            Err("CUDA not asked: without a DMA path the fastpath needs none".to_owned())
+        } else if runtime.name() == "cuda" && runtime.device_count() > 0 {
             Ok(())
         } else {
             Err(format!("the GPU runtime is {} (no CUDA GPU): gds needs CUDA", runtime.name()))
         };
-        let path_possible = nvidia_fs || (p2pdma && config.use_pci_p2pdma);
         let not_tried = || {
             Err("libcufile not loaded: no DMA path (nvidia-fs or P2PDMA) or no CUDA GPU".to_owned())
         };

@@ -67,6 +67,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("http_timeout", KeyKind::Count),
     ("http_status_codes", KeyKind::StatusCodes),
     ("pinned_huge_pages", KeyKind::Bool),
+    ("defer_gpu_init", KeyKind::Bool),
     ("direct_io", KeyKind::DirectIo),
     ("io_engine", KeyKind::IoEngine),
     ("hot_cache_fraction", KeyKind::Fraction),
@@ -283,6 +284,7 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
             config.http_status_codes = codes;
         }
         "pinned_huge_pages" => config.pinned_huge_pages = as_bool(origin, key, value)?,
+        "defer_gpu_init" => config.defer_gpu_init = as_bool(origin, key, value)?,
         "safetensors_map_host" => config.safetensors_map_host = as_bool(origin, key, value)?,
         "safetensors_overlap_warm" => {
             config.safetensors_overlap_warm = as_bool(origin, key, value)?
@@ -381,6 +383,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "http_timeout" => config.http_timeout.into(),
         "http_status_codes" => config.http_status_codes.clone().into(),
         "pinned_huge_pages" => config.pinned_huge_pages.into(),
+        "defer_gpu_init" => config.defer_gpu_init.into(),
         "safetensors_overlap_warm" => config.safetensors_overlap_warm.into(),
         "safetensors_map_host" => config.safetensors_map_host.into(),
         "direct_io" => serde_json::to_value(config.direct_io).unwrap_or(Value::Null),

@@ -268,6 +268,14 @@ pub struct Config {
     /// Measured on the H200 machine: 96 MiB pinned from 12 threads in 11 ms against 55, copies
     /// from either equally fast. Falls back to `cuMemHostAlloc` where registering fails.
     pub pinned_huge_pages: bool,
+    /// A driver finds its GPU runtime (loads libcuda, `cuInit`) at the first call that needs
+    /// one (a GPU allocation or stream, an address that may be GPU memory, a device query)
+    /// instead of when it is made, so a process that only reads files into host memory never
+    /// pays for it; an address is asked of CUDA only once libcuda is loaded in the process (by
+    /// gdio or anyone: no CUDA memory exists before). Off until it has run on a GPU machine
+    /// (where the H200 read a 0.2 GB safetensors file onto the CPU in 312–378 ms, about 0.3 s
+    /// of it fixed, BENCHMARKS.md session 18).
+    pub defer_gpu_init: bool,
     /// When to use `O_DIRECT`.
     pub direct_io: DirectIoPolicy,
     /// How workers issue reads: `auto` (what measured faster per shape: `pread` so far),
@@ -346,6 +354,7 @@ impl Default for Config {
             http_timeout: 60,
             http_status_codes: vec![429, 500, 502, 503, 504],
             pinned_huge_pages: true,
+            defer_gpu_init: false,
             direct_io: DirectIoPolicy::Auto,
             io_engine: IoEngine::Auto,
             hot_cache_fraction: 0.5,

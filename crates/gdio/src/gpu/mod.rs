@@ -2,6 +2,7 @@
 //!
 //! - [`cuda`]: NVIDIA GPUs through the CUDA driver API (cudarc, loaded at run time).
 //! - [`host`]: a machine without a GPU; every device operation is a clear error.
+//! - [`lazy`]: one of those, found at the first call that needs it (`defer_gpu_init`).
 //! - [`sim`]: GPUs simulated in host memory with asynchronous copies, for tests on machines
 //!   without a GPU (they drive the same bounce-buffer pipeline the CUDA path uses).
 
@@ -12,6 +13,7 @@ mod cuda_gate;
 mod cuda_progress;
 pub mod host;
 mod huge_pages;
+pub mod lazy;
 mod nvml;
 mod progress;
 pub mod sim;
