@@ -6,7 +6,10 @@
 # row on the build in .dev/before, its gdio and its libcufile.so.0). Rows: KvikIO compat OFF through
 # gdio's libcufile.so.0 on the 8 GiB ext4-cached file (4 MiB tasks) at KNOBAB_THREADS threads
 # beside KvikIO compat ON (issue 9), the request-shape rows KNOBAB_SHAPES on tmpfs and the
-# default `gdio bench` (issue 7), KNOBAB_REPS times. KNOBAB_PARTS picks kvikio and/or bench.
+# default `gdio bench` (issue 7), KNOBAB_REPS times. KNOBAB_PARTS picks kvikio and/or bench,
+# and `why`: after the timed rows, one untimed KvikIO OFF run per thread count and setting at
+# CUFILE_LOGGING_LEVEL=INFO, printing the library's summary at exit (calls in flight, where the
+# engine's workers spent the time, the verdict).
 # usage (through bench/gpu-session.sh knobab): bench/gpu-phase-knobab.sh OUTDIR
 set -uo pipefail
 out=${1:-/tmp/knobab}; mkdir -p "$out"
@@ -40,3 +43,13 @@ for rep in $(seq "${KNOBAB_REPS:-2}"); do
     done
   fi
 done
+if [[ $parts == *why* ]]; then
+  for t in ${KNOBAB_THREADS:-8 16 32}; do
+    for v in "${settings[@]}"; do
+      rm -f "$out/why.log"
+      (export ${v//,/ } $(before "$v"); CUFILE_LOGGING_LEVEL=INFO CUFILE_LOGFILE_PATH="$out/why.log" \
+        LD_PRELOAD="$LIB" python3 bench/cufile_kvikio_read.py off "$ext4" "$t" 1 >/dev/null 2>>"$out/stderr.txt")
+      echo "why t$t $v: $(grep -h 'synchronous I/O' "$out/why.log" | sed 's/.*synchronous I\/O: //')"
+    done
+  done
+fi

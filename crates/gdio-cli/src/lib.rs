@@ -16,7 +16,6 @@ mod out;
 mod safetensors;
 mod signals;
 mod units;
-mod worker_shares;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

@@ -18,7 +18,7 @@ use serde_json::json;
 use crate::bench::progress::Progress;
 use crate::out::outln;
 use crate::units::{format_size, parse_size};
-use crate::worker_shares::WorkerShares;
+use gdio::engine::WorkerShares;
 
 /// Arguments of `gdio load`.
 #[derive(Debug, Args)]

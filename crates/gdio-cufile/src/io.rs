@@ -98,6 +98,7 @@ pub fn sync_io(
     // whole call and not used otherwise meanwhile; `kind` comes from its registration or one
     // query. The value serves this synchronous call only.
     let mem = unsafe { KnownBuffer::new(BufferRef { addr, len: size, kind }) };
+    let _in_flight = session.in_flight.as_ref().map(|f| f.enter(op, size));
     let start = Instant::now();
     let r = match op {
         Op::Read => {

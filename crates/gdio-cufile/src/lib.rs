@@ -25,6 +25,7 @@
 
 pub mod abi;
 pub mod batch;
+pub mod in_flight;
 pub mod io;
 pub mod log;
 pub mod params;

@@ -14,6 +14,7 @@ use gdio::{Config, Driver, FileHandle, LoadedConfig, MemoryKind};
 
 use crate::abi::{code, CUfileError_t};
 use crate::batch::BatchTable;
+use crate::in_flight::InFlight;
 use crate::log::{self, Level};
 use crate::params::{self, Params, Staged};
 use crate::streams::StreamTable;
@@ -50,6 +51,9 @@ pub struct Session {
     pub batches: BatchTable,
     /// Per-call counters (stats levels 1–3).
     pub stats: OpStats,
+    /// The synchronous calls' overlap, for the summary at close (INFO enabled at open only).
+    pub in_flight: Option<InFlight>,
+    summary_logged: AtomicBool,
 }
 
 fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -150,7 +154,21 @@ impl Session {
         write(&self.buffers).remove(&base).is_some()
     }
 
+    /// Logs, once per session, at INFO, how its synchronous calls overlapped and where the
+    /// engine's workers spent that time (`when`: what prompted it).
+    pub fn log_summary(&self, when: &str) {
+        let Some(f) = &self.in_flight else { return };
+        let s = f.summary();
+        if s.reads + s.writes == 0 || self.summary_logged.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let threads = self.driver.config().threads.max(1);
+        let time = self.driver.engine().counters().worker_time;
+        log::log(Level::Info, || format!("{when}: {}", s.line(threads, time)));
+    }
+
     fn teardown(&self) {
+        self.log_summary("driver closed");
         self.batches.clear();
         write(&self.handles).clear();
         write(&self.buffers).clear();
@@ -182,9 +200,10 @@ pub struct Global {
     pub staged: Staged,
 }
 
+static GLOBAL: OnceLock<Mutex<Global>> = OnceLock::new();
+
 fn global() -> MutexGuard<'static, Global> {
-    static G: OnceLock<Mutex<Global>> = OnceLock::new();
-    G.get_or_init(Mutex::default).lock().unwrap_or_else(|p| p.into_inner())
+    GLOBAL.get_or_init(Mutex::default).lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Registered streams (kept across opens until the last close, usable before open).
@@ -322,7 +341,37 @@ fn build_session(staged: &Staged) -> Result<Session, CUfileError_t> {
         buffers: RwLock::default(),
         batches: BatchTable::new(limit),
         stats: OpStats::default(),
+        in_flight: log::enabled(Level::Info).then(|| {
+            summary_at_exit();
+            InFlight::default()
+        }),
+        summary_logged: AtomicBool::new(false),
     })
+}
+
+/// Logs the session's summary once, at INFO, when the process exits with the driver open
+/// (torch.cuda.gds and many programs never close it). Registered at the first open that keeps
+/// the summary; glibc ties the handler to this library, so a `dlclose` first runs or drops it.
+fn summary_at_exit() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    extern "C" fn at_exit() {
+        let _ = std::panic::catch_unwind(|| {
+            // Another thread may hold the state at exit: then say nothing rather than wait.
+            let session = match GLOBAL.get().map(Mutex::try_lock) {
+                Some(Ok(g)) => g.session.clone(),
+                _ => None,
+            };
+            if let Some(s) = session {
+                s.log_summary("at exit, the driver still open");
+            }
+        });
+    }
+    ONCE.call_once(|| {
+        // SAFETY: `at_exit` is a plain function of this library that never unwinds.
+        if unsafe { libc::atexit(at_exit) } != 0 {
+            log::log(Level::Warn, || "no summary at exit: atexit refused".into());
+        }
+    });
 }
 
 /// `cuFileDriverOpen`: one more reference; the first builds the session.

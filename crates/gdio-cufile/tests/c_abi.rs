@@ -102,7 +102,7 @@ fn compile(src: &str, exe: &Path, link: Option<&Path>) {
     if let Some(l) = link {
         cmd.arg("-L").arg(l).arg("-lcufile");
     }
-    cmd.arg("-ldl");
+    cmd.arg("-ldl").arg("-pthread");
     let out = cmd.output().expect("run cc");
     assert!(out.status.success(), "cc {src} failed:\n{}", String::from_utf8_lossy(&out.stderr));
 }
@@ -160,6 +160,55 @@ fn loading_starts_no_thread_and_opens_no_file() {
         format!("{}{}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
     assert!(run.status.success(), "{out}");
     assert!(out.contains("OK"), "{out}");
+}
+
+#[test]
+fn a_program_that_exits_with_the_driver_open_gets_the_summary_at_info() {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    if !tool(&cc) {
+        eprintln!("skipped: no C compiler ({cc})");
+        return;
+    }
+    let dir = link_dir("at-exit");
+    let lib = dir.join("lib");
+    let exe = dir.join("summary_at_exit");
+    compile("summary_at_exit.c", &exe, Some(&lib));
+    let data: Vec<u8> =
+        (0..3u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let file = dir.join("data.bin");
+    std::fs::write(&file, &data).unwrap();
+    let log = dir.join("cufile-gdio.log");
+    let _ = std::fs::remove_file(&log);
+    let run = |level: &str| {
+        Command::new(&exe)
+            .arg(&file)
+            .current_dir(&dir)
+            .env("LD_LIBRARY_PATH", &lib)
+            .env("CUFILE_LOGGING_LEVEL", level)
+            .env("CUFILE_LOGFILE_PATH", &log)
+            .env_remove("CUFILE_ENV_PATH_JSON")
+            .output()
+            .expect("run the at-exit program")
+    };
+    let out = run("INFO");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("OK"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let want = format!(
+        "at exit, the driver still open: synchronous I/O: 32 reads, 0 writes, {} bytes asked",
+        32 * 65_536
+    );
+    assert!(text.contains(&want), "{text}");
+    assert_eq!(text.matches("synchronous I/O").count(), 1, "logged once: {text}");
+    // At the default level (ERROR) nothing is kept or logged.
+    std::fs::remove_file(&log).unwrap();
+    let out = run("ERROR");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read_to_string(&log).unwrap_or_default().is_empty());
 }
 
 #[test]

@@ -14,6 +14,7 @@ use std::os::fd::{AsRawFd, IntoRawFd};
 use common::*;
 use cufile::params::string;
 use cufile::*;
+use rand::{Rng, SeedableRng};
 
 fn log_of(path: &std::path::Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
@@ -44,15 +45,43 @@ fn the_level_and_the_file_come_from_the_environment_and_staged_values() {
     let n = cuFileRead(fh, buf.as_mut_ptr() as *mut c_void, buf.len(), off, 0);
     assert_eq!(n, buf.len() as isize);
     assert_eq!(&buf[..], &data[off as usize..off as usize + buf.len()]);
+    // Four threads at once, eight reads each at random offsets: the summary at close counts
+    // them, with how many were in flight together and where the workers' time went.
+    let h = fh as usize;
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let data = &data;
+            s.spawn(move || {
+                let mut r = rand::rngs::StdRng::seed_from_u64(t);
+                let mut b = vec![0u8; 65_536];
+                for _ in 0..8 {
+                    let at = r.random_range(0..data.len() - b.len());
+                    let p = b.as_mut_ptr() as *mut c_void;
+                    let n = cuFileRead(h as CUfileHandle_t, p, b.len(), at as i64, 0);
+                    assert_eq!(n, b.len() as isize);
+                    assert_eq!(&b[..], &data[at..at + b.len()]);
+                }
+            });
+        }
+    });
     cuFileHandleDeregister(fh);
     assert_eq!(cuFileDriverClose_v2().err, 0);
     let text = log_of(&log);
+    let asked = buf.len() + 4 * 8 * 65_536;
+    let want = format!("driver closed: synchronous I/O: 33 reads, 0 writes, {asked} bytes asked");
+    assert!(text.contains(&want), "{text}");
+    let line = text.lines().find(|l| l.contains(&want)).unwrap();
+    let peak: usize =
+        line.split("up to ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!((1..=4).contains(&peak), "{line}");
+    // Host memory: small reads run on the calling threads (`inline_max_bytes`), and say so.
+    assert!(line.contains("workers' time") && line.contains("most time:"), "{line}");
     assert!(text.contains("gdio-cufile INFO: driver open"), "{text}");
     let registered = format!("registered fd {}: {}", f.as_raw_fd(), file.display());
     assert!(text.contains(&registered), "{text}");
     assert!(text.contains("O_DIRECT twin"), "{text}");
     assert!(text.contains("driver closed; paths taken:"), "{text}");
-    assert!(text.contains(&format!("{} bytes", buf.len())), "the close names the bytes: {text}");
+    assert!(text.contains(&format!("{asked} bytes,")), "the close names the bytes: {text}");
     assert!(!text.contains("ERROR"), "{text}");
 
     // ERROR: only the failures, each saying what failed.
@@ -74,6 +103,7 @@ fn the_level_and_the_file_come_from_the_environment_and_staged_values() {
     assert_eq!(cuFileDriverClose_v2().err, 0);
     let text = log_of(&log);
     assert!(text.contains("gdio-cufile ERROR"), "{text}");
+    assert!(!text.contains("synchronous I/O"), "no summary at ERROR: {text}");
     assert!(text.contains("invalid file handle"), "{text}");
     assert!(!text.contains("INFO"), "INFO lines at ERROR: {text}");
 

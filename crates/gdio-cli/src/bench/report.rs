@@ -5,7 +5,7 @@ use serde::Serialize;
 use super::pass::Pattern;
 use crate::out::outln;
 use crate::units::format_size;
-use crate::worker_shares::WorkerShares;
+use gdio::engine::WorkerShares;
 
 /// One measured operation.
 #[derive(Debug, Clone, Serialize)]

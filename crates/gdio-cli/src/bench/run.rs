@@ -13,7 +13,7 @@ use super::progress::Progress;
 use super::reference::Memory;
 use super::report::{BenchReport, OpResult};
 use super::{hostmem, limits, BenchArgs, Mode};
-use crate::worker_shares::WorkerShares;
+use gdio::engine::WorkerShares;
 
 /// Where the bench puts data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

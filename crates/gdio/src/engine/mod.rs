@@ -10,6 +10,7 @@
 //! - `gather`: small reads of many requests to one GPU sent as one group.
 //! - `ring`: which reads a worker issues through its own io_uring (`io_engine`).
 //! - `worker_time`: where the workers' time went (file I/O, buffers, copies, draining).
+//! - `worker_shares`: that time as shares of a span, and the verdict it gives.
 
 mod caller_lane;
 mod copy_queue;
@@ -24,12 +25,14 @@ mod pool;
 mod ring;
 mod transfer;
 mod watcher;
+mod worker_shares;
 mod worker_time;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub use job::DirectChoice;
+pub use worker_shares::WorkerShares;
 pub use worker_time::WorkerTime;
 
 pub(crate) use job::Notifier;

@@ -1,8 +1,9 @@
-//! Where the engine's workers spent a benchmark's or a load's time, as shares of it, and what
-//! that says about the limit (`gdio bench`, `gdio load`).
+//! Where the engine's workers spent a span of time, as shares of it, and what that says about
+//! the limit: `gdio bench`'s rows, `gdio load`, and the libcufile's summary at close.
 
-use gdio::engine::WorkerTime;
 use serde::Serialize;
+
+use super::WorkerTime;
 
 /// Where the engine's workers spent a timed span, as fractions of their time (workers ×
 /// seconds): the answer to "why is this slow".
