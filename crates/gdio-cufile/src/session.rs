@@ -19,6 +19,13 @@ use crate::log::{self, Level};
 use crate::params::{self, Params, Staged};
 use crate::streams::StreamTable;
 
+/// The number the next registered file gets: process-wide, so a handle kept past its
+/// deregistration or its driver's last close never names a file registered later (it would,
+/// if each open counted again from the same start: a stale handle would then read or write
+/// another file). Far from 0 and from small integers, which a caller passing a descriptor or
+/// a cookie by mistake would give.
+static NEXT_HANDLE: AtomicU64 = AtomicU64::new(0x6866_0000_0001);
+
 /// A registered file.
 #[derive(Debug)]
 pub struct Registered {
@@ -45,7 +52,6 @@ pub struct Session {
     /// Parameter values in effect (the legacy setters change some).
     pub params: Mutex<Params>,
     handles: RwLock<HashMap<u64, Arc<Registered>>>,
-    next_handle: AtomicU64,
     buffers: RwLock<HashMap<u64, BufReg>>,
     /// Batches, by `CUfileBatchHandle_t`.
     pub batches: BatchTable,
@@ -106,7 +112,7 @@ impl Session {
         if map.values().any(|r| r.fd == fd) {
             return Err(code::HANDLE_ALREADY_REGISTERED);
         }
-        let id = self.next_handle.fetch_add(1, Ordering::Relaxed);
+        let id = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
         map.insert(id, Arc::new(Registered { file: Arc::new(file), fd }));
         Ok(id as *mut c_void)
     }
@@ -337,7 +343,6 @@ fn build_session(staged: &Staged) -> Result<Session, CUfileError_t> {
         driver,
         params: Mutex::new(params),
         handles: RwLock::default(),
-        next_handle: AtomicU64::new(0x6866_0000_0001),
         buffers: RwLock::default(),
         batches: BatchTable::new(limit),
         stats: OpStats::default(),

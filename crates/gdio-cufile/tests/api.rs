@@ -82,6 +82,19 @@ fn registration_opens_implicitly_and_close_invalidates_handles() {
     assert_eq!(cuFileRead(fh, buf2.as_mut_ptr().cast(), 100, 0, 0), -1);
     assert_eq!(errno(), libc::EBADF);
     assert!(buf2.iter().all(|&b| b == 7));
+    // Opened again, another file registered: the old handle does not name it (handle numbers
+    // are never given twice in a process), and a write through it changes nothing.
+    let other = random_bytes(2, 10_000);
+    let g = rw(&data_file(&dir, "b", &other));
+    let gh = register(&g);
+    assert_ne!(gh, fh);
+    assert_eq!(cuFileRead(fh, buf2.as_mut_ptr().cast(), 100, 0, 0), -1);
+    assert_eq!(errno(), libc::EBADF);
+    assert!(buf2.iter().all(|&b| b == 7));
+    assert_eq!(cuFileWrite(fh, buf2.as_ptr().cast(), 100, 0, 0), -1);
+    assert_eq!(std::fs::read(dir.path().join("b")).unwrap(), other);
+    cuFileHandleDeregister(gh);
+    closed();
     // Buffer registration opens implicitly too.
     assert_eq!(cuFileBufRegister(buf2.as_ptr().cast(), 100, 0).err, 0);
     assert_eq!(cuFileUseCount(), 1);
