@@ -12,20 +12,24 @@ use gdio::{Batch, Driver};
 /// A live batch, shared by the calls that name its id.
 pub type Shared = Arc<Mutex<Batch>>;
 
+/// The id the next batch gets, process-wide: a batch id kept past its destroy or its
+/// driver's last close never names a batch set up later (with a count per open, the first
+/// batch of the next open got the same id, and a stale id submitted into it or took its
+/// events). Ids look nothing like small integers or pointers, so a garbage id is recognised
+/// instead of matching some batch.
+static NEXT_ID: AtomicU64 = AtomicU64::new(0x6264_0000_0001);
+
 /// The live batches of one session, by id.
 #[derive(Debug)]
 pub struct BatchTable {
     limit: usize,
-    next_id: AtomicU64,
     batches: RwLock<HashMap<u64, Shared>>,
 }
 
 impl BatchTable {
     /// A table whose batches hold at most `limit` entries each (cuFile's `io_batchsize`).
     pub fn new(limit: usize) -> BatchTable {
-        // Ids look nothing like small integers or pointers, so a stale or garbage id is
-        // recognised instead of matching some other batch.
-        BatchTable { limit, next_id: AtomicU64::new(0x6264_0000_0001), batches: RwLock::default() }
+        BatchTable { limit, batches: RwLock::default() }
     }
 
     /// A new batch of `capacity` entries on `driver`; `None` outside `1..=limit`.
@@ -34,7 +38,7 @@ impl BatchTable {
             return None;
         }
         let batch = driver.batch(capacity).ok()?;
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         self.batches.write().unwrap_or_else(|p| p.into_inner()).insert(id, Arc::new(batch.into()));
         Some(id)
     }

@@ -550,6 +550,20 @@ fn batch_semantics_on_host_memory() {
     cuFileBatchIODestroy(id);
     cuFileBatchIODestroy(0x5555 as CUfileBatchHandle_t);
     closed();
+    // A batch kept past the last close: its id names no batch of the next open.
+    let _ = register(&f);
+    let mut kept: CUfileBatchHandle_t = null_mut();
+    assert_eq!(cuFileBatchIOSetUp(&mut kept, 2).err, 0);
+    closed();
+    let fh = register(&f);
+    let mut fresh: CUfileBatchHandle_t = null_mut();
+    assert_eq!(cuFileBatchIOSetUp(&mut fresh, 2).err, 0);
+    assert_ne!(kept, fresh, "a batch id given twice");
+    assert_eq!(cuFileBatchIOCancel(kept).err, code::INVALID_VALUE);
+    let mut one = vec![params(0, fh, buf.as_mut_ptr(), 0, 0, 10, 1)];
+    assert_eq!(cuFileBatchIOSubmit(kept, 1, one.as_mut_ptr(), 0).err, code::INVALID_VALUE);
+    cuFileBatchIODestroy(fresh);
+    closed();
 }
 
 #[test]

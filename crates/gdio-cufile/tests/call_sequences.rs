@@ -38,12 +38,37 @@ enum Call {
     Close,
     Register(usize),
     Deregister(H),
-    BufRegister { at: usize, len: usize },
-    BufDeregister { at: usize },
-    Read { h: H, size: usize, off: i64, at: usize },
-    Write { h: H, size: usize, off: i64, at: usize, seed: u64 },
-    Batch { h: H, reads: Vec<(usize, i64)>, write: Option<(usize, i64, u64)> },
+    BufRegister {
+        at: usize,
+        len: usize,
+    },
+    BufDeregister {
+        at: usize,
+    },
+    Read {
+        h: H,
+        size: usize,
+        off: i64,
+        at: usize,
+    },
+    Write {
+        h: H,
+        size: usize,
+        off: i64,
+        at: usize,
+        seed: u64,
+    },
+    Batch {
+        h: H,
+        reads: Vec<(usize, i64)>,
+        write: Option<(usize, i64, u64)>,
+    },
     MadeUpBatch(u64),
+    /// A batch set up and kept (until `DestroyKept` or the last close).
+    KeepBatch,
+    DestroyKept(usize),
+    /// A batch id destroyed or closed earlier, used again.
+    StaleBatch(usize),
 }
 
 fn handle() -> impl Strategy<Value = H> {
@@ -80,6 +105,9 @@ fn call() -> impl Strategy<Value = Call> {
         )
             .prop_map(|(h, reads, write)| Call::Batch { h, reads, write }),
         1 => any::<u64>().prop_map(Call::MadeUpBatch),
+        1 => Just(Call::KeepBatch),
+        1 => any::<usize>().prop_map(Call::DestroyKept),
+        1 => any::<usize>().prop_map(Call::StaleBatch),
     ]
 }
 
@@ -90,6 +118,8 @@ struct Model {
     stale: Vec<CUfileHandle_t>,
     bufs: Vec<usize>,
     data: [Vec<u8>; FILES],
+    batches: Vec<CUfileBatchHandle_t>,
+    stale_batches: Vec<CUfileBatchHandle_t>,
 }
 
 impl Model {
@@ -119,6 +149,16 @@ impl Model {
             }
         }
         self.bufs.clear();
+        self.stale_batches.append(&mut self.batches);
+    }
+
+    /// The error a batch call on an unknown id gives.
+    fn unknown_batch(&self) -> i32 {
+        if self.open == 0 {
+            code::DRIVER_NOT_INITIALIZED
+        } else {
+            code::INVALID_VALUE
+        }
     }
 }
 
@@ -131,6 +171,8 @@ fn run(calls: &[Call]) -> Result<(), TestCaseError> {
         stale: Vec::new(),
         bufs: Vec::new(),
         data: [random_bytes(501, START), random_bytes(502, START)],
+        batches: Vec::new(),
+        stale_batches: Vec::new(),
     };
     for (i, d) in model.data.iter().enumerate() {
         let p = dir.path().join(format!("f{i}"));
@@ -266,6 +308,12 @@ fn run(calls: &[Call]) -> Result<(), TestCaseError> {
                     continue;
                 }
                 prop_assert_eq!(e, 0, "{}", ctx);
+                prop_assert!(
+                    !model.stale_batches.contains(&id),
+                    "{}: a stale batch id reused",
+                    ctx
+                );
+                model.stale_batches.push(id);
                 // Reads into separate 8 000-byte slots of the upper half, the write from the
                 // last slot, so that no two entries touch the same memory.
                 let slot = |k: usize| BUF / 2 + k * 8_000;
@@ -316,6 +364,45 @@ fn run(calls: &[Call]) -> Result<(), TestCaseError> {
                         ctx,
                         k
                     );
+                }
+                cuFileBatchIODestroy(id);
+            }
+            Call::KeepBatch => {
+                let mut id: CUfileBatchHandle_t = null_mut();
+                let e = cuFileBatchIOSetUp(&mut id, 4).err;
+                if model.open == 0 {
+                    prop_assert_eq!(e, code::DRIVER_NOT_INITIALIZED, "{}", ctx);
+                } else {
+                    prop_assert_eq!(e, 0, "{}", ctx);
+                    let seen = model.stale_batches.contains(&id) || model.batches.contains(&id);
+                    prop_assert!(!seen, "{}: a batch id given twice", ctx);
+                    model.batches.push(id);
+                }
+            }
+            Call::DestroyKept(k) => {
+                if !model.batches.is_empty() {
+                    let id = model.batches.remove(k % model.batches.len());
+                    cuFileBatchIODestroy(id);
+                    model.stale_batches.push(id);
+                }
+            }
+            Call::StaleBatch(k) => {
+                let Some(&id) = model.stale_batches.get(k % model.stale_batches.len().max(1))
+                else {
+                    continue;
+                };
+                let want = model.unknown_batch();
+                prop_assert_eq!(cuFileBatchIOCancel(id).err, want, "{}", ctx);
+                let mut nr: c_uint = 1;
+                let mut ev = [CUfileIOEvents_t { cookie: null_mut(), status: 0, ret: 0 }];
+                let e = cuFileBatchIOGetStatus(id, 0, &mut nr, ev.as_mut_ptr(), null_mut()).err;
+                prop_assert_eq!(e, want, "{}", ctx);
+                if let Some(fh) = model.live.iter().flatten().next() {
+                    let before = buf.clone();
+                    let mut io = [entry(0, *fh, base, 0, 0, 100, 1)];
+                    let e = cuFileBatchIOSubmit(id, 1, io.as_mut_ptr(), 0).err;
+                    prop_assert_eq!(e, want, "{}", ctx);
+                    prop_assert!(buf == before, "{}: a stale batch read", ctx);
                 }
                 cuFileBatchIODestroy(id);
             }
