@@ -423,27 +423,6 @@ fn handle_deregistered_by_another_thread_never_crashes() {
     closed();
 }
 
-fn params(
-    op: c_int,
-    fh: CUfileHandle_t,
-    base: *mut u8,
-    foff: i64,
-    boff: i64,
-    size: usize,
-    cookie: usize,
-) -> CUfileIOParams_t {
-    CUfileIOParams_t {
-        mode: BATCH_MODE,
-        dev_ptr_base: base.cast(),
-        file_offset: foff,
-        dev_ptr_offset: boff,
-        size,
-        fh,
-        opcode: op,
-        cookie: cookie as *mut c_void,
-    }
-}
-
 fn empty_events(n: usize) -> Vec<CUfileIOEvents_t> {
     vec![CUfileIOEvents_t { cookie: null_mut(), status: 0, ret: 0 }; n]
 }

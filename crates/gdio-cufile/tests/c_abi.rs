@@ -107,17 +107,24 @@ fn compile(src: &str, exe: &Path, link: Option<&Path>) {
     assert!(out.status.success(), "cc {src} failed:\n{}", String::from_utf8_lossy(&out.stderr));
 }
 
-#[test]
-fn c_program_calls_every_function() {
+/// `tests/c/SRC.c` built into a directory of its own beside the library (linked with
+/// `-lcufile` when `link`, else loaded by path); `None`, saying so, without a C compiler.
+fn c_program(src: &str, link: bool) -> Option<(PathBuf, PathBuf)> {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     if !tool(&cc) {
         eprintln!("skipped: no C compiler ({cc})");
-        return;
+        return None;
     }
-    let dir = link_dir("api");
+    let dir = link_dir(src);
+    let exe = dir.join(src);
+    compile(&format!("{src}.c"), &exe, link.then(|| dir.join("lib")).as_deref());
+    Some((dir, exe))
+}
+
+#[test]
+fn c_program_calls_every_function() {
+    let Some((dir, exe)) = c_program("api", true) else { return };
     let lib = dir.join("lib");
-    let exe = dir.join("api");
-    compile("api.c", &exe, Some(&lib));
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let run = Command::new(&exe)
@@ -143,14 +150,7 @@ fn c_program_calls_every_function() {
 
 #[test]
 fn loading_starts_no_thread_and_opens_no_file() {
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    if !tool(&cc) {
-        eprintln!("skipped: no C compiler ({cc})");
-        return;
-    }
-    let dir = link_dir("inert");
-    let exe = dir.join("inert");
-    compile("inert.c", &exe, None);
+    let Some((dir, exe)) = c_program("inert", false) else { return };
     let run = Command::new(&exe)
         .arg(dir.join("lib/libcufile.so.0"))
         .current_dir(&dir)
@@ -164,15 +164,8 @@ fn loading_starts_no_thread_and_opens_no_file() {
 
 #[test]
 fn a_program_that_exits_with_the_driver_open_gets_the_summary_at_info() {
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    if !tool(&cc) {
-        eprintln!("skipped: no C compiler ({cc})");
-        return;
-    }
-    let dir = link_dir("at-exit");
+    let Some((dir, exe)) = c_program("summary_at_exit", true) else { return };
     let lib = dir.join("lib");
-    let exe = dir.join("summary_at_exit");
-    compile("summary_at_exit.c", &exe, Some(&lib));
     let data: Vec<u8> =
         (0..3u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
     let file = dir.join("data.bin");

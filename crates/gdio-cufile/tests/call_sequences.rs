@@ -319,12 +319,12 @@ fn run(calls: &[Call]) -> Result<(), TestCaseError> {
                 let slot = |k: usize| BUF / 2 + k * 8_000;
                 let mut io: Vec<CUfileIOParams_t> = Vec::new();
                 for (k, (size, off)) in reads.iter().enumerate() {
-                    io.push(entry(0, fh, base, *off, slot(k), *size, k));
+                    io.push(params(0, fh, base, *off, slot(k) as i64, *size, k));
                 }
                 if let Some((size, off, seed)) = write {
                     let bytes = random_bytes(*seed, *size);
                     buf[slot(4)..slot(4) + size].copy_from_slice(&bytes);
-                    io.push(entry(1, fh, base, *off, slot(4), *size, 9));
+                    io.push(params(1, fh, base, *off, slot(4) as i64, *size, 9));
                 }
                 let e = cuFileBatchIOSubmit(id, io.len() as c_uint, io.as_mut_ptr(), 0).err;
                 if io.is_empty() || file.is_none() {
@@ -399,7 +399,7 @@ fn run(calls: &[Call]) -> Result<(), TestCaseError> {
                 prop_assert_eq!(e, want, "{}", ctx);
                 if let Some(fh) = model.live.iter().flatten().next() {
                     let before = buf.clone();
-                    let mut io = [entry(0, *fh, base, 0, 0, 100, 1)];
+                    let mut io = [params(0, *fh, base, 0, 0, 100, 1)];
                     let e = cuFileBatchIOSubmit(id, 1, io.as_mut_ptr(), 0).err;
                     prop_assert_eq!(e, want, "{}", ctx);
                     prop_assert!(buf == before, "{}: a stale batch read", ctx);
@@ -432,27 +432,6 @@ fn run(calls: &[Call]) -> Result<(), TestCaseError> {
         );
     }
     Ok(())
-}
-
-fn entry(
-    op: i32,
-    fh: CUfileHandle_t,
-    base: *mut u8,
-    off: i64,
-    at: usize,
-    size: usize,
-    cookie: usize,
-) -> CUfileIOParams_t {
-    CUfileIOParams_t {
-        mode: BATCH_MODE,
-        dev_ptr_base: base.cast(),
-        file_offset: off,
-        dev_ptr_offset: at as i64,
-        size,
-        fh,
-        opcode: op,
-        cookie: cookie as *mut c_void,
-    }
 }
 
 proptest! {

@@ -2,7 +2,7 @@
 //! random bytes, registration.
 #![allow(dead_code)]
 
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 use std::os::fd::AsRawFd;
 use std::sync::{Mutex, MutexGuard};
 
@@ -57,4 +57,27 @@ pub fn register_err(fd: i32) -> i32 {
 /// The calling thread's errno.
 pub fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// A batch entry: `op` 0 read, 1 write, of `size` bytes between file offset `foff` and
+/// `base + boff`.
+pub fn params(
+    op: c_int,
+    fh: CUfileHandle_t,
+    base: *mut u8,
+    foff: i64,
+    boff: i64,
+    size: usize,
+    cookie: usize,
+) -> CUfileIOParams_t {
+    CUfileIOParams_t {
+        mode: BATCH_MODE,
+        dev_ptr_base: base.cast(),
+        file_offset: foff,
+        dev_ptr_offset: boff,
+        size,
+        fh,
+        opcode: op,
+        cookie: cookie as *mut c_void,
+    }
 }
