@@ -53,8 +53,8 @@ impl Driver {
     }
 
     /// A driver on the best GPU runtime, with a configuration that knows where each value came
-    /// from ([`Config::load`]).
-    /// With `defer_gpu_init`, the runtime is found at the first call that needs one.
+    /// from ([`Config::load`]). With `defer_gpu_init`, the runtime is found at the first call
+    /// that needs one.
     pub fn from_loaded(loaded: LoadedConfig) -> Result<Driver> {
         let huge = loaded.config().pinned_huge_pages;
         if loaded.config().defer_gpu_init {
