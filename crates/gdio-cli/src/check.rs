@@ -21,8 +21,13 @@ pub struct CheckArgs {
     pub memory: Option<crate::explain::MemoryFilter>,
 }
 
+/// The machine's GPU runtime and platform. Made before any driver of this process, so that
+/// `gpu_runtime_seconds` is what finding the runtime costs a fresh process (loading libcuda
+/// and `cuInit`: a fixed cost of the first GPU call, before any I/O).
 fn platform_report() -> Value {
+    let start = std::time::Instant::now();
     let (rt, why) = gpu::detect();
+    let found_in = start.elapsed().as_secs_f64();
     let gpus: Vec<Value> = (0..rt.device_count())
         .map(|i| match rt.device_info(i) {
             Ok(d) => serde_json::to_value(d).unwrap_or(Value::Null),
@@ -32,6 +37,7 @@ fn platform_report() -> Value {
     let cuda = rt.driver_version().map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10));
     json!({
         "gpu_runtime": rt.name(),
+        "gpu_runtime_seconds": found_in,
         "no_gpu_reason": why,
         "gpus": gpus,
         "cuda_driver_version": cuda,
@@ -156,7 +162,12 @@ fn yes_no(v: &Value) -> String {
 fn print(report: &Value) {
     let p = &report["platform"];
     outln!("platform");
-    outln!("  gpu runtime          {}", p["gpu_runtime"].as_str().unwrap_or("?"));
+    let found_ms = p["gpu_runtime_seconds"].as_f64().unwrap_or(0.0) * 1e3;
+    outln!(
+        "  gpu runtime          {} (found in {found_ms:.1} ms: once per process, at its first \
+         GPU call with defer_gpu_init, else when gdio's driver is made)",
+        p["gpu_runtime"].as_str().unwrap_or("?")
+    );
     if let Some(w) = p["no_gpu_reason"].as_str() {
         outln!("  no GPU because       {w}");
     }
@@ -263,6 +274,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let mut platform = platform_report();
     let driver = match gdio::Driver::from_loaded(loaded.clone()) {
         Ok(d) => d,
         Err(e) => {
@@ -287,7 +299,6 @@ pub fn main(args: CheckArgs) -> ExitCode {
             p["probe"] = reports[i].clone();
         }
     }
-    let mut platform = platform_report();
     platform["io_engine"] = io_engine_report(loaded.config().io_engine, &platform["io_uring"]);
     platform["pinned_buffers"] = pinned_report(
         loaded.config().pinned_huge_pages,

@@ -175,6 +175,9 @@ fn check_explains_device_decisions_and_config_sources() {
     }
     assert!(v["platform"]["io_uring"]["detail"].is_string());
     assert!(v["paths"][0]["probe"]["dio_offset_align"].as_u64().unwrap() > 0);
+    // What finding the GPU runtime cost this fresh process, in seconds.
+    let found = v["platform"]["gpu_runtime_seconds"].as_f64().unwrap();
+    assert!(found > 0.0 && found < 60.0, "{found}");
 }
 
 #[test]
