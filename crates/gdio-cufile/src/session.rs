@@ -359,7 +359,13 @@ fn build_session(staged: &Staged) -> Result<Session, CUfileError_t> {
 /// the summary; glibc ties the handler to this library, so a `dlclose` first runs or drops it.
 fn summary_at_exit() {
     static ONCE: std::sync::Once = std::sync::Once::new();
+    static PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     extern "C" fn at_exit() {
+        // A forked child inherits the handler but not the threads that may have held the
+        // locks below at the fork: it says nothing.
+        if std::process::id() != PID.load(Ordering::Relaxed) {
+            return;
+        }
         let _ = std::panic::catch_unwind(|| {
             // Another thread may hold the state at exit: then say nothing rather than wait.
             let session = match GLOBAL.get().map(Mutex::try_lock) {
@@ -372,6 +378,7 @@ fn summary_at_exit() {
         });
     }
     ONCE.call_once(|| {
+        PID.store(std::process::id(), Ordering::Relaxed);
         // SAFETY: `at_exit` is a plain function of this library that never unwinds.
         if unsafe { libc::atexit(at_exit) } != 0 {
             log::log(Level::Warn, || "no summary at exit: atexit refused".into());

@@ -1,7 +1,8 @@
 /* A program that reads through cuFile from four threads and exits without closing the driver,
  * as torch.cuda.gds and many others do: with CUFILE_LOGGING_LEVEL=INFO the library still logs
- * its summary of the calls at exit. usage: summary_at_exit FILE (of at least 1 MiB). Every
- * read is checked against pread of the same range; prints OK when all held. */
+ * its summary of the calls at exit. usage: summary_at_exit FILE [fork] (FILE of at least
+ * 1 MiB; with `fork`, a child forked after the reads exits through exit() too, and must log
+ * nothing). Every read is checked against pread of the same range; prints OK when all held. */
 #define _GNU_SOURCE
 #include "cufile.h"
 
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define THREADS 4
@@ -53,6 +55,12 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, reader, (void *)i);
     for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
     if (failures) return 1;
+    if (argc > 2 && strcmp(argv[2], "fork") == 0) {
+        pid_t child = fork();
+        if (child == 0) exit(0);
+        int st = 0;
+        if (child < 0 || waitpid(child, &st, 0) != child || !WIFEXITED(st)) return 1;
+    }
     printf("OK\n");
     return 0; /* no cuFileHandleDeregister, no cuFileDriverClose */
 }
