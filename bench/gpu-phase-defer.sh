@@ -12,6 +12,10 @@
 set -uo pipefail
 out=${1:-/tmp/defer}; parts=${2:-host gpu check}; reps=${3:-3}
 mkdir -p "$out"
+# gdio's wheel of this build (the peers' wheels, the safetensors package among them, are on
+# PYTHONPATH from gpu-session.sh).
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gdsite .dev/wheel/gdio-*.whl || exit 1
+export PYTHONPATH=/tmp/gdsite${PYTHONPATH:+:$PYTHONPATH}
 small=/dev/shm/gdio-host-small.safetensors big=/dev/shm/gdio-host-big.safetensors
 [ -f $small ] || python3 bench/make_host_file.py $small 200 360
 [ -f $big ] || python3 bench/make_host_file.py $big 700 1024
