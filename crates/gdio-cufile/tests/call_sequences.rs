@@ -1,7 +1,8 @@
 //! Random sequences of cuFile calls against a model: opens and closes, handles registered,
 //! deregistered, used after their close or made up, buffers registered and not, reads and
 //! writes at random offsets (some past the end, some of zero bytes, some with a negative
-//! offset), batches with good and bad entries and made-up batch ids. Every call must return
+//! offset), stream-ordered reads and writes on the null stream (no GPU: they run before the
+//! call returns), batches with good and bad entries and made-up batch ids. Every call must return
 //! what the model says (bytes, `-1` with `EBADF`, `-code`), never crash, and leave each file
 //! exactly as the model has it; proptest shrinks a failing sequence to its shortest.
 
@@ -58,6 +59,14 @@ enum Call {
         at: usize,
         seed: u64,
     },
+    /// `cuFileReadAsync` (`seed` None) or `cuFileWriteAsync` on the null stream.
+    Async {
+        h: H,
+        size: usize,
+        off: i64,
+        at: usize,
+        seed: Option<u64>,
+    },
     Batch {
         h: H,
         reads: Vec<(usize, i64)>,
@@ -96,6 +105,8 @@ fn call() -> impl Strategy<Value = Call> {
             .prop_map(|(h, size, off, at)| Call::Read { h, size, off, at }),
         4 => (handle(), 0..20_000usize, offset(), 0..BUF / 2, any::<u64>())
             .prop_map(|(h, size, off, at, seed)| Call::Write { h, size, off, at, seed }),
+        3 => (handle(), 0..20_000usize, offset(), 0..BUF / 2, prop::option::of(any::<u64>()))
+            .prop_map(|(h, size, off, at, seed)| Call::Async { h, size, off, at, seed }),
         2 => (
             handle(),
             // Reads below START / 2, the write above it: entries run at once, so a read of
@@ -297,6 +308,55 @@ fn run(calls: &[Call]) -> Result<(), TestCaseError> {
                         }
                         d[*off as usize..end].copy_from_slice(&bytes);
                     }
+                }
+            }
+            // On a machine with a GPU the null stream is the GPU's, and the I/O runs when it
+            // gets there: not modelled here.
+            Call::Async { .. } if std::path::Path::new("/dev/nvidiactl").exists() => {}
+            Call::Async { h, size, off, at, seed } => {
+                let (fh, file) = model.handle(h);
+                let bytes = seed.map(|s| random_bytes(s, *size));
+                if let Some(b) = &bytes {
+                    buf[*at..*at + size].copy_from_slice(b);
+                }
+                let before = buf.clone();
+                let (mut sz, mut fo, mut bo, mut got) = (*size, *off, 0i64, isize::MIN);
+                // SAFETY: `at + size` is inside `buf`.
+                let p = unsafe { base.add(*at) } as *mut c_void;
+                let e = match seed {
+                    None => cuFileReadAsync(fh, p, &mut sz, &mut fo, &mut bo, &mut got, null_mut()),
+                    Some(_) => {
+                        cuFileWriteAsync(fh, p, &mut sz, &mut fo, &mut bo, &mut got, null_mut())
+                    }
+                }
+                .err;
+                let einval = -(libc::EINVAL as isize);
+                match file {
+                    None => prop_assert_eq!((e, got), (code::INVALID_VALUE, einval), "{}", ctx),
+                    Some(_) if *off < 0 => prop_assert_eq!((e, got), (0, einval), "{}", ctx),
+                    Some(_) if *size == 0 => prop_assert_eq!((e, got), (0, 0), "{}", ctx),
+                    Some(i) if seed.is_none() && *off as usize > model.data[i].len() => {
+                        prop_assert_eq!((e, got), (0, einval), "{}", ctx)
+                    }
+                    Some(i) if seed.is_none() => {
+                        let d = &model.data[i];
+                        let want = (*size).min(d.len() - *off as usize);
+                        prop_assert_eq!((e, got), (0, want as isize), "{}", ctx);
+                        let from = *off as usize;
+                        prop_assert!(buf[*at..*at + want] == d[from..from + want], "{}", ctx);
+                    }
+                    Some(i) => {
+                        prop_assert_eq!((e, got), (0, *size as isize), "{}", ctx);
+                        let d = &mut model.data[i];
+                        let end = *off as usize + size;
+                        if d.len() < end {
+                            d.resize(end, 0);
+                        }
+                        d[*off as usize..end].copy_from_slice(bytes.as_ref().unwrap());
+                    }
+                }
+                if got < 0 {
+                    prop_assert!(buf == before, "{}: a refused I/O wrote memory", ctx);
                 }
             }
             Call::Batch { h, reads, write } => {
