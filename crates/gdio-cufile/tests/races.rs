@@ -1,7 +1,7 @@
 //! Six threads call the library at random at the same time: opens and closes (each thread
 //! closes only what it opened, so the last close can come while other threads' I/O is in
-//! flight), registrations and deregistrations of two shared read-only files, reads and batches
-//! through whatever handle was last seen (live, deregistered or closed under it), buffer
+//! flight), registrations and deregistrations of two shared read-only files, reads (plain and
+//! stream-ordered) and batches through whatever handle was last seen (live, deregistered or closed under it), buffer
 //! registrations. Nothing may crash or hang; every call answers with a number its contract
 //! allows; every read that succeeds has the file's bytes. `GDIO_RACE_MS` sets how long
 //! (default 1500 ms).
@@ -47,6 +47,7 @@ fn threads_racing_opens_closes_registrations_and_io_never_crash_or_misread() {
     let seen: Arc<Vec<AtomicU64>> = Arc::new((0..2).map(|_| AtomicU64::new(0)).collect());
     let good_reads = Arc::new(AtomicUsize::new(0));
     let until = Instant::now() + Duration::from_millis(ms);
+    let gpu = std::path::Path::new("/dev/nvidiactl").exists();
     let threads: Vec<_> = (0..THREADS)
         .map(|t| {
             let (data, files, seen, good) =
@@ -131,6 +132,35 @@ fn threads_racing_opens_closes_registrations_and_io_never_crash_or_misread() {
                                 }
                             }
                             cuFileBatchIODestroy(id);
+                        }
+                        // Stream-ordered on the null stream, where no GPU owns it (the
+                        // I/O runs before the call returns).
+                        7 if !gpu => {
+                            let fh = seen[i].load(Ordering::Relaxed) as CUfileHandle_t;
+                            let mut size = r.random_range(1..buf.len());
+                            let off = r.random_range(0..SIZE - size);
+                            let (mut fo, mut bo, mut got) = (off as i64, 0i64, 0isize);
+                            let p = buf.as_mut_ptr().cast();
+                            let e = cuFileReadAsync(
+                                fh,
+                                p,
+                                &mut size,
+                                &mut fo,
+                                &mut bo,
+                                &mut got,
+                                null_mut(),
+                            )
+                            .err;
+                            if e == 0 {
+                                assert_eq!(got as usize, size, "thread {t}");
+                                assert_eq!(&buf[..size], &data[i][off..off + size], "thread {t}");
+                                good.fetch_add(1, Ordering::Relaxed);
+                            } else {
+                                assert_eq!(
+                                    (e, got),
+                                    (code::INVALID_VALUE, -(libc::EINVAL as isize))
+                                );
+                            }
                         }
                         _ => {
                             let fh = seen[i].load(Ordering::Relaxed) as CUfileHandle_t;
