@@ -16,7 +16,7 @@ out=${1:-/tmp/knobab}; mkdir -p "$out"
 read -ra settings <<<"${KNOBAB_SETTINGS:-${KNOBAB_A:?KNOBAB_SETTINGS or KNOBAB_A and KNOBAB_B} ${KNOBAB_B:?}}"
 parts=${KNOBAB_PARTS:-kvikio,bench}
 ext4=/tmp/gdio-bench-8g.bin shm=/dev/shm/gdio-bench-8g.bin
-cat "$ext4" "$shm" >/dev/null
+cat "$ext4" "$shm" >/dev/null || { echo "knobab: $ext4 and $shm must exist (bench/gpu-session.sh makes them)"; exit 1; }
 [ -f /etc/cufile.json ] && export CUFILE_ENV_PATH_JSON=/etc/cufile.json
 gbps() { python3 -c "import json,sys; r=json.loads(sys.stdin.readlines()[-1]); print(r['gbps'], r.get('verified'))"; }
 # BEFORE=1 in a setting: the build in .dev/before for every row of that setting.

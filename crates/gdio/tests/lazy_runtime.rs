@@ -122,7 +122,7 @@ fn the_machine_s_runtime_deferred_says_why_there_is_no_gpu_when_asked() {
     assert!(!driver.gpu_runtime_found(), "a host read looked for CUDA");
     let e = driver.alloc_device(0, 4096).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NoGpu);
-    let eager = Driver::new(Config::default()).unwrap();
+    let eager = Driver::new(Config { defer_gpu_init: false, ..Config::default() }).unwrap();
     assert_eq!(driver.why_no_gpu(), eager.why_no_gpu());
     assert!(driver.why_no_gpu().is_some() && driver.gpu_runtime_found());
 }

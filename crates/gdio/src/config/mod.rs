@@ -272,9 +272,9 @@ pub struct Config {
     /// one (a GPU allocation or stream, an address that may be GPU memory, a device query)
     /// instead of when it is made, so a process that only reads files into host memory never
     /// pays for it; an address is asked of CUDA only once libcuda is loaded in the process (by
-    /// gdio or anyone: no CUDA memory exists before). Off until it has run on a GPU machine
-    /// (where the H200 read a 0.2 GB safetensors file onto the CPU in 312–378 ms, about 0.3 s
-    /// of it fixed, BENCHMARKS.md session 18).
+    /// gdio or anyone: no CUDA memory exists before). On by default: on the H200 a 0.2 GB
+    /// safetensors file read onto the CPU took 317–324 ms without it and 21–24 ms with it,
+    /// and GPU reads ran at the same rate (BENCHMARKS.md session 20).
     pub defer_gpu_init: bool,
     /// When to use `O_DIRECT`.
     pub direct_io: DirectIoPolicy,
@@ -354,7 +354,7 @@ impl Default for Config {
             http_timeout: 60,
             http_status_codes: vec![429, 500, 502, 503, 504],
             pinned_huge_pages: true,
-            defer_gpu_init: false,
+            defer_gpu_init: true,
             direct_io: DirectIoPolicy::Auto,
             io_engine: IoEngine::Auto,
             hot_cache_fraction: 0.5,

@@ -29,6 +29,12 @@ pub struct WorkerShares {
     /// Mean milliseconds from a task's last copy queued to its landing noticed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub landing_ms: Option<f64>,
+    /// Mean milliseconds a request waited for a worker to start it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_wait_ms: Option<f64>,
+    /// Mean milliseconds from a request done to its sleeping caller running again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wake_ms: Option<f64>,
 }
 
 impl WorkerShares {
@@ -49,6 +55,8 @@ impl WorkerShares {
             idle: if busy > 0.0 { (1.0 - busy).max(0.0) } else { 0.0 },
             inline: share(time.inline_ns),
             landing_ms: time.mean_landing_ms(),
+            start_wait_ms: time.mean_start_wait_ms(),
+            wake_ms: time.mean_wake_ms(),
         }
     }
 
@@ -100,6 +108,12 @@ impl WorkerShares {
         if let Some(ms) = self.landing_ms {
             s += &format!("; copies landed {ms:.3} ms after queueing");
         }
+        if let Some(ms) = self.start_wait_ms {
+            s += &format!("; requests waited {ms:.3} ms for a worker");
+        }
+        if let Some(ms) = self.wake_ms {
+            s += &format!("; callers woke {ms:.3} ms after their request was done");
+        }
         if let Some(v) = self.verdict() {
             s += &format!("; most time: {v}");
         }
@@ -121,6 +135,10 @@ mod tests {
             draining_ns: 1_000_000_000,
             landing_ns: 3_000_000,
             copies_landed: 2,
+            start_wait_ns: 300_000,
+            requests_started: 3,
+            wake_ns: 50_000,
+            callers_woken: 2,
             ..WorkerTime::default()
         };
         let w = WorkerShares::new(4, 2.0, t);
@@ -131,6 +149,8 @@ mod tests {
         let line = w.line();
         assert!(line.contains("file I/O 50%") && line.contains("idle 12%"), "{line}");
         assert!(line.contains("1.500 ms"), "{line}");
+        assert!(line.contains("requests waited 0.100 ms for a worker"), "{line}");
+        assert!(line.contains("callers woke 0.025 ms after their request was done"), "{line}");
 
         // Mostly idle: the verdict asks for more in flight.
         let idle = WorkerTime { file_io_ns: 1_000_000_000, buffer_wait_ns: 0, ..t };

@@ -49,6 +49,16 @@ pub struct WorkerTime {
     pub landing_ns: u64,
     /// Tasks, and gathered groups, whose copies landed (the count behind `landing_ns`).
     pub copies_landed: u64,
+    /// Summed over requests a worker started: from the request made (and queued) to a worker
+    /// claiming its first task. Divide by [`WorkerTime::requests_started`] for the mean.
+    pub start_wait_ns: u64,
+    /// Requests whose first task a worker claimed (the count behind `start_wait_ns`).
+    pub requests_started: u64,
+    /// Summed over callers that slept waiting for a request: from the request marked done to
+    /// the caller running again. Divide by [`WorkerTime::callers_woken`] for the mean.
+    pub wake_ns: u64,
+    /// Callers that slept until their request was done (the count behind `wake_ns`).
+    pub callers_woken: u64,
 }
 
 impl WorkerTime {
@@ -62,6 +72,10 @@ impl WorkerTime {
             inline_ns: self.inline_ns.saturating_sub(before.inline_ns),
             landing_ns: self.landing_ns.saturating_sub(before.landing_ns),
             copies_landed: self.copies_landed.saturating_sub(before.copies_landed),
+            start_wait_ns: self.start_wait_ns.saturating_sub(before.start_wait_ns),
+            requests_started: self.requests_started.saturating_sub(before.requests_started),
+            wake_ns: self.wake_ns.saturating_sub(before.wake_ns),
+            callers_woken: self.callers_woken.saturating_sub(before.callers_woken),
         }
     }
 
@@ -75,13 +89,32 @@ impl WorkerTime {
             inline_ns: self.inline_ns + other.inline_ns,
             landing_ns: self.landing_ns + other.landing_ns,
             copies_landed: self.copies_landed + other.copies_landed,
+            start_wait_ns: self.start_wait_ns + other.start_wait_ns,
+            requests_started: self.requests_started + other.requests_started,
+            wake_ns: self.wake_ns + other.wake_ns,
+            callers_woken: self.callers_woken + other.callers_woken,
         }
     }
 
     /// Mean milliseconds from a task's last copy queued to its landing noticed, if any landed.
     pub fn mean_landing_ms(&self) -> Option<f64> {
-        (self.copies_landed > 0).then(|| self.landing_ns as f64 / self.copies_landed as f64 / 1e6)
+        mean_ms(self.landing_ns, self.copies_landed)
     }
+
+    /// Mean milliseconds a request waited for a worker to start it, if a worker started any.
+    pub fn mean_start_wait_ms(&self) -> Option<f64> {
+        mean_ms(self.start_wait_ns, self.requests_started)
+    }
+
+    /// Mean milliseconds from a request done to its sleeping caller running again, if any
+    /// caller slept.
+    pub fn mean_wake_ms(&self) -> Option<f64> {
+        mean_ms(self.wake_ns, self.callers_woken)
+    }
+}
+
+fn mean_ms(ns: u64, count: u64) -> Option<f64> {
+    (count > 0).then(|| ns as f64 / count as f64 / 1e6)
 }
 
 /// What a worker is doing while a [`Clock`] times it.
@@ -104,6 +137,10 @@ pub(crate) struct Clock {
     inline: AtomicU64,
     landing: AtomicU64,
     landed: AtomicU64,
+    start_wait: AtomicU64,
+    started: AtomicU64,
+    wake: AtomicU64,
+    woken: AtomicU64,
 }
 
 fn nanos_since(since: Instant) -> u64 {
@@ -129,6 +166,21 @@ impl Clock {
         self.landed.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// A worker claimed the first task of a request made at `made` (counted on worker threads
+    /// only: a caller running its own request did not wait for one).
+    pub(crate) fn started(&self, made: Instant) {
+        if on_worker() {
+            self.start_wait.fetch_add(nanos_since(made), Ordering::Relaxed);
+            self.started.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A caller that slept until its request was done (at `done`) runs again.
+    pub(crate) fn woke(&self, done: Instant) {
+        self.wake.fetch_add(nanos_since(done), Ordering::Relaxed);
+        self.woken.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The totals now.
     pub(crate) fn snapshot(&self) -> WorkerTime {
         let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -140,6 +192,10 @@ impl Clock {
             inline_ns: r(&self.inline),
             landing_ns: r(&self.landing),
             copies_landed: r(&self.landed),
+            start_wait_ns: r(&self.start_wait),
+            requests_started: r(&self.started),
+            wake_ns: r(&self.wake),
+            callers_woken: r(&self.woken),
         }
     }
 }
@@ -179,6 +235,31 @@ mod tests {
         assert!(d.mean_landing_ms().is_some_and(|ms| ms >= 2.0));
         assert_eq!(d.plus(&d).copies_landed, 4);
         assert_eq!(WorkerTime::default().mean_landing_ms(), None);
+    }
+
+    #[test]
+    fn start_waits_count_on_workers_and_wakes_on_any_thread() {
+        let c = Clock::default();
+        let made = Instant::now();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        c.started(made);
+        assert_eq!(c.snapshot().requests_started, 0, "a caller's own claim waited for no worker");
+        c.woke(made);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                mark_worker();
+                c.started(made);
+                c.started(Instant::now());
+            });
+        });
+        let t = c.snapshot();
+        assert_eq!((t.requests_started, t.callers_woken), (2, 1));
+        assert!(t.mean_start_wait_ms().is_some_and(|ms| ms >= 1.0), "{t:?}");
+        assert!(t.mean_wake_ms().is_some_and(|ms| ms >= 2.0));
+        let d =
+            t.since(&WorkerTime { callers_woken: 1, wake_ns: t.wake_ns, ..WorkerTime::default() });
+        assert_eq!((d.callers_woken, d.mean_wake_ms()), (0, None));
+        assert_eq!(t.plus(&t).requests_started, 4);
     }
 
     #[test]
