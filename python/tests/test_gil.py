@@ -48,11 +48,22 @@ def inside(times, call):
     return out, t1 - t0, max(b - a for a, b in zip(marks, marks[1:]))
 
 
+def released(took, gap):
+    """Whether the other thread ran during the call: ``None`` when the call was too quick to
+    tell (the read and write below never are)."""
+    return gap < took / 2 if took >= 0.010 else None
+
+
 def check_released(what, took, gap):
-    # A call too quick to tell is not judged; the read and write below never are.
-    if took >= 0.010:
-        assert gap < took / 2, f"{what} held the GIL: no other thread ran for {gap:.3f} of {took:.3f} s"
+    assert released(took, gap) is not False, (
+        f"{what} held the GIL: no other thread ran for {gap:.3f} of {took:.3f} s")
     return took >= 0.010
+
+
+# A call that keeps the GIL leaves the gap every time; a busy machine (two cores, the engine's
+# workers on both) can keep the stamping thread off the CPU for a while by chance. Each call is
+# tried up to this many times and fails only if every try left the gap.
+TRIES = 3
 
 
 def test_the_check_sees_a_call_that_holds_the_gil(stamps):
@@ -72,18 +83,21 @@ def test_blocking_read_write_get_and_wait_let_other_threads_run(tmp_path, stamps
     assert os.path.getsize(path) == SIZE
     with gdio.CuFile(path, "r") as f:
         for what in ("read", "get", "wait"):
-            buf = np.zeros(SIZE, dtype=np.uint8)
-            if what == "read":
-                got, took, gap = inside(stamps, lambda: f.read(buf))
-            elif what == "get":
-                fut = f.pread(buf, task_size=4 << 20)
-                got, took, gap = inside(stamps, fut.get)
-            else:
-                futs = [f.pread(buf[i:i + (8 << 20)], file_offset=i) for i in range(0, SIZE, 8 << 20)]
-                _, took, gap = inside(stamps, lambda: gdio.wait(futs))
-                got = sum(x.get() for x in futs)
-            assert got == SIZE, what
-            assert np.array_equal(buf, data), what
+            for _ in range(TRIES):
+                buf = np.zeros(SIZE, dtype=np.uint8)
+                if what == "read":
+                    got, took, gap = inside(stamps, lambda: f.read(buf))
+                elif what == "get":
+                    fut = f.pread(buf, task_size=4 << 20)
+                    got, took, gap = inside(stamps, fut.get)
+                else:
+                    futs = [f.pread(buf[i:i + (8 << 20)], file_offset=i) for i in range(0, SIZE, 8 << 20)]
+                    _, took, gap = inside(stamps, lambda: gdio.wait(futs))
+                    got = sum(x.get() for x in futs)
+                assert got == SIZE, what
+                assert np.array_equal(buf, data), what
+                if released(took, gap) is not False:
+                    break
             judged = check_released(what, took, gap)
             if what == "read":
                 assert judged, f"read took only {took:.4f} s"

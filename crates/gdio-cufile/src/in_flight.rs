@@ -1,6 +1,7 @@
 //! How a program's synchronous `cuFileRead`/`cuFileWrite` calls overlapped, for the summary the
 //! library logs at INFO when the driver closes (or the process exits with it open): calls,
-//! bytes asked, the most in flight at once, and the wall time during which any was in flight,
+//! bytes asked, the most in flight at once and how many on average, the mean time of a call,
+//! and the wall time during which any was in flight,
 //! the span over which the engine's worker shares say why the I/O ran at the speed it did
 //! ("idle" workers: the program keeps too few requests in flight). Kept only when INFO is
 //! enabled at open, so the lock taken twice per call costs nothing otherwise.
@@ -8,7 +9,7 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use gdio::engine::{WorkerShares, WorkerTime};
+use gdio::engine::{EngineCounters, WorkerShares};
 use gdio::Op;
 
 /// The synchronous calls of one session.
@@ -26,11 +27,14 @@ struct State {
     bytes: u64,
     since: Option<Instant>,
     busy: Duration,
+    /// The calls' own times, summed (finished calls only).
+    calls: Duration,
+    finished: u64,
 }
 
-/// One call in flight: counted out when dropped.
+/// One call in flight, since when: counted out when dropped.
 #[derive(Debug)]
-pub struct Entered<'a>(&'a InFlight);
+pub struct Entered<'a>(&'a InFlight, Instant);
 
 impl InFlight {
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -40,8 +44,9 @@ impl InFlight {
     /// A call of `op` for `size` bytes starts.
     pub fn enter(&self, op: Op, size: usize) -> Entered<'_> {
         let mut s = self.lock();
+        let at = Instant::now();
         if s.now == 0 {
-            s.since = Some(Instant::now());
+            s.since = Some(at);
         }
         s.now += 1;
         s.peak = s.peak.max(s.now);
@@ -50,7 +55,7 @@ impl InFlight {
             Op::Write => s.writes += 1,
         }
         s.bytes += size as u64;
-        Entered(self)
+        Entered(self, at)
     }
 
     /// What the calls so far add up to (a stretch still in flight counts up to now).
@@ -63,6 +68,8 @@ impl InFlight {
             bytes: s.bytes,
             peak: s.peak,
             busy: s.busy + open,
+            calls: s.calls,
+            finished: s.finished,
         }
     }
 }
@@ -70,6 +77,8 @@ impl InFlight {
 impl Drop for Entered<'_> {
     fn drop(&mut self) {
         let mut s = self.0.lock();
+        s.calls += self.1.elapsed();
+        s.finished += 1;
         s.now -= 1;
         if s.now == 0 {
             if let Some(t) = s.since.take() {
@@ -92,26 +101,40 @@ pub struct Summary {
     pub peak: usize,
     /// Wall time during which at least one call was in flight.
     pub busy: Duration,
+    /// The finished calls' own times, summed.
+    pub calls: Duration,
+    /// Calls finished (the count behind `calls`).
+    pub finished: u64,
 }
 
 impl Summary {
-    /// One line for the log: the calls, then where the engine's `threads` workers spent the
-    /// busy time (`time`: their time over the session), with the verdict.
-    pub fn line(&self, threads: usize, time: WorkerTime) -> String {
+    /// One line for the log: the calls, how many of the engine's reads were split over its
+    /// free workers, then where its `threads` workers spent the busy time (`engine`: its
+    /// counters over the session), with the verdict.
+    pub fn line(&self, threads: usize, engine: &EngineCounters) -> String {
         let secs = self.busy.as_secs_f64();
         let gbps = if secs > 0.0 { self.bytes as f64 / secs / 1e9 } else { 0.0 };
         let mean = self.bytes / (self.reads + self.writes).max(1);
+        // Calls in flight on average over the busy time, and a call's mean time: a program
+        // that keeps fewer in flight than its threads spends the rest outside the library.
+        let calls = self.calls.as_secs_f64();
+        let average = if secs > 0.0 { calls / secs } else { 0.0 };
+        let call_ms = calls * 1e3 / self.finished.max(1) as f64;
         format!(
             "synchronous I/O: {} reads, {} writes, {} bytes asked (mean {} bytes), up to {} in \
-             flight at once, {:.3} s with any in flight ({:.2} GB/s); {}",
+             flight at once ({:.1} on average, a call {:.3} ms), {:.3} s with any in flight \
+             ({:.2} GB/s); the engine split {} reads over free workers; {}",
             self.reads,
             self.writes,
             self.bytes,
             mean,
             self.peak,
+            average,
+            call_ms,
             secs,
             gbps,
-            WorkerShares::new(threads, secs, time).line(),
+            engine.split_reads,
+            WorkerShares::new(threads, secs, engine.worker_time).line(),
         )
     }
 }
@@ -136,12 +159,20 @@ mod tests {
         }
         let s = f.summary();
         let total = start.elapsed();
-        assert_eq!((s.reads, s.writes, s.bytes, s.peak), (2, 1, 160, 2));
+        assert_eq!((s.reads, s.writes, s.bytes, s.peak, s.finished), (2, 1, 160, 2, 3));
+        // Two calls of 20 ms side by side and one alone: 60 ms of calls in about 40 ms busy.
+        assert!(s.calls >= Duration::from_millis(60) && s.calls >= s.busy, "{s:?}");
         assert!(s.busy >= Duration::from_millis(40), "{s:?}");
         // However late the sleeps wake, the gap of at least 50 ms between the calls is not busy.
         assert!(s.busy + Duration::from_millis(50) <= total, "{s:?} of {total:?}");
-        let line = s.line(4, WorkerTime { file_io_ns: 80_000_000, ..WorkerTime::default() });
+        let time = gdio::engine::WorkerTime { file_io_ns: 80_000_000, ..Default::default() };
+        let engine = EngineCounters { split_reads: 3, worker_time: time, ..Default::default() };
+        let line = s.line(4, &engine);
         assert!(line.starts_with("synchronous I/O: 2 reads, 1 writes, 160 bytes asked"), "{line}");
         assert!(line.contains("up to 2 in flight") && line.contains("4 workers"), "{line}");
+        assert!(line.contains("the engine split 3 reads over free workers; 4 workers"), "{line}");
+        let average = s.calls.as_secs_f64() / s.busy.as_secs_f64();
+        assert!(line.contains(&format!("({average:.1} on average, a call ")), "{line}");
+        assert!(average > 1.0 && average <= 2.0, "{s:?}");
     }
 }

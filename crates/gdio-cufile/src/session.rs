@@ -169,8 +169,8 @@ impl Session {
             return;
         }
         let threads = self.driver.config().threads.max(1);
-        let time = self.driver.engine().counters().worker_time;
-        log::log(Level::Info, || format!("{when}: {}", s.line(threads, time)));
+        let engine = self.driver.engine().counters();
+        log::log(Level::Info, || format!("{when}: {}", s.line(threads, &engine)));
     }
 
     fn teardown(&self) {

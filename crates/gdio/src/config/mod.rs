@@ -181,7 +181,7 @@ pub struct Config {
     /// slower on the H200 host (BENCHMARKS.md, session 3).
     pub completion_callbacks: bool,
     /// One engine thread finishes the tasks of requests of one or two tasks (and every piece of
-    /// a one-task read split over idle workers) the moment their copies land, by a word the
+    /// a one-task read split over free workers) the moment their copies land, by a word the
     /// copy stream sets in stream order (`cuStreamWriteValue32`), instead of when their worker
     /// next looks. No host function holds the stream, unlike
     /// `completion_callbacks`. The thread polls every `completion_poll_us` while copies are in
@@ -198,10 +198,11 @@ pub struct Config {
     /// read. 0: never inline.
     pub inline_max_bytes: usize,
     /// A read into GPU memory of one task and at least twice this many bytes is split into
-    /// tasks of at least this size when workers are idle, so that few large requests in flight
-    /// still keep several workers reading (H200, 4 MiB requests, 8 in flight: 24.4 GB/s as one
-    /// task each, 39.2 split; no change at 32 in flight). With every worker busy nothing is
-    /// split. 0: never.
+    /// tasks of at least this size over the workers free for it (not running a job nor spoken
+    /// for by queued work: asleep, polling for work, or waiting for their copies to land), so
+    /// that few large requests in flight still keep several workers reading (H200, 4 MiB
+    /// requests, 8 in flight: 24.4 GB/s as one task each, 39.2 split; no change at 32 in
+    /// flight). With every worker busy nothing is split. 0: never.
     pub split_min_bytes: usize,
     /// Streams per GPU that a pool's workers queue their copies on, in turn. 0: a stream per
     /// worker, so every worker's copies share the link at once and each lands when those

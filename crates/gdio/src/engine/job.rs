@@ -54,7 +54,7 @@ pub(crate) struct Counters {
     pub direct_write: AtomicU64,
     /// Reads that went in a gathered group.
     pub gathered_reads: AtomicU64,
-    /// One-task reads spread over idle workers (`split_min_bytes`).
+    /// One-task reads spread over free workers (`split_min_bytes`).
     pub split_reads: AtomicU64,
     /// Tasks the completion watcher finished (before their workers looked).
     pub watcher_finished: AtomicU64,
@@ -208,7 +208,7 @@ pub struct Job {
     pub(crate) buffered_chunk: u64,
     /// `O_DIRECT` reads a worker keeps in flight for this job's cold ranges in GPU memory.
     pub(crate) direct_in_flight: usize,
-    /// A one-task read split over idle workers (`split_min_bytes`): its caller waits for
+    /// A one-task read split over free workers (`split_min_bytes`): its caller waits for
     /// pieces that run side by side, so the completion watcher finishes them however many.
     pub(crate) split: bool,
     counters: Option<Arc<Counters>>,

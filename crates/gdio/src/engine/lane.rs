@@ -62,7 +62,7 @@ impl Deferred {
 const WATCH_MAX_TASKS: usize = 2;
 
 /// True when the completion watcher finishes `job`'s tasks: a request of at most
-/// [`WATCH_MAX_TASKS`] tasks, or a one-task read split over idle workers (`split_min_bytes`),
+/// [`WATCH_MAX_TASKS`] tasks, or a one-task read split over free workers (`split_min_bytes`),
 /// however many pieces: its caller waits for pieces that run side by side, as for one task.
 pub(super) fn is_watched(job: &Job) -> bool {
     job.tasks.len() <= WATCH_MAX_TASKS || job.split

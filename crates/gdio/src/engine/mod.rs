@@ -76,7 +76,7 @@ pub struct EngineCounters {
     pub gathered_reads: u64,
     /// Reads (or pieces of reads) that workers issued through their io_uring (`io_engine`).
     pub io_uring_reads: u64,
-    /// One-task reads into GPU memory split over idle workers (`split_min_bytes`).
+    /// One-task reads into GPU memory split over free workers (`split_min_bytes`).
     pub split_reads: u64,
     /// Tasks the completion watcher finished the moment their copies landed, before their
     /// workers looked (`completion_watcher`; requests of one or two tasks, and split reads).
@@ -363,15 +363,17 @@ impl Engine {
         job
     }
 
-    /// The task size that spreads a one-task read of `len` bytes over the idle workers of
-    /// `pool` (`split_min_bytes`), or `None` to keep it whole: too small, or no worker idle.
+    /// The task size that spreads a one-task read of `len` bytes over the free workers of
+    /// `pool` (`split_min_bytes`; [`Pool::free_workers`]: not running a job nor spoken for by
+    /// queued work, whether asleep or polling for work), or `None` to keep it whole: too
+    /// small, or fewer than two workers free.
     fn split_size(&self, len: u64, pool: &Pool) -> Option<u64> {
         let min = self.config.split_min_bytes as u64;
         if min == 0 || len < 2 * min {
             return None;
         }
-        let idle = pool.idle_workers() as u64;
-        let pieces = (idle + 1).min(len / min).min(pool.threads() as u64);
+        let free = pool.free_workers() as u64;
+        let pieces = free.min(len / min).min(pool.threads() as u64);
         (pieces >= 2).then(|| len.div_ceil(pieces).next_multiple_of(4096))
     }
 
@@ -743,14 +745,13 @@ mod tests {
     }
 
     #[test]
-    fn a_large_one_task_read_is_spread_over_idle_workers_only_when_some_are_idle() {
+    fn a_large_one_task_read_is_spread_over_free_workers_only_when_some_are_free() {
         let e = engine(2 << 20);
         // No worker started yet: nothing idle, nothing split.
         assert_eq!(e.split_size(8 << 20, &e.pool), None);
         e.prepare_gpu(0).unwrap();
         e.wait_idle(4);
-        // 4 idle workers + the request's own: 5 pieces of 8 MiB would be under 2 MiB each, so
-        // as many pieces of at least 2 MiB as fit: 4 of 2 MiB.
+        // 4 free workers: 4 pieces of 2 MiB (pieces are at least 2 MiB).
         assert_eq!(e.split_size(8 << 20, &e.pool), Some(2 << 20));
         // 6 MiB: 3 pieces of 2 MiB.
         assert_eq!(e.split_size(6 << 20, &e.pool), Some(2 << 20));
@@ -761,6 +762,49 @@ mod tests {
         off.prepare_gpu(0).unwrap();
         off.wait_idle(4);
         assert_eq!(off.split_size(64 << 20, &off.pool), None);
+    }
+
+    #[test]
+    fn a_worker_running_a_job_is_not_free_and_one_polling_or_asleep_is() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("slow");
+        let data: Vec<u8> =
+            (0..1u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        let f = Arc::new(FileHandle::open(&p).unwrap());
+        let e = engine(2 << 20);
+        assert_eq!(e.pool.free_workers(), 0, "no worker started yet");
+        e.prepare_gpu(0).unwrap();
+        e.wait_idle(4);
+        assert_eq!(e.pool.free_workers(), 4);
+        let slow = crate::file::fault::FaultPlan {
+            read_delay: Some(Duration::from_millis(300)),
+            ..Default::default()
+        };
+        let armed = crate::file::fault::inject(&p, slow).unwrap();
+        let mut out = vec![0u8; data.len()];
+        let host =
+            BufferRef { addr: out.as_mut_ptr() as u64, len: out.len(), kind: MemoryKind::Host };
+        let job = Arc::new(e.job(Op::Read, JobFile::Shared(f.clone()), host, 0, data.len() as u64));
+        e.queue(&job, None).unwrap();
+        let until = |n: usize| {
+            let start = std::time::Instant::now();
+            while e.pool.free_workers() != n && start.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            e.pool.free_workers()
+        };
+        assert_eq!(until(3), 3, "the worker reading is not free");
+        assert!(!job.is_done(), "the read finished before it was looked at");
+        // Three workers free: an 8 MiB read goes out in three pieces.
+        assert_eq!(
+            e.split_size(8 << 20, &e.pool),
+            Some((8u64 << 20).div_ceil(3).next_multiple_of(4096))
+        );
+        assert!(job.wait_until(None));
+        drop(armed);
+        assert_eq!(out, data);
+        assert_eq!(until(4), 4, "free again once the job is done");
     }
 
     #[test]
@@ -788,7 +832,7 @@ mod tests {
         let (two, three) = (job(Op::Read, 8 << 20), job(Op::Read, 12 << 20));
         let write = job(Op::Write, 4 << 20);
         assert_eq!((whole.tasks.len(), whole.split), (1, false));
-        assert_eq!((split.tasks.len(), split.split), (4, true), "1 MiB pieces over 4 idle workers");
+        assert_eq!((split.tasks.len(), split.split), (4, true), "1 MiB pieces over 4 free workers");
         assert_eq!((two.tasks.len(), three.tasks.len(), three.split), (2, 3, false));
         assert_eq!((write.tasks.len(), write.split), (1, false), "writes are never split");
         assert!(lane::is_watched(&whole) && lane::is_watched(&two) && lane::is_watched(&write));

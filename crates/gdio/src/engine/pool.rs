@@ -83,6 +83,11 @@ struct Shared {
     cv: Condvar,
     /// Entries in `queue.jobs`, readable without the lock (a spinning worker watches it).
     queued: AtomicUsize,
+    /// Worker threads started.
+    started: AtomicUsize,
+    /// Workers running a job taken off the queue (the rest are free: polling for work,
+    /// waiting for their copies to land, or asleep).
+    working: AtomicUsize,
     runtime: Arc<dyn GpuRuntime>,
     shape: LaneShape,
     gather: GatherShape,
@@ -140,6 +145,8 @@ impl Pool {
                 }),
                 cv: Condvar::new(),
                 queued: AtomicUsize::new(0),
+                started: AtomicUsize::new(0),
+                working: AtomicUsize::new(0),
                 runtime: spec.runtime,
                 shape: spec.shape,
                 gather: spec.gather,
@@ -176,11 +183,22 @@ impl Pool {
                 .spawn(move || worker_main(shared))
                 .map_err(|e| Error::from_io(&e, "cannot start an engine worker thread"))?;
             h.push(handle);
+            self.shared.started.fetch_add(1, Ordering::Release);
         }
         Ok(())
     }
 
+    /// Workers that could start new work at once: started, not running a job, and not spoken
+    /// for by work already queued (one entry per worker it may use). A worker polling for work
+    /// or waiting for its copies to land counts: it takes queued work the moment it sees it.
+    pub(crate) fn free_workers(&self) -> usize {
+        let sh = &self.shared;
+        let busy = sh.working.load(Ordering::Acquire) + sh.queued.load(Ordering::Acquire);
+        sh.started.load(Ordering::Acquire).saturating_sub(busy)
+    }
+
     /// Workers asleep for want of work, not counting those already being woken.
+    #[cfg(test)]
     pub(crate) fn idle_workers(&self) -> usize {
         let q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
         q.idle.saturating_sub(q.waking)
@@ -357,6 +375,10 @@ fn worker_main(shared: Arc<Shared>) {
             let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
             loop {
                 if let Some(j) = q.jobs.pop_front() {
+                    if matches!(j, Work::Job(_)) {
+                        // Before the queue count drops, so the job is never counted free.
+                        shared.working.fetch_add(1, Ordering::AcqRel);
+                    }
                     let group = take_group(&mut q, &j, &shared);
                     if group.is_empty() {
                         host_run = take_host_run(&mut q, &j, &shared);
@@ -411,6 +433,8 @@ fn worker_main(shared: Arc<Shared>) {
                 continue;
             }
         };
+        // Counted working since it took the job off the queue; free again once done with it.
+        let _working = Working(&shared.working);
         if !group.is_empty() {
             run_gathered(job, group, &mut lanes, &shared, &mut ring);
             continue;
@@ -426,6 +450,15 @@ fn worker_main(shared: Arc<Shared>) {
                 run_task(&job, task, &mut lanes, &shared, &mut ring);
             }
         }
+    }
+}
+
+/// A worker running a job: counted out of [`Shared::working`] when dropped.
+struct Working<'a>(&'a AtomicUsize);
+
+impl Drop for Working<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
