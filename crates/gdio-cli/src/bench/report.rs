@@ -55,6 +55,9 @@ pub struct OpResult {
     /// Requests of the timed iterations that ran on the bench's own threads instead of the
     /// engine's workers (`inline_max_bytes`).
     pub inline_requests: u64,
+    /// One-task reads into GPU memory of the timed iterations that the engine split over its
+    /// free workers (`split_min_bytes`).
+    pub split_reads: u64,
     /// Where the engine's workers spent the timed iterations.
     pub workers: WorkerShares,
     /// Page cache dropped before each iteration.
@@ -137,6 +140,7 @@ impl BenchReport {
                 [
                     (r.watcher_finished_tasks, "tasks finished by the completion watcher"),
                     (r.inline_requests, "requests run by their callers"),
+                    (r.split_reads, "reads split over free workers"),
                 ]
                 .iter()
                 .filter(|(n, _)| *n > 0)

@@ -91,6 +91,8 @@ struct Moved {
     watcher_finished: u64,
     /// Requests run on their calling threads.
     inline_requests: u64,
+    /// Reads split over free workers.
+    split_reads: u64,
     time: gdio::engine::WorkerTime,
 }
 
@@ -113,6 +115,7 @@ impl Moved {
         }
         self.watcher_finished += d(after.watcher_finished, before.watcher_finished);
         self.inline_requests += d(after.inline_requests, before.inline_requests);
+        self.split_reads += d(after.split_reads, before.split_reads);
         self.time = self.time.plus(&after.worker_time.since(&before.worker_time));
     }
 }
@@ -365,6 +368,7 @@ impl<'a> Bench<'a> {
             page_cache_dma_bytes: moved.page_cache_dma,
             watcher_finished_tasks: moved.watcher_finished,
             inline_requests: moved.inline_requests,
+            split_reads: moved.split_reads,
             workers: self.worker_shares(op == "write", m.seconds.iter().sum(), moved.time),
             cold: self.args.cold,
             fsync_seconds: None,
