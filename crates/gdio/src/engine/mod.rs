@@ -747,7 +747,7 @@ mod tests {
     #[test]
     fn a_large_one_task_read_is_spread_over_free_workers_only_when_some_are_free() {
         let e = engine(2 << 20);
-        // No worker started yet: nothing idle, nothing split.
+        // No worker started yet: nothing free, nothing split.
         assert_eq!(e.split_size(8 << 20, &e.pool), None);
         e.prepare_gpu(0).unwrap();
         e.wait_idle(4);
