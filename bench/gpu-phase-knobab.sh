@@ -9,7 +9,9 @@
 # default `gdio bench` (issue 7), KNOBAB_REPS times. KNOBAB_PARTS picks kvikio and/or bench,
 # and `why`: after the timed rows, one untimed KvikIO OFF run per thread count and setting at
 # CUFILE_LOGGING_LEVEL=INFO, printing the library's summary at exit (calls in flight, where the
-# engine's workers spent the time, the verdict).
+# engine's workers spent the time, the verdict). The shape rows read KNOBAB_BENCH_FILE (default
+# the tmpfs file; a path that does not exist is made by `gdio bench`) with KNOBAB_BENCH_ARGS
+# added (as "--cold --size 1G --keep"); KNOBAB_DEFAULT_BENCH=0 leaves out the default bench.
 # usage (through bench/gpu-session.sh knobab): bench/gpu-phase-knobab.sh OUTDIR
 set -uo pipefail
 out=${1:-/tmp/knobab}; mkdir -p "$out"
@@ -21,7 +23,7 @@ cat "$ext4" "$shm" >/dev/null || { echo "knobab: $ext4 and $shm must exist (benc
 gbps() { python3 -c "import json,sys; r=json.loads(sys.stdin.readlines()[-1]); print(r['gbps'], r.get('verified'))"; }
 # BEFORE=1 in a setting: the build in .dev/before for every row of that setting.
 before() { [[ $1 == *BEFORE=1* ]] && echo "LIB=$PWD/.dev/before/libcufile.so.0 GDIO=$PWD/.dev/before/gdio"; }
-row() { "$GDIO" bench --json --file "$shm" --mode read --iterations 3 --io-size "$1" --queue-depth "$2" \
+row() { "$GDIO" bench --json --file "${KNOBAB_BENCH_FILE:-$shm}" --mode read --iterations 3 --io-size "$1" --queue-depth "$2" ${KNOBAB_BENCH_ARGS:-} \
   | python3 -c "import json,sys; r=json.load(sys.stdin)['results'][0]; print(f\"{r['gbps']:.2f} GB/s ({r.get('ratio_to_limit') or 0:.2f} x limit, verified {r['verified']})\")"; }
 for rep in $(seq "${KNOBAB_REPS:-2}"); do
   if [[ $parts == *kvikio* ]]; then
@@ -38,7 +40,7 @@ for rep in $(seq "${KNOBAB_REPS:-2}"); do
         echo "rep $rep ${shape/:/ x } $v: $(export ${v//,/ } $(before "$v"); row "${shape%%:*}" "${shape##*:}")"
       done
     done
-    for v in "${settings[@]}"; do
+    [ "${KNOBAB_DEFAULT_BENCH:-1}" = 0 ] || for v in "${settings[@]}"; do
       echo "rep $rep default bench $v: $(export ${v//,/ } $(before "$v"); "$GDIO" bench --json | python3 -c "import json,sys; print(' '.join(f\"{r['op']} {r['gbps']:.2f} GB/s (verified {r['verified']})\" for r in json.load(sys.stdin)['results']))")"
     done
   fi

@@ -8,6 +8,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use super::plan::Task;
+use super::pool::OpenRead;
 use crate::error::{Error, ErrorKind};
 use crate::file::FileHandle;
 use crate::memory::BufferRef;
@@ -180,6 +181,8 @@ struct State {
     done_hook: Option<DoneHook>,
     /// When the job was marked done (for how late its waiting callers woke).
     done_at: Option<Instant>,
+    /// Counts this job among its pool's reads in flight until it is done (or dropped).
+    open: Option<OpenRead>,
 }
 
 /// What is left to do once a job is marked done and its lock let go ([`Job::announce`]).
@@ -292,6 +295,11 @@ impl Job {
         self.state.get_mut().unwrap_or_else(|p| p.into_inner()).done_hook = Some(hook);
     }
 
+    /// Counts this job among its pool's reads in flight (`open`) until it is done.
+    pub(crate) fn hold_open(&mut self, open: OpenRead) {
+        self.state.get_mut().unwrap_or_else(|p| p.into_inner()).open = Some(open);
+    }
+
     /// Takes the hook back (a submission that failed reports its error itself).
     pub(crate) fn take_done_hook(&self) -> Option<DoneHook> {
         self.lock().done_hook.take()
@@ -380,6 +388,7 @@ impl Job {
         }
         s.done = true;
         s.done_at = Some(Instant::now());
+        s.open = None;
         self.done.store(true, Ordering::Release);
         if s.error.is_none() {
             if let Some(c) = &self.counters {

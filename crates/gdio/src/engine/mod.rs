@@ -339,8 +339,10 @@ impl Engine {
         let align = transfer::direct_align(fh);
         let mut tasks = plan::split(offset, len, self.config.task_bytes() as u64, align);
         let mut split = false;
-        if tasks.len() == 1 && op == Op::Read && matches!(buf.kind, MemoryKind::Device { .. }) {
-            if let Some(size) = self.split_size(len, self.pool_for(buf.kind)) {
+        let gpu_read = op == Op::Read && matches!(buf.kind, MemoryKind::Device { .. });
+        let pool = self.pool_for(buf.kind);
+        if tasks.len() == 1 && gpu_read {
+            if let Some(size) = self.split_size(len, pool) {
                 tasks = plan::split(offset, len, size, align);
                 split = true;
                 self.counters.split_reads.fetch_add(1, Ordering::Relaxed);
@@ -360,20 +362,27 @@ impl Engine {
         job.direct_in_flight = self.config.direct_reads_in_flight.clamp(1, 64);
         job.page_cache_dma = self.config.page_cache_dma && op == Op::Read;
         job.split = split;
+        if gpu_read {
+            job.hold_open(pool.open_read());
+        }
         job
     }
 
     /// The task size that spreads a one-task read of `len` bytes over the free workers of
     /// `pool` (`split_min_bytes`; [`Pool::free_workers`]: not running a job nor spoken for by
-    /// queued work, whether asleep or polling for work), or `None` to keep it whole: too
-    /// small, or fewer than two workers free.
+    /// queued work, whether asleep, polling for work or waiting for copies to land), or `None`
+    /// to keep it whole: too small, or fewer than two workers to spare. A worker is left for
+    /// each other read into GPU memory in flight ([`Pool::reads_open`]): with as many reads in
+    /// flight as workers, each keeps a worker busy whole, and a piece would only take half a
+    /// bounce buffer and a worker that the next read needs.
     fn split_size(&self, len: u64, pool: &Pool) -> Option<u64> {
         let min = self.config.split_min_bytes as u64;
         if min == 0 || len < 2 * min {
             return None;
         }
         let free = pool.free_workers() as u64;
-        let pieces = free.min(len / min).min(pool.threads() as u64);
+        let spare = pool.threads().saturating_sub(pool.reads_open()) as u64;
+        let pieces = free.min(spare).min(len / min);
         (pieces >= 2).then(|| len.div_ceil(pieces).next_multiple_of(4096))
     }
 
@@ -765,6 +774,69 @@ mod tests {
     }
 
     #[test]
+    fn a_read_is_split_only_over_workers_that_other_reads_in_flight_leave() {
+        let e = engine(2 << 20);
+        e.prepare_gpu(0).unwrap();
+        e.wait_idle(4);
+        assert_eq!(e.split_size(8 << 20, &e.pool), Some(2 << 20), "4 pieces over 4 workers");
+        // Two reads in flight leave two workers: two pieces.
+        let open: Vec<_> = (0..2).map(|_| e.pool.open_read()).collect();
+        assert_eq!(e.pool.reads_open(), 2);
+        assert_eq!(e.split_size(8 << 20, &e.pool), Some(4 << 20));
+        // Three leave one: kept whole, though every worker is free.
+        let third = e.pool.open_read();
+        assert_eq!(e.pool.free_workers(), 4);
+        assert_eq!(e.split_size(8 << 20, &e.pool), None);
+        drop((open, third));
+        assert_eq!(e.pool.reads_open(), 0);
+        assert_eq!(e.split_size(8 << 20, &e.pool), Some(2 << 20));
+    }
+
+    #[test]
+    fn a_read_into_gpu_memory_is_open_until_it_is_done_or_dropped_whatever_its_outcome() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        let data: Vec<u8> =
+            (0..3u32 << 20).map(|i| (i.wrapping_mul(2_246_822_519) >> 23) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        let f = Arc::new(FileHandle::open(&p).unwrap());
+        let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(1, Duration::ZERO));
+        let e = Engine::new(rt.clone(), &Config { threads: 4, ..Config::default() });
+        let dev = crate::gpu::DeviceBuffer::new(&rt, 0, data.len()).unwrap();
+        let buf = dev.as_buffer_ref();
+        let read = |off: u64, len: u64| e.job(Op::Read, JobFile::Shared(f.clone()), buf, off, len);
+        // Made and never queued: open until dropped.
+        let idle = read(0, 1 << 20);
+        assert_eq!(e.pool.reads_open(), 1);
+        drop(idle);
+        assert_eq!(e.pool.reads_open(), 0);
+        // Read through: closed once done, before the caller lets go of the job.
+        let job = Arc::new(read(4096, (3 << 20) - 4096));
+        assert_eq!(e.pool.reads_open(), 1);
+        e.queue(&job, None).unwrap();
+        assert!(job.wait_until(None));
+        assert_eq!(e.pool.reads_open(), 0, "a done read is no longer in flight");
+        let mut back = vec![0u8; (3 << 20) - 4096];
+        dev.copy_to_host(0, &mut back).unwrap();
+        assert_eq!(back, data[4096..]);
+        // A read that fails is closed too.
+        let bad = crate::file::fault::FaultPlan { eio_at: Some(1 << 20), ..Default::default() };
+        let armed = crate::file::fault::inject(&p, bad).unwrap();
+        let failing = Arc::new(read(0, 2 << 20));
+        e.queue(&failing, None).unwrap();
+        assert!(failing.wait_until(None));
+        assert!(failing.outcome().is_err(), "the injected EIO was not seen");
+        drop(armed);
+        assert_eq!(e.pool.reads_open(), 0);
+        // Host memory and writes are never counted.
+        let mut host = vec![0u8; 4096];
+        let h = BufferRef { addr: host.as_mut_ptr() as u64, len: 4096, kind: MemoryKind::Host };
+        let _host_read = e.job(Op::Read, JobFile::Shared(f.clone()), h, 0, 4096);
+        let _write = e.job(Op::Write, JobFile::Shared(f.clone()), buf, 0, 4096);
+        assert_eq!(e.pool.reads_open(), 0);
+    }
+
+    #[test]
     fn a_worker_running_a_job_is_not_free_and_one_polling_or_asleep_is() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("slow");
@@ -826,16 +898,19 @@ mod tests {
         let job = |op, len: u64| e.job(op, JobFile::Shared(f.clone()), dev(len as usize), 0, len);
         // No worker started yet: nothing idle, so a 4 MiB read stays one task.
         let whole = job(Op::Read, 4 << 20);
+        assert_eq!((whole.tasks.len(), whole.split), (1, false));
+        assert!(lane::is_watched(&whole));
+        // Let go before the next read is made: an open read would take a worker from it.
+        drop(whole);
         e.prepare_gpu(0).unwrap();
         e.wait_idle(4);
         let split = job(Op::Read, 4 << 20);
         let (two, three) = (job(Op::Read, 8 << 20), job(Op::Read, 12 << 20));
         let write = job(Op::Write, 4 << 20);
-        assert_eq!((whole.tasks.len(), whole.split), (1, false));
         assert_eq!((split.tasks.len(), split.split), (4, true), "1 MiB pieces over 4 free workers");
         assert_eq!((two.tasks.len(), three.tasks.len(), three.split), (2, 3, false));
         assert_eq!((write.tasks.len(), write.split), (1, false), "writes are never split");
-        assert!(lane::is_watched(&whole) && lane::is_watched(&two) && lane::is_watched(&write));
+        assert!(lane::is_watched(&two) && lane::is_watched(&write));
         assert!(lane::is_watched(&split), "a split read is watched whatever its pieces");
         assert!(!lane::is_watched(&three), "a request of three tasks is left to its workers");
     }

@@ -88,6 +88,8 @@ struct Shared {
     /// Workers running a job taken off the queue (the rest are free: polling for work,
     /// waiting for their copies to land, or asleep).
     working: AtomicUsize,
+    /// Reads into GPU memory made for this pool and not done yet ([`OpenRead`]).
+    reads_open: Arc<AtomicUsize>,
     runtime: Arc<dyn GpuRuntime>,
     shape: LaneShape,
     gather: GatherShape,
@@ -102,6 +104,16 @@ struct Shared {
     watcher: Option<Arc<Watcher>>,
     /// The streams the workers' lanes share (`copy_streams`).
     copy_queues: CopyQueues,
+}
+
+/// One read into GPU memory counted in its pool's [`Pool::reads_open`] while this lives.
+#[derive(Debug)]
+pub(crate) struct OpenRead(Arc<AtomicUsize>);
+
+impl Drop for OpenRead {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// A fixed set of worker threads, started on first use.
@@ -147,6 +159,7 @@ impl Pool {
                 queued: AtomicUsize::new(0),
                 started: AtomicUsize::new(0),
                 working: AtomicUsize::new(0),
+                reads_open: Arc::new(AtomicUsize::new(0)),
                 runtime: spec.runtime,
                 shape: spec.shape,
                 gather: spec.gather,
@@ -195,6 +208,19 @@ impl Pool {
         let sh = &self.shared;
         let busy = sh.working.load(Ordering::Acquire) + sh.queued.load(Ordering::Acquire);
         sh.started.load(Ordering::Acquire).saturating_sub(busy)
+    }
+
+    /// Reads into GPU memory of this pool in flight: made and not done, whether queued, running
+    /// or waiting for their copies to land.
+    pub(crate) fn reads_open(&self) -> usize {
+        self.shared.reads_open.load(Ordering::Acquire)
+    }
+
+    /// Counts one more read into GPU memory in flight until the guard is dropped (by the job
+    /// when it is done, or with it).
+    pub(crate) fn open_read(&self) -> OpenRead {
+        self.shared.reads_open.fetch_add(1, Ordering::AcqRel);
+        OpenRead(self.shared.reads_open.clone())
     }
 
     /// Workers asleep for want of work, not counting those already being woken.
