@@ -202,7 +202,9 @@ pub struct Config {
     /// for by queued work: asleep, polling for work, or waiting for their copies to land), so
     /// that few large requests in flight still keep several workers reading (H200, 4 MiB
     /// requests, 8 in flight: 24.4 GB/s as one task each, 39.2 split; no change at 32 in
-    /// flight). With every worker busy nothing is split. 0: never.
+    /// flight). A worker is left to each other read into GPU memory in flight, so with every
+    /// worker busy, or as many reads in flight as workers, nothing is split (H200, 16 in
+    /// flight: +3 % against splitting, BENCHMARKS.md session 21). 0: never.
     pub split_min_bytes: usize,
     /// Streams per GPU that a pool's workers queue their copies on, in turn. 0: a stream per
     /// worker, so every worker's copies share the link at once and each lands when those
