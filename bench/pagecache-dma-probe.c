@@ -24,7 +24,21 @@
  *            chunks of HYBRID_MIB (default 64) MiB, all taking the next bytes of the file: can
  *            a few page-cache DMA threads (one memory touch per byte) add to bounce threads
  *            (three touches) that the host's memory bandwidth holds back?
- * The bounce modes keep NBUF (environment, default 2) buffers per thread in flight. With
+ *   pinnedq  as bouncehp without the file: each thread copies its NBUF pinned buffers in turn,
+ *            waiting for a buffer's marker before reusing it (the link with gdio's markers);
+ *            MARKER=none: no marker and no wait at all (the buffers are never written).
+ *   bouncesplit as bouncehp, but each chunk's pread is shared by the thread and a helper thread
+ *            of its own (a half each, at once), then one copy of the whole chunk: a read split
+ *            over two workers with one copy, against two copies of half the size.
+ * The bounce modes and pinnedq make and pin their buffers before the clock starts (the set-up
+ * time printed); the other modes count everything from the first thread's start.
+ * PINALLOC=host (environment): bouncehp, bouncesplit, mapcopy and pinnedq take their buffers
+ * from cuMemHostAlloc instead of huge pages registered with cuMemHostRegister.
+ * The bounce modes keep NBUF (environment, default 2) buffers per thread in flight. MARKER
+ * (environment) says what each copy of bouncehp, bouncehp and pinnedq is followed by and how a
+ * buffer's reuse waits: `event` (default: an event, synchronized), `eventwv` (an event and a
+ * cuStreamWriteValue32 of the copy's number into a mapped host word, gdio's way for watched
+ * requests; the event synchronized), `wv` (only the word written, polled before reuse). With
  * NSTREAMS=N (environment) the threads share N streams (thread i copies on stream i mod N)
  * instead of one stream each: one stream runs its copies one after another, in order, where
  * many streams share the link at once.
@@ -57,11 +71,16 @@ static int (*cuMemcpyHtoDAsync)(dptr, const void *, size_t, void *);
 static int (*cuEventCreate)(void **, unsigned);
 static int (*cuEventRecord)(void *, void *);
 static int (*cuEventSynchronize)(void *);
+static int (*cuMemHostGetDevicePointer)(dptr *, void *, unsigned);
+static int (*cuStreamWriteValue32)(void *, dptr, unsigned, unsigned);
 
 #define RO 0x08 /* CU_MEMHOSTREGISTER_READ_ONLY */
-enum { BOUNCE, MAPEACH, MAPWHOLE, MAPPIPE, REGONCE, PINNED, BOUNCEHP, MAPCOPY, PREADONLY, MAPMEMCPY, RAMCOPY, HYBRID, NMODES };
+enum { BOUNCE, MAPEACH, MAPWHOLE, MAPPIPE, REGONCE, PINNED, BOUNCEHP, MAPCOPY, PREADONLY, MAPMEMCPY, RAMCOPY, HYBRID, PINNEDQ, BOUNCESPLIT, NMODES };
 static const char *mode_names[] = {"bounce", "mapeach", "mapwhole", "mappipe", "regonce", "pinned",
-                                   "bouncehp", "mapcopy", "preadonly", "mapmemcpy", "ramcopy", "hybrid"};
+                                   "bouncehp", "mapcopy", "preadonly", "mapmemcpy", "ramcopy", "hybrid", "pinnedq", "bouncesplit"};
+enum { M_EVENT, M_EVENTWV, M_WV, M_NONE };
+static int marker = M_EVENT;
+static const char *marker_names[] = {"event", "eventwv", "wv", "none"};
 static int uses_whole(int m) { return m == MAPWHOLE || m == MAPPIPE || m == REGONCE || m == MAPCOPY || m == MAPMEMCPY || m == HYBRID; }
 /* Anonymous memory on transparent huge pages, touched (gdio's bounce buffers before pinning). */
 static void *huge_alloc(size_t len) {
@@ -74,6 +93,10 @@ static void *huge_alloc(size_t len) {
 }
 
 static void *ctx;
+static pthread_barrier_t ready; /* the bounce modes: every thread's buffers made */
+static volatile long long t_ready; /* when the last thread had its buffers (bounce modes) */
+static int timed_apart(int m) { return m == BOUNCE || m == BOUNCEHP || m == MAPCOPY || m == PINNEDQ || m == BOUNCESPLIT; }
+static int host_alloc; /* PINALLOC=host: the bounce modes' buffers from cuMemHostAlloc */
 static int fd, mode_global, nbuf = 2, nstreams, bounce_threads, hybrid_reg = 1;
 static size_t hybrid_chunk = 64u << 20;
 static volatile size_t reg_bytes; /* bytes the hybrid mode's mappipe threads moved */
@@ -110,6 +133,24 @@ static int take(size_t *off, size_t *len) { return take_n(chunk, off, len); }
 #define HYBRID_ROLE(i) (mode_global != HYBRID ? mode_global : (i) < (size_t)bounce_threads ? BOUNCEHP : MAPPIPE)
 #define CHECK(x) do { int r_ = (x); if (r_) { fprintf(stderr, "%s: %d\n", #x, r_); __sync_fetch_and_add(&failures, 1); return NULL; } } while (0)
 
+/* bouncesplit's helper: reads the half it is handed (state 1 -> 2), until state 3. */
+struct helper { volatile int state; char *dst; size_t off, len; volatile int failed; };
+static void *helper_main(void *arg) {
+    struct helper *h = arg;
+    for (;;) {
+        int st;
+        while ((st = h->state) != 1 && st != 3) __builtin_ia32_pause();
+        if (st == 3) return NULL;
+        for (size_t got = 0; got < h->len;) {
+            ssize_t n = pread(fd, h->dst + got, h->len - got, h->off + got);
+            if (n <= 0) { h->failed = 1; break; }
+            got += n;
+        }
+        __sync_synchronize();
+        h->state = 2;
+    }
+}
+
 static void *worker(void *arg) {
     cuCtxSetCurrent(ctx);
     int mode = HYBRID_ROLE((size_t)arg);
@@ -137,13 +178,27 @@ static void *worker(void *arg) {
             add(5, t);
         }
         munmap(buf, (chunk + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1));
-    } else if (mode == BOUNCE || mode == BOUNCEHP || mode == MAPCOPY) {
+    } else if (mode == BOUNCE || mode == BOUNCEHP || mode == MAPCOPY || mode == PINNEDQ || mode == BOUNCESPLIT) {
+        struct helper h = {0};
+        pthread_t ht;
+        if (mode == BOUNCESPLIT && pthread_create(&ht, NULL, helper_main, &h)) { __sync_fetch_and_add(&failures, 1); return NULL; }
         void *buf[64];
         void *ev[64];
         int used[64] = {0};
+        unsigned seq_of[64] = {0}, seq = 0;
+        volatile unsigned *word = NULL;
+        dptr word_dev = 0;
+        if (marker != M_EVENT) {
+            void *w;
+            CHECK(cuMemHostAlloc(&w, 4096, 0x01 | 0x02)); /* PORTABLE | DEVICEMAP */
+            CHECK(cuMemHostGetDevicePointer(&word_dev, w, 0));
+            word = w;
+            *word = 0;
+        }
         for (int i = 0; i < nbuf; i++) {
-            if (mode == BOUNCE) {
+            if (mode == BOUNCE || host_alloc) {
                 CHECK(cuMemHostAlloc(&buf[i], chunk, 0));
+                memset(buf[i], 1, chunk);
             } else {
                 buf[i] = huge_alloc(chunk);
                 if (!buf[i]) { __sync_fetch_and_add(&failures, 1); return NULL; }
@@ -151,14 +206,32 @@ static void *worker(void *arg) {
             }
             CHECK(cuEventCreate(&ev[i], 2));
         }
+        /* Buffers are made and pinned before the clock starts, as gdio's workers keep theirs. */
+        if (pthread_barrier_wait(&ready) == PTHREAD_BARRIER_SERIAL_THREAD) t_ready = now_ns();
         for (int i = 0; take(&off, &len); i = (i + 1) % nbuf) {
-            if (used[i]) {
+            if (used[i] && marker != M_NONE) {
                 t = now_ns();
-                CHECK(cuEventSynchronize(ev[i]));
+                if (marker == M_WV)
+                    while ((int)(*word - seq_of[i]) < 0) __builtin_ia32_pause();
+                else
+                    CHECK(cuEventSynchronize(ev[i]));
                 add(2, t);
             }
             t = now_ns();
-            if (mode == MAPCOPY) {
+            if (mode == PINNEDQ) {
+            } else if (mode == BOUNCESPLIT) {
+                size_t half = (len / 2) & ~(size_t)4095;
+                h.dst = (char *)buf[i] + half; h.off = off + half; h.len = len - half;
+                __sync_synchronize();
+                h.state = 1;
+                for (size_t got = 0; got < half;) {
+                    ssize_t n = pread(fd, (char *)buf[i] + got, half - got, off + got);
+                    if (n <= 0) { __sync_fetch_and_add(&failures, 1); break; }
+                    got += n;
+                }
+                while (h.state != 2) __builtin_ia32_pause();
+                if (h.failed) __sync_fetch_and_add(&failures, 1);
+            } else if (mode == MAPCOPY) {
                 memcpy(buf[i], whole + off, len);
             } else {
                 for (size_t got = 0; got < len;) {
@@ -169,11 +242,16 @@ static void *worker(void *arg) {
             }
             add(5, t);
             CHECK(cuMemcpyHtoDAsync(dev + off, buf[i], len, s));
-            CHECK(cuEventRecord(ev[i], s));
+            if (marker == M_EVENT || marker == M_EVENTWV) CHECK(cuEventRecord(ev[i], s));
+            if (marker == M_EVENTWV || marker == M_WV) {
+                seq_of[i] = ++seq;
+                CHECK(cuStreamWriteValue32(s, word_dev, seq, 0));
+            }
             used[i] = 1;
         }
         CHECK(cuStreamSynchronize(s));
-        if (mode != BOUNCE)
+        if (mode == BOUNCESPLIT) { h.state = 3; pthread_join(ht, NULL); }
+        if (mode != BOUNCE && !host_alloc)
             for (int i = 0; i < nbuf; i++) {
                 cuMemHostUnregister(buf[i]);
                 munmap(buf[i], (chunk + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1));
@@ -252,12 +330,17 @@ int main(int argc, char **argv) {
     LOAD(cuStreamSynchronize, "cuStreamSynchronize"); LOAD(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
     LOAD(cuEventCreate, "cuEventCreate"); LOAD(cuEventRecord, "cuEventRecord");
     LOAD(cuEventSynchronize, "cuEventSynchronize");
+    LOAD(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2");
+    LOAD(cuStreamWriteValue32, "cuStreamWriteValue32_v2");
+    if (getenv("MARKER"))
+        for (int m = 0; m < 4; m++) if (!strcmp(getenv("MARKER"), marker_names[m])) marker = m;
     if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx)) { printf("no GPU\n"); return 1; }
     fd = open(argv[1], O_RDONLY);
     struct stat st;
     if (fd < 0 || fstat(fd, &st)) { perror(argv[1]); return 1; }
     file_size = st.st_size;
     chunk = (size_t)atol(argv[2]) << (strchr(argv[2], 'k') ? 10 : 20);
+    host_alloc = getenv("PINALLOC") && !strcmp(getenv("PINALLOC"), "host");
     if (getenv("NBUF")) nbuf = atoi(getenv("NBUF"));
     if (nbuf < 1 || nbuf > 64) { fprintf(stderr, "NBUF is 1 to 64\n"); return 2; }
     if (getenv("HYBRID_REG")) hybrid_reg = atoi(getenv("HYBRID_REG"));
@@ -296,10 +379,16 @@ int main(int argc, char **argv) {
         long long t1 = now_ns();
         pthread_t th[256];
         int all_threads = threads + (mode_global == HYBRID ? hybrid_reg : 0);
+        if (timed_apart(mode_global)) pthread_barrier_init(&ready, NULL, all_threads < 256 ? all_threads : 256);
         bounce_threads = threads;
         for (int i = 0; i < all_threads && i < 256; i++) pthread_create(&th[i], NULL, worker, (void *)(size_t)i);
         for (int i = 0; i < all_threads && i < 256; i++) pthread_join(th[i], NULL);
         long long t2 = now_ns();
+        if (timed_apart(mode_global)) {
+            pthread_barrier_destroy(&ready);
+            setup += t_ready - t1;
+            t1 = t_ready;
+        }
         long long teardown = 0;
         if (whole) {
             long long t3 = now_ns();
@@ -309,8 +398,8 @@ int main(int argc, char **argv) {
             teardown = now_ns() - t3;
         }
         double all = (t2 - t0 + teardown) / 1e9, copies = (t2 - t1) / 1e9;
-        printf("%-9s nbuf %d streams %d chunk %5zu KiB t%-3d %6.2f GB/s (%6.2f without set-up %.0f ms / tear-down %.0f ms)",
-               mode_names[mode_global], nbuf, nstreams, chunk >> 10, threads, file_size / all / 1e9, file_size / copies / 1e9,
+        printf("%-9s %-7s nbuf %d streams %d chunk %5zu KiB t%-3d %6.2f GB/s (%6.2f without set-up %.0f ms / tear-down %.0f ms)",
+               mode_names[mode_global], marker_names[marker], nbuf, nstreams, chunk >> 10, threads, file_size / all / 1e9, file_size / copies / 1e9,
                setup / 1e6, teardown / 1e6);
         static const char *sn[] = {"mmap", "reg", "copy (bounce: waiting for a buffer)", "unreg", "munmap", "pread/memcpy"};
         for (int k = 0; k < 6; k++)
