@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Where the engine's workers spend their time at each request shape (`gdio bench`'s worker
 # breakdown: file I/O, waiting for bounce buffers, queueing copies, draining, idle, and how long
-# copies take to land), on the 8 GiB tmpfs file, under each setting of WHY_SETTINGS (environment
+# copies take to land), on the 8 GiB tmpfs file (WHY_FILE: another, as the ext4 one
+# /tmp/gdio-bench-8g.bin), under each setting of WHY_SETTINGS (environment
 # assignments joined by commas, "GDIO_NONE=1" for the defaults; BIN=path runs another build, as
 # BIN=.dev/before/gdio for the build before a change). Rows: WHY_SHAPES
-# ("SIZE:DEPTH[:random]"), then the default `gdio bench` (read and write). JSON lines in OUTDIR.
+# ("SIZE:DEPTH[:random]"), then the default `gdio bench` (read and write; WHY_DEFAULT_BENCH=0
+# leaves it out). JSON lines in OUTDIR.
 # usage (through bench/gpu-session.sh why): bench/gpu-phase-why.sh OUTDIR
 set -uo pipefail
 out=${1:-/tmp/why}; mkdir -p "$out"
-shm=/dev/shm/gdio-bench-8g.bin
+shm=${WHY_FILE:-/dev/shm/gdio-bench-8g.bin}
 cat "$shm" >/dev/null
 show() { python3 -c "
 import json,sys
@@ -28,7 +30,9 @@ for rep in $(seq "${WHY_REPS:-1}"); do
         --pattern "${pattern:-seq}" $( [ "$size" = 4K ] && echo --size 1G ) >"$out/r$rep-$n-$shape.json" 2>>"$out/stderr.txt" \
         && echo "rep $rep $v ${size} x ${depth} ${pattern:-seq}: $(show <"$out/r$rep-$n-$shape.json")"
     done
-    gdio bench --json >"$out/r$rep-$n-default.json" 2>>"$out/stderr.txt" \
-      && show <"$out/r$rep-$n-default.json" | sed "s/^/rep $rep $v default bench: /"
+    if [ "${WHY_DEFAULT_BENCH:-1}" != 0 ]; then
+      gdio bench --json >"$out/r$rep-$n-default.json" 2>>"$out/stderr.txt" \
+        && show <"$out/r$rep-$n-default.json" | sed "s/^/rep $rep $v default bench: /"
+    fi
   done
 done
