@@ -35,10 +35,13 @@
  * PINALLOC=host (environment): bouncehp, bouncesplit, mapcopy and pinnedq take their buffers
  * from cuMemHostAlloc instead of huge pages registered with cuMemHostRegister.
  * The bounce modes keep NBUF (environment, default 2) buffers per thread in flight. MARKER
- * (environment) says what each copy of bouncehp, bouncehp and pinnedq is followed by and how a
+ * (environment) says what each copy of the bounce modes and pinnedq is followed by and how a
  * buffer's reuse waits: `event` (default: an event, synchronized), `eventwv` (an event and a
  * cuStreamWriteValue32 of the copy's number into a mapped host word, gdio's way for watched
- * requests; the event synchronized), `wv` (only the word written, polled before reuse). With
+ * requests; the event synchronized), `wv` (only the word written, polled before reuse),
+ * `none` (nothing and no wait: right only for pinnedq, whose buffers are never written).
+ * A thread whose set-up fails leaves the others waiting at the clock's start: the phase
+ * script's timeout ends such a run. With
  * NSTREAMS=N (environment) the threads share N streams (thread i copies on stream i mod N)
  * instead of one stream each: one stream runs its copies one after another, in order, where
  * many streams share the link at once.
@@ -207,7 +210,9 @@ static void *worker(void *arg) {
             CHECK(cuEventCreate(&ev[i], 2));
         }
         /* Buffers are made and pinned before the clock starts, as gdio's workers keep theirs. */
-        if (pthread_barrier_wait(&ready) == PTHREAD_BARRIER_SERIAL_THREAD) t_ready = now_ns();
+        /* (Only where the run counts its clock from there: not the hybrid mode's bounce threads.) */
+        if (timed_apart(mode_global) && pthread_barrier_wait(&ready) == PTHREAD_BARRIER_SERIAL_THREAD)
+            t_ready = now_ns();
         for (int i = 0; take(&off, &len); i = (i + 1) % nbuf) {
             if (used[i] && marker != M_NONE) {
                 t = now_ns();
