@@ -6,7 +6,6 @@ mod common;
 
 use std::fs::OpenOptions;
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use common::*;
@@ -211,25 +210,14 @@ fn stream_ordered_io_follows_the_stream_and_its_flags() {
     // the machine (under valgrind 3 ms pass before the call reads its arguments).
     assert_eq!(cuFileStreamRegister(cs, 0xF).err, 0);
     let mut c = Box::new(Args { size: 8192, foff: 16_384, boff: 4096, bytes: -999 });
-    let (release, held) = std::sync::mpsc::channel::<()>();
-    let gate_timed_out = Arc::new(AtomicBool::new(false));
-    let timed_out = gate_timed_out.clone();
-    rt.with_stream(stream, |s| {
-        s.notify(Box::new(move || {
-            if held.recv_timeout(Duration::from_secs(30)).is_err() {
-                timed_out.store(true, Ordering::SeqCst);
-            }
-        }))
-    })
-    .unwrap()
-    .unwrap();
+    let mut hold = rt.hold_stream(stream).unwrap();
     late_write(&rt, stream, scratch + 16, &mut c.size, 4096usize);
     let e =
         cuFileReadAsync(fh, dev as *mut _, &mut c.size, &mut c.foff, &mut c.boff, &mut c.bytes, cs);
-    release.send(()).unwrap();
+    hold.release();
     assert_eq!(e.err, 0);
     sync();
-    assert!(!gate_timed_out.load(Ordering::SeqCst), "cuFileReadAsync waited for its stream");
+    assert!(!hold.timed_out(), "cuFileReadAsync waited for its stream");
     assert_eq!((c.bytes, c.size), (8192, 4096));
     assert_eq!(device_bytes(dev + 4096, 8192), data[16_384..16_384 + 8192]);
     assert_eq!(cuFileStreamDeregister(cs).err, 0);

@@ -162,18 +162,7 @@ fn fixed_parameters_are_read_at_queue_time_and_the_allocation_end_holds() {
     pdev.copy_from_host(0, &5000usize.to_ne_bytes()).unwrap();
     // Earlier stream work changes the size; with read_at_queue the queued value (3000) holds.
     let mut p = Box::new(Params { size: 3000, foff: 100, boff: 10, bytes: -999 });
-    let (release, held) = std::sync::mpsc::channel::<()>();
-    let gate_timed_out = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let timed_out = gate_timed_out.clone();
-    rt.with_stream(stream, |s| {
-        s.notify(Box::new(move || {
-            if held.recv_timeout(Duration::from_secs(30)).is_err() {
-                timed_out.store(true, std::sync::atomic::Ordering::SeqCst);
-            }
-        }))
-    })
-    .unwrap()
-    .unwrap();
+    let mut hold = rt.hold_stream(stream).unwrap();
     rt.with_stream(stream, |s| {
         // SAFETY: `p` and `pdev` live until the stream is synchronized below.
         unsafe { s.copy_to_host((&mut p.size as *mut usize).cast(), pdev.addr(), 8).unwrap() };
@@ -190,12 +179,9 @@ fn fixed_parameters_are_read_at_queue_time_and_the_allocation_end_holds() {
     // SAFETY: the stream, parameters and `dev` outlive the synchronize below.
     unsafe { drv.submit_on_stream_with(Op::Read, &f, dev.addr(), params, stream, Some(done)) }
         .unwrap();
-    release.send(()).unwrap();
+    hold.release();
     rt.with_stream(stream, |s| s.synchronize().unwrap()).unwrap();
-    assert!(
-        !gate_timed_out.load(std::sync::atomic::Ordering::SeqCst),
-        "the submission waited for its stream"
-    );
+    assert!(!hold.timed_out(), "the submission waited for its stream");
     // The hook saw the size and result and chose the stored value.
     assert_eq!(*seen.lock().unwrap(), Some((3000, Some(3000))));
     assert_eq!((p.size, p.bytes), (5000, -77));

@@ -339,9 +339,11 @@ impl Engine {
         let align = transfer::direct_align(fh);
         let mut tasks = plan::split(offset, len, self.config.task_bytes() as u64, align);
         let mut split = false;
+        // Reads into GPU memory are counted in flight by their pool, and a one-task one may be
+        // split over its free workers.
         let gpu_read = op == Op::Read && matches!(buf.kind, MemoryKind::Device { .. });
-        let pool = self.pool_for(buf.kind);
-        if tasks.len() == 1 && gpu_read {
+        let pool = gpu_read.then(|| self.pool_for(buf.kind));
+        if let (1, Some(pool)) = (tasks.len(), pool) {
             if let Some(size) = self.split_size(len, pool) {
                 tasks = plan::split(offset, len, size, align);
                 split = true;
@@ -362,7 +364,7 @@ impl Engine {
         job.direct_in_flight = self.config.direct_reads_in_flight.clamp(1, 64);
         job.page_cache_dma = self.config.page_cache_dma && op == Op::Read;
         job.split = split;
-        if gpu_read {
+        if let Some(pool) = pool {
             job.hold_open(pool.open_read());
         }
         job

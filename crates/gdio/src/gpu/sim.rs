@@ -49,6 +49,26 @@ impl std::fmt::Debug for SimRuntime {
     }
 }
 
+/// A caller's stream held by [`SimRuntime::hold_stream`]; dropping it releases the stream.
+#[derive(Debug)]
+pub struct StreamHold {
+    release: Option<mpsc::Sender<()>>,
+    timed_out: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl StreamHold {
+    /// Lets the stream go on.
+    pub fn release(&mut self) {
+        self.release = None;
+    }
+
+    /// True when the stream went on after 30 s without being released (a call under test
+    /// waited for its own stream); meaningful once the stream has passed the hold.
+    pub fn timed_out(&self) -> bool {
+        self.timed_out.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 /// Stream handles are unique across every runtime of the process, so a stream of another
 /// runtime (another "context") is recognised as such.
 static NEXT_SIM_STREAM: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -113,6 +133,25 @@ impl SimRuntime {
         let s = self.user_stream(id)?.1;
         let mut g = s.lock().unwrap_or_else(|p| p.into_inner());
         Ok(f(&mut *g))
+    }
+
+    /// Holds the caller's stream `id` here: what is queued on it after this call runs only once
+    /// [`StreamHold::release`] is called (or the hold dropped), or after 30 s at the latest,
+    /// which [`StreamHold::timed_out`] then reports. Tests use it to keep earlier stream work
+    /// pending while a call reads its arguments, however slow the machine (valgrind).
+    pub fn hold_stream(&self, id: u64) -> Result<StreamHold> {
+        let (release, held) = mpsc::channel::<()>();
+        let timed_out = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = timed_out.clone();
+        self.with_stream(id, |s| {
+            s.notify(Box::new(move || {
+                let waited = held.recv_timeout(std::time::Duration::from_secs(30));
+                if waited == Err(mpsc::RecvTimeoutError::Timeout) {
+                    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            }))
+        })??;
+        Ok(StreamHold { release: Some(release), timed_out })
     }
 
     /// Destroys the caller's stream `id` after its work has finished.
