@@ -118,8 +118,13 @@ fn gathered_reads_of_many_requests_land_exactly() {
                 Arc::new(FileHandle::open(write_file(d.path(), &format!("f{i}"), data)).unwrap())
             })
             .collect();
-        for (threads, max_pieces) in [(2, 64), (1, 7), (3, 0)] {
-            let drv = driver(gather_config(threads, max_pieces), 1000);
+        // With `gather_scatter` a group goes as one range and its pieces' places in it (the
+        // simulated GPU queues a copy per piece from those places).
+        for (threads, max_pieces, scatter) in
+            [(2, 64, false), (2, 64, true), (1, 7, true), (3, 0, false)]
+        {
+            let config = Config { gather_scatter: scatter, ..gather_config(threads, max_pieces) };
+            let drv = driver(config, 1000);
             let (plans, total) = plans(71 + threads as u64, 400, files.len(), size);
             let mut dev = drv.alloc_device(0, total as usize).unwrap();
             let poison = random_bytes(72, total as usize);
@@ -137,7 +142,10 @@ fn gathered_reads_of_many_requests_land_exactly() {
                 want[p.at as usize..p.at as usize + p.len].copy_from_slice(src);
             }
             let back = sim_bytes_now(dev.addr(), total as usize);
-            assert!(back == want, "{where_} threads {threads} gather {max_pieces}: bytes differ");
+            assert!(
+                back == want,
+                "{where_} threads {threads} gather {max_pieces} scatter {scatter}: bytes differ"
+            );
             let gathered = drv.engine().counters().gathered_reads;
             if max_pieces == 0 {
                 assert_eq!(gathered, 0, "gathering is off");
@@ -291,4 +299,34 @@ fn batch_entries_queued_in_groups_land_exactly_around_refused_entries() {
             assert!(drv.engine().counters().gathered_reads > 0, "group {group}: nothing gathered");
         }
     }
+}
+
+#[test]
+fn a_scattered_group_with_a_piece_outside_its_range_is_refused_whole() {
+    use gdio::gpu::GpuRuntime;
+    let rt = SimRuntime::new(1, Duration::from_micros(200));
+    let mut stream = rt.new_stream(0, 2).unwrap();
+    let src = random_bytes(80, 10_000);
+    let dev = rt.alloc_device(0, 20_000).unwrap();
+    let poison = random_bytes(81, 20_000);
+    // SAFETY: `poison`, `src` and `back` outlive the synchronizes; the device ranges lie in `dev`.
+    unsafe { stream.copy_to_device(dev, poison.as_ptr(), poison.len()) }.unwrap();
+    let bad = [(dev, 0u32, 100u32), (dev + 5000, 9_990, 11)];
+    // SAFETY: as above.
+    let err = unsafe { stream.copy_to_device_scattered(src.as_ptr(), src.len(), &bad) };
+    let msg = err.unwrap_err().to_string();
+    assert!(msg.contains("11 bytes at offset 9990") && msg.contains("10000-byte group"), "{msg}");
+    let good = [(dev + 7, 3u32, 5000u32), (dev + 9000, 9_000, 1000)];
+    // SAFETY: as above.
+    unsafe { stream.copy_to_device_scattered(src.as_ptr(), src.len(), &good) }.unwrap();
+    let mut back = vec![0u8; poison.len()];
+    // SAFETY: as above.
+    unsafe { stream.copy_to_host(back.as_mut_ptr(), dev, back.len()) }.unwrap();
+    stream.synchronize().unwrap();
+    let mut want = poison.clone();
+    want[7..5007].copy_from_slice(&src[3..5003]);
+    want[9000..10_000].copy_from_slice(&src[9000..10_000]);
+    assert!(back == want, "the refused group wrote, or the accepted one missed, some bytes");
+    // SAFETY: allocated above; the stream is drained.
+    unsafe { rt.free_device(0, dev) };
 }

@@ -289,18 +289,18 @@ fn gpu_stream_ordered_read_runs_between_earlier_and_later_stream_work() {
 }
 
 #[test]
-fn gpu_gathered_small_reads_land_exactly_with_and_without_the_batched_copy() {
+fn gpu_gathered_small_reads_land_exactly_batched_one_by_one_and_scattered() {
     let Some(rt) = cuda() else { return };
     let d = tempfile::tempdir().unwrap();
     let data = random_bytes(61, 8 << 20);
     let f = Arc::new(FileHandle::open(write_file(d.path(), "g", &data)).unwrap());
-    for batch_copy in [true, false] {
+    for (batch_copy, scatter) in [(true, false), (false, false), (false, true)] {
         let config = Config {
             threads: 2,
             direct_io: DirectIoPolicy::Off,
-            // Gathering is off by default: this test is about it.
             gather_max_pieces: 64,
             gather_batch_copy: batch_copy,
+            gather_scatter: scatter,
             ..Config::default()
         };
         let drv = driver(&rt, config);
@@ -351,8 +351,77 @@ fn gpu_gathered_small_reads_land_exactly_with_and_without_the_batched_copy() {
                 .copy_from_slice(&data[off as usize..off as usize + len]);
         }
         let back = dev.to_vec().unwrap();
-        assert!(back == want, "batch_copy {batch_copy}: bytes differ");
+        assert!(back == want, "batch_copy {batch_copy} scatter {scatter}: bytes differ");
         assert!(drv.engine().counters().gathered_reads > 0, "nothing was gathered");
+    }
+}
+
+#[test]
+fn gpu_scattered_copies_put_every_piece_in_place_and_nothing_else() {
+    let Some(rt) = cuda() else { return };
+    let mut r = rng(64);
+    let mut stream = rt.new_stream(0, 2).unwrap();
+    // Rounds: many small pieces (more than one launch carries), a few large ones, and pieces
+    // whose destinations and sources are and are not 16-byte aligned.
+    for (round, (n, max_len, align)) in
+        [(150, 4096, 1), (70, 70_000, 16), (5, 3 << 20, 16), (40, 9000, 4)].into_iter().enumerate()
+    {
+        let mut pieces = Vec::new();
+        let (mut src_at, mut dst_at) = (0usize, 0usize);
+        for _ in 0..n {
+            let len = r.random_range(1..=max_len);
+            src_at = src_at.next_multiple_of(align) + align * r.random_range(0..3);
+            dst_at += r.random_range(0..100) * align;
+            pieces.push((dst_at, src_at, len));
+            src_at += len;
+            dst_at += len;
+        }
+        // Even rounds: pageable memory (staged through GPU memory); odd: pinned memory, which
+        // the kernel reads in place.
+        let data = random_bytes(65 + round as u64, src_at);
+        let pinned = (round % 2 == 1).then(|| rt.alloc_pinned(0, src_at).unwrap());
+        let src: &[u8] = match pinned {
+            // SAFETY: a fresh pinned allocation of `src_at` bytes, freed at the end of the round.
+            Some(p) => unsafe {
+                std::ptr::copy_nonoverlapping(data.as_ptr(), p, src_at);
+                std::slice::from_raw_parts(p, src_at)
+            },
+            None => &data,
+        };
+        let dev = rt.alloc_device(0, dst_at).unwrap();
+        let poison = random_bytes(90 + round as u64, dst_at);
+        let descs: Vec<(u64, u32, u32)> =
+            pieces.iter().map(|&(d, s, len)| (dev + d as u64, s as u32, len as u32)).collect();
+        let mut back = vec![0u8; dst_at];
+        // SAFETY: `poison`, `src` and `back` outlive the synchronize below; every device range
+        // lies inside `dev`, every piece inside `src`.
+        unsafe {
+            stream.copy_to_device(dev, poison.as_ptr(), dst_at).unwrap();
+            stream.copy_to_device_scattered(src.as_ptr(), src.len(), &descs).unwrap();
+            stream.copy_to_host(back.as_mut_ptr(), dev, dst_at).unwrap();
+        }
+        stream.synchronize().unwrap();
+        let mut want = poison.clone();
+        for &(d, s, len) in &pieces {
+            want[d..d + len].copy_from_slice(&src[s..s + len]);
+        }
+        assert!(back == want, "round {round}: scattered bytes differ");
+        // A piece that ends past the range is refused, and nothing of the group is queued.
+        let bad = [(dev, 0u32, 16u32), (dev + 64, (src.len() - 8) as u32, 16)];
+        // SAFETY: refused before anything is queued.
+        let err = unsafe { stream.copy_to_device_scattered(src.as_ptr(), src.len(), &bad) };
+        assert!(err.unwrap_err().to_string().contains("ends past"), "round {round}");
+        // SAFETY: as above.
+        unsafe { stream.copy_to_host(back.as_mut_ptr(), dev, dst_at).unwrap() };
+        stream.synchronize().unwrap();
+        assert!(back == want, "round {round}: a refused group changed device memory");
+        // SAFETY: allocated above, nothing queued on them any more.
+        unsafe {
+            rt.free_device(0, dev);
+            if let Some(p) = pinned {
+                rt.free_pinned(p, src_at);
+            }
+        }
     }
 }
 

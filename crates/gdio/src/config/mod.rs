@@ -162,6 +162,13 @@ pub struct Config {
     /// when the driver has it; off (or an older driver): one copy call per piece, still one
     /// marker per group.
     pub gather_batch_copy: bool,
+    /// Send a gathered group with one kernel launch that reads the pieces out of the pinned
+    /// bounce buffer and puts each in place (CUDA; no DMA copy per piece); off, or a driver
+    /// that will not load the kernel: `gather_batch_copy` decides. H200, on against off in one
+    /// run (BENCHMARKS.md session 23 run 4): 4 KiB × 256 batch 282–315k → 430–463k IOPS,
+    /// 64 KiB × 64 batch 6.6–8.8 → 7.7–8.9 GB/s, async 4.2–6.3 → 5.8–6.8; rows that gather
+    /// nothing unchanged.
+    pub gather_scatter: bool,
     /// A batch submission (`Driver::batch`, `cuFileBatchIOSubmit`) hands its entries to the
     /// workers in groups of this many: one trip through the workers' queue and one round of
     /// wake-ups per group instead of per entry, and a queue deep enough at once for each worker
@@ -338,6 +345,7 @@ impl Default for Config {
             gather_max_bytes: 1 << 20,
             gather_piece_size: 64 << 10,
             gather_batch_copy: true,
+            gather_scatter: true,
             batch_queue_group: 64,
             completion_spin_us: 1000,
             completion_poll_us: 4,

@@ -34,6 +34,8 @@ pub(crate) struct GatherShape {
     pub piece_size: usize,
     /// Use the runtime's batched copy (else one copy call per piece).
     pub batch_copy: bool,
+    /// Send the group as one copy and a scatter on the GPU (`gather_scatter`).
+    pub scatter: bool,
 }
 
 impl GatherShape {
@@ -44,6 +46,7 @@ impl GatherShape {
             max_bytes: config.gather_max_bytes.min(config.bounce_buffer_bytes()),
             piece_size: config.gather_piece_size,
             batch_copy: config.gather_batch_copy,
+            scatter: config.gather_scatter,
         }
     }
 
@@ -174,25 +177,36 @@ pub(crate) fn run_group(
     if pieces.is_empty() {
         return rest;
     }
-    let copies: Vec<(u64, *const u8, usize)> = pieces
-        .iter()
-        .map(|p| {
-            // SAFETY: `p.at + p.got <= cap`, inside the bounce buffer.
-            let src = unsafe { base.add(p.at) };
-            (p.job.buf.addr + p.task.rel, src as *const u8, p.got as usize)
-        })
-        .collect();
     let copy_from = Instant::now();
-    let queued = if shape.batch_copy {
+    // The group's range: from the buffer's start to the end of its last piece.
+    let end = pieces.iter().map(|p| p.at + p.got as usize).max().unwrap_or(0);
+    let queued = if shape.scatter && u32::try_from(end).is_ok() {
+        let scattered: Vec<(u64, u32, u32)> = pieces
+            .iter()
+            .map(|p| (p.job.buf.addr + p.task.rel, p.at as u32, p.got as u32))
+            .collect();
         // SAFETY: each device range lies inside its job's buffer (valid until the job is done,
-        // which is after the marker below is reached); the pinned sources stay untouched until
-        // the slot's marker is waited for.
-        unsafe { lane.stream.copy_to_device_batch(&copies) }
+        // which is after the marker below is reached); the pinned range `base..base + end`
+        // stays untouched until the slot's marker is waited for.
+        unsafe { lane.stream.copy_to_device_scattered(base, end, &scattered) }
     } else {
-        copies.iter().try_for_each(|&(dst, src, len)| {
-            // SAFETY: as above.
-            unsafe { lane.stream.copy_to_device(dst, src, len) }
-        })
+        let copies: Vec<(u64, *const u8, usize)> = pieces
+            .iter()
+            .map(|p| {
+                // SAFETY: `p.at + p.got <= cap`, inside the bounce buffer.
+                let src = unsafe { base.add(p.at) };
+                (p.job.buf.addr + p.task.rel, src as *const u8, p.got as usize)
+            })
+            .collect();
+        if shape.batch_copy {
+            // SAFETY: as above, per piece.
+            unsafe { lane.stream.copy_to_device_batch(&copies) }
+        } else {
+            copies.iter().try_for_each(|&(dst, src, len)| {
+                // SAFETY: as above.
+                unsafe { lane.stream.copy_to_device(dst, src, len) }
+            })
+        }
     };
     let recorded = queued.and_then(|()| lane.record(slot));
     counters.time.add(Phase::CopyQueue, copy_from);

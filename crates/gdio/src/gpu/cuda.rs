@@ -80,7 +80,11 @@ impl CudaRuntime {
         let (p, mapped) = super::huge_pages::map(len).ok()?;
         // SAFETY: the mapping stays until `free_pinned` unregisters and unmaps it.
         let r = unsafe {
-            sys::cuMemHostRegister_v2(p.cast(), mapped, sys::CU_MEMHOSTREGISTER_PORTABLE)
+            sys::cuMemHostRegister_v2(
+                p.cast(),
+                mapped,
+                sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_DEVICEMAP,
+            )
         };
         if r != sys::CUresult::CUDA_SUCCESS {
             // SAFETY: from `map`, not registered, not handed out.
@@ -294,8 +298,15 @@ impl GpuRuntime for CudaRuntime {
         }
         let mut p: *mut c_void = std::ptr::null_mut();
         check(
-            // SAFETY: writes one pointer; PORTABLE makes it pinned for every context.
-            unsafe { sys::cuMemHostAlloc(&mut p, len.max(1), sys::CU_MEMHOSTALLOC_PORTABLE) },
+            // SAFETY: writes one pointer; PORTABLE makes it pinned for every context, DEVICEMAP
+            // lets kernels read it (scattered copies).
+            unsafe {
+                sys::cuMemHostAlloc(
+                    &mut p,
+                    len.max(1),
+                    sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP,
+                )
+            },
             &format!("cuMemHostAlloc of {len} bytes"),
         )?;
         Ok(p.cast())
@@ -330,7 +341,10 @@ impl GpuRuntime for CudaRuntime {
             },
             "cuStreamCreate",
         )?;
-        CudaStream::with_events(Arc::new(RawStream { ctx, raw: stream }), slots)
+        CudaStream::with_events(
+            Arc::new(RawStream { ctx, raw: stream, staging: Default::default() }),
+            slots,
+        )
     }
 
     fn bind_thread(&self, ordinal: usize) -> Result<()> {
@@ -511,6 +525,8 @@ fn batch_copy_fn() -> Option<BatchCopy> {
 struct RawStream {
     ctx: Arc<CudaContext>,
     raw: sys::CUstream,
+    /// The device staging buffer of scattered copies on this queue.
+    staging: super::cuda_scatter::Staging,
 }
 
 // SAFETY: a CUDA stream may be used from any thread once its context is current; the handle
@@ -529,6 +545,7 @@ impl Drop for RawStream {
             let _ = sys::cuStreamSynchronize(self.raw);
             let _ = sys::cuStreamDestroy_v2(self.raw);
         }
+        self.staging.free();
     }
 }
 
@@ -635,6 +652,23 @@ impl GpuStream for CudaStream {
             }
         }
         Ok(())
+    }
+    unsafe fn copy_to_device_scattered(
+        &mut self,
+        src: *const u8,
+        len: usize,
+        pieces: &[(u64, u32, u32)],
+    ) -> Result<()> {
+        self.bind()?;
+        let copies = super::piece_copies(src, len, pieces)?;
+        let Some(f) = super::cuda_scatter::function(&self.owner.ctx) else {
+            // SAFETY: forwarded contract, per piece.
+            return unsafe { self.copy_to_device_batch(&copies) };
+        };
+        // SAFETY: forwarded contract.
+        unsafe {
+            super::cuda_scatter::queue(f, self.owner.raw, &self.owner.staging, src, len, pieces)
+        }
     }
     unsafe fn copy_to_host(&mut self, dst: *mut u8, src: u64, len: usize) -> Result<()> {
         self.bind()?;

@@ -11,6 +11,7 @@ pub mod cuda;
 pub(crate) mod cuda_error;
 mod cuda_gate;
 mod cuda_progress;
+mod cuda_scatter;
 pub mod host;
 mod huge_pages;
 pub mod lazy;
@@ -25,6 +26,30 @@ pub use progress::ProgressWord;
 
 use crate::error::Result;
 use crate::memory::MemoryKind;
+
+/// The one copy per piece that a scattered group `(dst, offset, len)` of the host range
+/// `src..src + len` stands for ([`GpuStream::copy_to_device_scattered`]); an error, naming the
+/// piece, when one lies outside the range.
+pub(crate) fn piece_copies(
+    src: *const u8,
+    len: usize,
+    pieces: &[(u64, u32, u32)],
+) -> Result<Vec<(u64, *const u8, usize)>> {
+    pieces
+        .iter()
+        .map(|&(dst, off, n)| {
+            let end = off as usize + n as usize;
+            if end > len {
+                return Err(crate::error::Error::new(
+                    crate::error::ErrorKind::InvalidInput,
+                    format!("a scattered piece ({n} bytes at offset {off}) ends past its {len}-byte group"),
+                ));
+            }
+            // SAFETY: `off + n <= len`: the pointer stays inside the caller's range.
+            Ok((dst, unsafe { src.add(off as usize) }, n as usize))
+        })
+        .collect()
+}
 
 /// What gdio knows about one GPU.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -68,6 +93,27 @@ pub trait GpuStream: Send {
             unsafe { self.copy_to_device(dst, src, len)? };
         }
         Ok(())
+    }
+    /// Queues the host range `src..src + len` to the GPU as one group of pieces
+    /// `(device dst, offset in the range, len)`, each landing at its `dst`. CUDA launches one
+    /// kernel that puts every piece in place, reading the range where the driver mapped it
+    /// (pinned memory), else from one staged copy of it (no DMA copy per piece); the default
+    /// queues one copy per piece as [`GpuStream::copy_to_device_batch`] does. On error, some
+    /// of it may have been queued.
+    ///
+    /// # Safety
+    /// `src` must be valid for reads of `len` bytes and each `dst` a device range of its
+    /// piece's length, all until the copies are known complete; every piece must lie inside
+    /// `len`.
+    unsafe fn copy_to_device_scattered(
+        &mut self,
+        src: *const u8,
+        len: usize,
+        pieces: &[(u64, u32, u32)],
+    ) -> Result<()> {
+        let copies = piece_copies(src, len, pieces)?;
+        // SAFETY: forwarded contract, per piece.
+        unsafe { self.copy_to_device_batch(&copies) }
     }
     /// Queues a device→host copy.
     ///

@@ -1,0 +1,212 @@
+//! Scattered copies on CUDA: one launch of a small kernel (`scatter.ptx`, written by hand,
+//! compiled by the driver at load) puts every piece of a gathered group at its destination,
+//! instead of a DMA copy per piece. Where the group's host range is mapped into the GPU's
+//! address space (gdio's pinned bounce buffers are), the kernel reads it straight over the
+//! link; otherwise the range is first copied once into a device staging buffer.
+//!
+//! The kernel module is loaded once per context, on first use. Each stream queue owns one
+//! staging buffer: a group's copy and its kernel are queued together under the queue's lock,
+//! and the queue runs in order, so the next group's copy into the staging buffer starts only
+//! after the last group's kernel has read it.
+
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, Weak};
+
+use cudarc::driver::sys;
+use cudarc::driver::CudaContext;
+
+use super::cuda_error::check;
+use crate::error::Result;
+
+/// Pieces one launch carries (its descriptors are the kernel's parameters: 16 bytes each).
+pub(super) const MAX_PIECES: usize = 64;
+
+/// Threads per block; a block moves one piece, or a share of a large one.
+const BLOCK_THREADS: u32 = 256;
+
+/// Bytes one block should move at least before a piece gets another block.
+const BYTES_PER_BLOCK: usize = 16 << 10;
+
+/// The most blocks one piece gets.
+const MAX_BLOCKS_PER_PIECE: usize = 32;
+
+/// The kernel, NUL-terminated as `cuModuleLoadData` wants PTX text.
+static PTX: &str = concat!(include_str!("scatter.ptx"), "\0");
+
+/// One piece: where it goes, where it starts in the staged range, how long it is. The layout
+/// is the kernel's descriptor (`{ u64 dst; u32 src_off; u32 len }`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct Desc {
+    dst: u64,
+    src_off: u32,
+    len: u32,
+}
+
+/// The kernel of each context once looked for: its function, or `None` when the driver would
+/// not load it (then that context's groups go as batched copies). A module lives as long as
+/// its context, which lives (retained) as long as the `CudaContext` here does: an entry whose
+/// context was dropped is forgotten, since a later context may get the same handle.
+type Loaded = (Weak<CudaContext>, Option<usize>);
+static FUNCTIONS: Mutex<Vec<Loaded>> = Mutex::new(Vec::new());
+
+/// The scatter kernel of `ctx` (current on this thread), loaded on first use; `None` when the
+/// driver refused it (said once per context, in the log).
+pub(super) fn function(ctx: &Arc<CudaContext>) -> Option<sys::CUfunction> {
+    let mut loaded = FUNCTIONS.lock().unwrap_or_else(|e| e.into_inner());
+    loaded.retain(|(c, _)| c.strong_count() > 0);
+    if let Some((_, f)) = loaded.iter().find(|(c, _)| std::ptr::eq(c.as_ptr(), Arc::as_ptr(ctx))) {
+        return f.map(|f| f as sys::CUfunction);
+    }
+    let f = match load() {
+        Ok(f) => Some(f),
+        Err(e) => {
+            tracing::warn!(error = %e, "scattered copies unavailable; gathered reads go as batched copies");
+            None
+        }
+    };
+    loaded.push((Arc::downgrade(ctx), f.map(|f| f as usize)));
+    f
+}
+
+/// Loads the module into the current context and finds the kernel.
+fn load() -> Result<sys::CUfunction> {
+    let mut module: sys::CUmodule = std::ptr::null_mut();
+    // SAFETY: `PTX` is NUL-terminated PTX text; writes one module handle; the context is
+    // current (the caller bound it).
+    let r = unsafe { sys::cuModuleLoadData(&mut module, PTX.as_ptr().cast()) };
+    check(r, "cuModuleLoadData (gdio's scatter kernel)")?;
+    let mut f: sys::CUfunction = std::ptr::null_mut();
+    // SAFETY: the module was just loaded; the name is NUL-terminated.
+    let r = unsafe { sys::cuModuleGetFunction(&mut f, module, c"gdio_scatter".as_ptr()) };
+    check(r, "cuModuleGetFunction (gdio_scatter)")?;
+    Ok(f)
+}
+
+/// A stream queue's device staging buffer for groups whose host range the GPU cannot read
+/// in place, made on first use and grown when a larger group comes.
+#[derive(Debug, Default)]
+pub(super) struct Staging {
+    held: Mutex<Option<(u64, usize)>>,
+}
+
+impl Staging {
+    /// Frees the staging buffer. The queue must be drained and its context current.
+    pub(super) fn free(&self) {
+        if let Some((dev, _)) = self.held.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            // SAFETY: `dev` came from cuMemAlloc; the queue that used it is drained.
+            let _ = unsafe { sys::cuMemFree_v2(dev) };
+        }
+    }
+}
+
+/// The device address of host memory at `src`, where the driver mapped it (pinned memory
+/// registered or allocated with `DEVICEMAP`); `None` for any other memory.
+fn mapped(src: *const u8) -> Option<u64> {
+    let mut dev: sys::CUdeviceptr = 0;
+    // SAFETY: writes one device pointer; fails (harmlessly) for memory the driver did not map.
+    let r = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, src as *mut c_void, 0) };
+    (r == sys::CUresult::CUDA_SUCCESS && dev != 0).then_some(dev)
+}
+
+/// Queues on `stream` (its context current, `f` its [`function`]) the kernel launches that put
+/// each `(dst, offset in src, len)` piece of the `len` host bytes at `src` at `dst`: reading
+/// `src` in place where it is mapped, else from `staging`, which a copy fills first.
+///
+/// # Safety
+/// `src` must be valid for reads of `len` bytes and each piece's `dst` a device range of its
+/// length, all until the stream has run past this work; every piece must lie inside `len`
+/// (checked by [`super::piece_copies`]).
+pub(super) unsafe fn queue(
+    f: sys::CUfunction,
+    stream: sys::CUstream,
+    staging: &Staging,
+    src: *const u8,
+    len: usize,
+    pieces: &[(u64, u32, u32)],
+) -> Result<()> {
+    let mut held = None;
+    let base = match mapped(src) {
+        Some(dev) => dev,
+        None => {
+            let mut g = staging.held.lock().unwrap_or_else(|e| e.into_inner());
+            // SAFETY: forwarded contract.
+            let dev = unsafe { stage(&mut g, stream, src, len)? };
+            held = Some(g);
+            dev
+        }
+    };
+    for group in pieces.chunks(MAX_PIECES) {
+        let mut descs = [Desc::default(); MAX_PIECES];
+        let mut longest = 0usize;
+        for (d, &(dst, src_off, n)) in descs.iter_mut().zip(group) {
+            *d = Desc { dst, src_off, len: n };
+            longest = longest.max(n as usize);
+        }
+        let mut base_arg: u64 = base;
+        let mut count: u32 = group.len() as u32;
+        let mut params: [*mut c_void; 3] = [
+            (&mut base_arg as *mut u64).cast(),
+            (&mut count as *mut u32).cast(),
+            descs.as_mut_ptr().cast(),
+        ];
+        let blocks = longest.div_ceil(BYTES_PER_BLOCK).clamp(1, MAX_BLOCKS_PER_PIECE) as u32;
+        // SAFETY: the kernel takes (u64, u32, 1024-byte descriptor array), which `params`
+        // points at (copied by the launch); the pieces' ranges are valid per the contract and
+        // the source bytes are in place before the kernel runs (same stream, in order).
+        let r = unsafe {
+            sys::cuLaunchKernel(
+                f,
+                count,
+                blocks,
+                1,
+                BLOCK_THREADS,
+                1,
+                1,
+                0,
+                stream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        check(r, &format!("cuLaunchKernel (gdio_scatter, {count} pieces)"))?;
+    }
+    drop(held);
+    Ok(())
+}
+
+/// Queues the copy of the `len` host bytes at `src` into the staging buffer `held` (made, or
+/// grown with the stream drained first, as needed); returns its device address.
+///
+/// # Safety
+/// `src` must be valid for reads of `len` bytes until the stream has run past the copy.
+unsafe fn stage(
+    held: &mut Option<(u64, usize)>,
+    stream: sys::CUstream,
+    src: *const u8,
+    len: usize,
+) -> Result<u64> {
+    let dev = match *held {
+        Some((dev, size)) if size >= len => dev,
+        old => {
+            if let Some((dev, _)) = old {
+                // SAFETY: the stream is live; freeing waits for nothing, so drain it first.
+                check(unsafe { sys::cuStreamSynchronize(stream) }, "cuStreamSynchronize")?;
+                *held = None;
+                // SAFETY: `dev` came from cuMemAlloc and nothing queued uses it any more.
+                let _ = unsafe { sys::cuMemFree_v2(dev) };
+            }
+            let size = len.next_power_of_two().max(1 << 20);
+            let mut dev: sys::CUdeviceptr = 0;
+            // SAFETY: writes one device pointer; the context is current.
+            let r = unsafe { sys::cuMemAlloc_v2(&mut dev, size) };
+            check(r, &format!("cuMemAlloc of a {size}-byte staging buffer for scattered copies"))?;
+            *held = Some((dev, size));
+            dev
+        }
+    };
+    // SAFETY: the staging buffer holds at least `len` bytes; `src` per the contract.
+    let r = unsafe { sys::cuMemcpyHtoDAsync_v2(dev, src.cast(), len, stream) };
+    check(r, "cuMemcpyHtoDAsync (a scattered group, staged)")?;
+    Ok(dev)
+}
