@@ -239,8 +239,9 @@ def stats() -> dict[str, Any]:
     ``bytes`` and ``errors`` it served, its ``retries`` (a fastpath's failures retried on a
     fallback, by cause) and ``fallbacks`` (I/Os a fallback served for a fastpath, by the
     fastpath's reason); ``engine``, how the engine moved the bytes (``buffered_read_bytes``,
-    ``direct_read_bytes``, ``page_cache_dma_bytes``, the writes likewise, ``gathered_reads``,
-    ``split_reads``, ``inline_requests``, ``caller_lanes_made``...) and where its workers' time went
+    ``direct_read_bytes``, ``page_cache_dma_bytes``, the writes likewise, ``gathered_reads``
+    and of them ``scattered_reads`` (sent by the scatter kernel), ``split_reads``,
+    ``inline_requests``, ``caller_lanes_made``...) and where its workers' time went
     (``worker_time``: ``file_io_ns``, ``buffer_wait_ns``, ``copy_queue_ns``, ``draining_ns``,
     ``inline_ns``, ``landing_ns`` over ``copies_landed``). Take two and subtract to see one
     step's share, as ``gdio bench`` does."""

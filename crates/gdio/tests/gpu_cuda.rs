@@ -352,7 +352,11 @@ fn gpu_gathered_small_reads_land_exactly_batched_one_by_one_and_scattered() {
         }
         let back = dev.to_vec().unwrap();
         assert!(back == want, "batch_copy {batch_copy} scatter {scatter}: bytes differ");
-        assert!(drv.engine().counters().gathered_reads > 0, "nothing was gathered");
+        let c = drv.engine().counters();
+        assert!(c.gathered_reads > 0, "nothing was gathered");
+        // Every group went the way the key says (the driver loads the kernel here).
+        let want_scattered = if scatter { c.gathered_reads } else { 0 };
+        assert_eq!(c.scattered_reads, want_scattered, "batch_copy {batch_copy} scatter {scatter}");
     }
 }
 

@@ -58,6 +58,11 @@ pub struct OpResult {
     /// One-task reads into GPU memory of the timed iterations that the engine split over its
     /// free workers (`split_min_bytes`).
     pub split_reads: u64,
+    /// Small reads into GPU memory of the timed iterations that went in gathered groups
+    /// (`gather_max_pieces`).
+    pub gathered_reads: u64,
+    /// Of those, the ones whose group the scatter kernel sent (`gather_scatter`).
+    pub scattered_reads: u64,
     /// Where the engine's workers spent the timed iterations.
     pub workers: WorkerShares,
     /// Page cache dropped before each iteration.
@@ -141,6 +146,8 @@ impl BenchReport {
                     (r.watcher_finished_tasks, "tasks finished by the completion watcher"),
                     (r.inline_requests, "requests run by their callers"),
                     (r.split_reads, "reads split over free workers"),
+                    (r.gathered_reads, "small reads gathered"),
+                    (r.scattered_reads, "gathered reads sent by the scatter kernel"),
                 ]
                 .iter()
                 .filter(|(n, _)| *n > 0)

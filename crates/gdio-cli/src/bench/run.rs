@@ -93,6 +93,9 @@ struct Moved {
     inline_requests: u64,
     /// Reads split over free workers.
     split_reads: u64,
+    /// Small reads gathered, and those of them the scatter kernel sent.
+    gathered_reads: u64,
+    scattered_reads: u64,
     time: gdio::engine::WorkerTime,
 }
 
@@ -116,6 +119,8 @@ impl Moved {
         self.watcher_finished += d(after.watcher_finished, before.watcher_finished);
         self.inline_requests += d(after.inline_requests, before.inline_requests);
         self.split_reads += d(after.split_reads, before.split_reads);
+        self.gathered_reads += d(after.gathered_reads, before.gathered_reads);
+        self.scattered_reads += d(after.scattered_reads, before.scattered_reads);
         self.time = self.time.plus(&after.worker_time.since(&before.worker_time));
     }
 }
@@ -369,6 +374,8 @@ impl<'a> Bench<'a> {
             watcher_finished_tasks: moved.watcher_finished,
             inline_requests: moved.inline_requests,
             split_reads: moved.split_reads,
+            gathered_reads: moved.gathered_reads,
+            scattered_reads: moved.scattered_reads,
             workers: self.worker_shares(op == "write", m.seconds.iter().sum(), moved.time),
             cold: self.args.cold,
             fsync_seconds: None,

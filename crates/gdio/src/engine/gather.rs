@@ -1,8 +1,9 @@
 //! Gathering small reads into GPU memory: when several small single-task reads to one GPU are
 //! already queued, one worker reads them, of any requests, into consecutive places of one
-//! bounce buffer and sends them with one batched copy and one completion marker, instead of a
-//! copy call and a marker per piece. Each request still finishes when its own piece has landed
-//! (the group's marker), and a piece that fails to read fails only its own request.
+//! bounce buffer and sends them with one scatter kernel (`gather_scatter`) or one batched
+//! copy, and one completion marker, instead of a copy call and a marker per piece. Each
+//! request still finishes when its own piece has landed (the group's marker), and a piece that
+//! fails to read fails only its own request.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -207,12 +208,17 @@ pub(crate) fn run_group(
                 unsafe { lane.stream.copy_to_device(dst, src, len) }
             })
         }
+        .map(|()| false)
     };
-    let recorded = queued.and_then(|()| lane.record(slot));
+    // Whether the group went with one kernel, and its marker.
+    let recorded = queued.and_then(|kernel| Ok((kernel, lane.record(slot)?)));
     counters.time.add(Phase::CopyQueue, copy_from);
     match recorded {
-        Ok(seq) => {
+        Ok((kernel, seq)) => {
             counters.gathered_reads.fetch_add(pieces.len() as u64, Ordering::Relaxed);
+            if kernel {
+                counters.scattered_reads.fetch_add(pieces.len() as u64, Ordering::Relaxed);
+            }
             let done = pieces
                 .into_iter()
                 .map(|p| (p.job, p.task, TaskResult { bytes: p.got, ..TaskResult::default() }))

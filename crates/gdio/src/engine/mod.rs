@@ -72,8 +72,12 @@ pub struct EngineCounters {
     /// Bytes written with `O_DIRECT`.
     pub direct_write_bytes: u64,
     /// Small reads into GPU memory that went in a gathered group (one bounce buffer, one
-    /// batched copy, one marker for many requests).
+    /// scatter kernel or batched copy, one marker for many requests).
     pub gathered_reads: u64,
+    /// Of the gathered reads, those whose group went with the scatter kernel
+    /// (`gather_scatter`); the rest went as copies: the key off, a runtime without the kernel,
+    /// or a driver that would not load it (the log says so once).
+    pub scattered_reads: u64,
     /// Reads (or pieces of reads) that workers issued through their io_uring (`io_engine`).
     pub io_uring_reads: u64,
     /// One-task reads into GPU memory split over free workers (`split_min_bytes`).
@@ -217,6 +221,7 @@ impl Engine {
             buffered_write_bytes: c.buffered_write.load(Ordering::Relaxed),
             direct_write_bytes: c.direct_write.load(Ordering::Relaxed),
             gathered_reads: c.gathered_reads.load(Ordering::Relaxed),
+            scattered_reads: c.scattered_reads.load(Ordering::Relaxed),
             split_reads: c.split_reads.load(Ordering::Relaxed),
             watcher_finished: c.watcher_finished.load(Ordering::Relaxed),
             inline_requests: c.inline_requests.load(Ordering::Relaxed),

@@ -658,17 +658,18 @@ impl GpuStream for CudaStream {
         src: *const u8,
         len: usize,
         pieces: &[(u64, u32, u32)],
-    ) -> Result<()> {
+    ) -> Result<bool> {
         self.bind()?;
         let copies = super::piece_copies(src, len, pieces)?;
         let Some(f) = super::cuda_scatter::function(&self.owner.ctx) else {
             // SAFETY: forwarded contract, per piece.
-            return unsafe { self.copy_to_device_batch(&copies) };
+            return unsafe { self.copy_to_device_batch(&copies) }.map(|()| false);
         };
         // SAFETY: forwarded contract.
         unsafe {
             super::cuda_scatter::queue(f, self.owner.raw, &self.owner.staging, src, len, pieces)
         }
+        .map(|()| true)
     }
     unsafe fn copy_to_host(&mut self, dst: *mut u8, src: u64, len: usize) -> Result<()> {
         self.bind()?;

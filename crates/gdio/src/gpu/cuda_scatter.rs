@@ -33,7 +33,7 @@ const MAX_BLOCKS_PER_PIECE: usize = 32;
 /// The kernel, NUL-terminated as `cuModuleLoadData` wants PTX text.
 static PTX: &str = concat!(include_str!("scatter.ptx"), "\0");
 
-/// One piece: where it goes, where it starts in the staged range, how long it is. The layout
+/// One piece: where it goes, where it starts in the group's source range, how long it is. The layout
 /// is the kernel's descriptor (`{ u64 dst; u32 src_off; u32 len }`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -169,7 +169,7 @@ pub(super) unsafe fn queue(
                 std::ptr::null_mut(),
             )
         };
-        check(r, &format!("cuLaunchKernel (gdio_scatter, {count} pieces)"))?;
+        check(r, "cuLaunchKernel (gdio_scatter)")?;
     }
     drop(held);
     Ok(())

@@ -98,8 +98,9 @@ pub trait GpuStream: Send {
     /// `(device dst, offset in the range, len)`, each landing at its `dst`. CUDA launches one
     /// kernel that puts every piece in place, reading the range where the driver mapped it
     /// (pinned memory), else from one staged copy of it (no DMA copy per piece); the default
-    /// queues one copy per piece as [`GpuStream::copy_to_device_batch`] does. On error, some
-    /// of it may have been queued.
+    /// queues one copy per piece as [`GpuStream::copy_to_device_batch`] does. Returns true
+    /// when the pieces went with one kernel, false when as copies. On error, some of it may
+    /// have been queued.
     ///
     /// # Safety
     /// `src` must be valid for reads of `len` bytes and each `dst` a device range of its
@@ -110,10 +111,10 @@ pub trait GpuStream: Send {
         src: *const u8,
         len: usize,
         pieces: &[(u64, u32, u32)],
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let copies = piece_copies(src, len, pieces)?;
         // SAFETY: forwarded contract, per piece.
-        unsafe { self.copy_to_device_batch(&copies) }
+        unsafe { self.copy_to_device_batch(&copies) }.map(|()| false)
     }
     /// Queues a device→host copy.
     ///
