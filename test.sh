@@ -20,6 +20,28 @@ cd "$(dirname "$0")"
 what="${1:-all}"
 
 if [ "$what" = all ] || [ "$what" = rust ]; then
+  # The scatter kernel (crates/gdio/src/gpu/scatter.ptx) is assembled by NVIDIA's ptxas in the
+  # library's tests: fetched once from PyPI's nvidia-cuda-nvcc-cu12 wheel (40 MB) into
+  # target/ptxas unless GDIO_PTXAS names one; where it cannot be fetched that test says it skipped.
+  if [ -z "${GDIO_PTXAS:-}" ]; then
+    ptxas=target/ptxas/nvidia/cuda_nvcc/bin/ptxas
+    [ -x "$ptxas" ] || python3 - "$ptxas" <<'PY' || echo "ptxas: not fetched; the kernel's assembly test will skip" >&2
+import os, subprocess, sys, tempfile, zipfile
+dest = sys.argv[1]
+with tempfile.TemporaryDirectory() as d:
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", d,
+                    "nvidia-cuda-nvcc-cu12==12.9.86"], check=True, timeout=300)
+    (wheel,) = [os.path.join(d, f) for f in os.listdir(d) if f.endswith(".whl")]
+    with zipfile.ZipFile(wheel) as z:
+        data = z.read("nvidia/cuda_nvcc/bin/ptxas")
+os.makedirs(os.path.dirname(dest), exist_ok=True)
+with open(dest + ".part", "wb") as f:
+    f.write(data)
+os.chmod(dest + ".part", 0o755)
+os.replace(dest + ".part", dest)
+PY
+    if [ -x "$ptxas" ]; then export GDIO_PTXAS="$PWD/$ptxas"; fi
+  fi
   cargo test --workspace --locked
 fi
 

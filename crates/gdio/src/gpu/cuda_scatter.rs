@@ -210,3 +210,53 @@ unsafe fn stage(
     check(r, "cuMemcpyHtoDAsync (a scattered group, staged)")?;
     Ok(dev)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernel_text_declares_what_the_launch_passes() {
+        assert_eq!(std::mem::size_of::<Desc>(), 16, "the kernel reads 16-byte descriptors");
+        let body = PTX.strip_suffix('\0').expect("NUL-terminated");
+        assert!(!body.contains('\0'), "one NUL, at the end");
+        assert!(body.contains(".visible .entry gdio_scatter("));
+        assert!(body.contains(".param .u64 source,"));
+        assert!(body.contains(".param .u32 count,"));
+        let descs = format!(".param .align 8 .b8 descs[{}]", MAX_PIECES * 16);
+        assert!(body.contains(&descs), "the kernel's descriptor array is not {descs}");
+    }
+
+    /// NVIDIA's assembler accepts the kernel for the oldest and newest targets gdio runs on
+    /// (the driver compiles the same text at load). `.ci/run` fetches `ptxas` and names it in
+    /// `GDIO_PTXAS`; elsewhere one on `PATH` is used, or the test says it skipped.
+    #[test]
+    fn ptxas_assembles_the_kernel() {
+        let ptxas = std::env::var_os("GDIO_PTXAS").map(std::path::PathBuf::from).or_else(|| {
+            std::env::split_paths(&std::env::var_os("PATH")?)
+                .map(|d| d.join("ptxas"))
+                .find(|p| p.is_file())
+        });
+        let Some(ptxas) = ptxas else {
+            eprintln!("SKIPPED: no ptxas (set GDIO_PTXAS; .ci/run fetches one)");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("scatter.ptx");
+        std::fs::write(&src, PTX.trim_end_matches('\0')).unwrap();
+        for arch in ["sm_70", "sm_80", "sm_90"] {
+            let out = std::process::Command::new(&ptxas)
+                .arg(format!("-arch={arch}"))
+                .arg(&src)
+                .arg("-o")
+                .arg(dir.path().join(format!("{arch}.cubin")))
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run {}: {e}", ptxas.display()));
+            assert!(
+                out.status.success(),
+                "ptxas -arch={arch} refused the kernel: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
