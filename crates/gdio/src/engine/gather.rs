@@ -35,7 +35,7 @@ pub(crate) struct GatherShape {
     pub piece_size: usize,
     /// Use the runtime's batched copy (else one copy call per piece).
     pub batch_copy: bool,
-    /// Send the group as one copy and a scatter on the GPU (`gather_scatter`).
+    /// Send the group with the runtime's scatter kernel (`gather_scatter`).
     pub scatter: bool,
 }
 

@@ -45,8 +45,8 @@ pub(crate) fn piece_copies(
                     format!("a scattered piece ({n} bytes at offset {off}) ends past its {len}-byte group"),
                 ));
             }
-            // SAFETY: `off + n <= len`: the pointer stays inside the caller's range.
-            Ok((dst, unsafe { src.add(off as usize) }, n as usize))
+            // `off + n <= len`: inside the caller's range (no dereference here).
+            Ok((dst, src.wrapping_add(off as usize), n as usize))
         })
         .collect()
 }
