@@ -380,8 +380,8 @@ fn gpu_scattered_copies_put_every_piece_in_place_and_nothing_else() {
             src_at += len;
             dst_at += len;
         }
-        // Even rounds: pageable memory (staged through GPU memory); odd: pinned memory, which
-        // the kernel reads in place.
+        // Even rounds: pageable memory (a copy per piece); odd: pinned memory, which the
+        // kernel reads in place.
         let data = random_bytes(65 + round as u64, src_at);
         let pinned = (round % 2 == 1).then(|| rt.alloc_pinned(0, src_at).unwrap());
         let src: &[u8] = match pinned {
@@ -399,11 +399,13 @@ fn gpu_scattered_copies_put_every_piece_in_place_and_nothing_else() {
         let mut back = vec![0u8; dst_at];
         // SAFETY: `poison`, `src` and `back` outlive the synchronize below; every device range
         // lies inside `dev`, every piece inside `src`.
-        unsafe {
+        let kernel = unsafe {
             stream.copy_to_device(dev, poison.as_ptr(), dst_at).unwrap();
-            stream.copy_to_device_scattered(src.as_ptr(), src.len(), &descs).unwrap();
+            let kernel = stream.copy_to_device_scattered(src.as_ptr(), src.len(), &descs).unwrap();
             stream.copy_to_host(back.as_mut_ptr(), dev, dst_at).unwrap();
-        }
+            kernel
+        };
+        assert_eq!(kernel, pinned.is_some(), "round {round}: the kernel reads pinned memory only");
         stream.synchronize().unwrap();
         let mut want = poison.clone();
         for &(d, s, len) in &pieces {

@@ -341,10 +341,7 @@ impl GpuRuntime for CudaRuntime {
             },
             "cuStreamCreate",
         )?;
-        CudaStream::with_events(
-            Arc::new(RawStream { ctx, raw: stream, staging: Default::default() }),
-            slots,
-        )
+        CudaStream::with_events(Arc::new(RawStream { ctx, raw: stream }), slots)
     }
 
     fn bind_thread(&self, ordinal: usize) -> Result<()> {
@@ -525,8 +522,6 @@ fn batch_copy_fn() -> Option<BatchCopy> {
 struct RawStream {
     ctx: Arc<CudaContext>,
     raw: sys::CUstream,
-    /// The device staging buffer of scattered copies on this queue.
-    staging: super::cuda_scatter::Staging,
 }
 
 // SAFETY: a CUDA stream may be used from any thread once its context is current; the handle
@@ -545,7 +540,6 @@ impl Drop for RawStream {
             let _ = sys::cuStreamSynchronize(self.raw);
             let _ = sys::cuStreamDestroy_v2(self.raw);
         }
-        self.staging.free();
     }
 }
 
@@ -660,16 +654,17 @@ impl GpuStream for CudaStream {
         pieces: &[(u64, u32, u32)],
     ) -> Result<bool> {
         self.bind()?;
-        let copies = super::piece_copies(src, len, pieces)?;
-        let Some(f) = super::cuda_scatter::function(&self.owner.ctx) else {
-            // SAFETY: forwarded contract, per piece.
-            return unsafe { self.copy_to_device_batch(&copies) }.map(|()| false);
-        };
-        // SAFETY: forwarded contract.
-        unsafe {
-            super::cuda_scatter::queue(f, self.owner.raw, &self.owner.staging, src, len, pieces)
+        super::check_pieces(len, pieces)?;
+        if let Some(f) = super::cuda_scatter::function(&self.owner.ctx) {
+            // SAFETY: forwarded contract; the pieces lie inside `len` (checked above).
+            if unsafe { super::cuda_scatter::queue(f, self.owner.raw, src, pieces)? } {
+                return Ok(true);
+            }
         }
-        .map(|()| true)
+        // No kernel, or memory the GPU cannot read in place: a copy per piece.
+        let copies = super::piece_copies(src, len, pieces)?;
+        // SAFETY: forwarded contract, per piece.
+        unsafe { self.copy_to_device_batch(&copies) }.map(|()| false)
     }
     unsafe fn copy_to_host(&mut self, dst: *mut u8, src: u64, len: usize) -> Result<()> {
         self.bind()?;

@@ -1,13 +1,11 @@
 //! Scattered copies on CUDA: one launch of a small kernel (`scatter.ptx`, written by hand,
 //! compiled by the driver at load) puts every piece of a gathered group at its destination,
-//! instead of a DMA copy per piece. Where the group's host range is mapped into the GPU's
-//! address space (gdio's pinned bounce buffers are), the kernel reads it straight over the
-//! link; otherwise the range is first copied once into a device staging buffer.
+//! instead of a DMA copy per piece, reading the group's host range straight over the link: it
+//! must be mapped into the GPU's address space, as gdio's pinned bounce buffers are. (Copying
+//! the range into GPU memory first and scattering from there was slower than a copy per
+//! piece on the H200: BENCHMARKS.md session 23 run 3.)
 //!
-//! The kernel module is loaded once per context, on first use. Each stream queue owns one
-//! staging buffer: a group's copy and its kernel are queued together under the queue's lock,
-//! and the queue runs in order, so the next group's copy into the staging buffer starts only
-//! after the last group's kernel has read it.
+//! The kernel module is loaded once per context, on first use.
 
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, Weak};
@@ -33,7 +31,7 @@ const MAX_BLOCKS_PER_PIECE: usize = 32;
 /// The kernel, NUL-terminated as `cuModuleLoadData` wants PTX text.
 static PTX: &str = concat!(include_str!("scatter.ptx"), "\0");
 
-/// One piece: where it goes, where it starts in the group's source range, how long it is. The layout
+/// One piece: where it goes, where it starts in the group's host range, how long it is. The layout
 /// is the kernel's descriptor (`{ u64 dst; u32 src_off; u32 len }`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -83,23 +81,6 @@ fn load() -> Result<sys::CUfunction> {
     Ok(f)
 }
 
-/// A stream queue's device staging buffer for groups whose host range the GPU cannot read
-/// in place, made on first use and grown when a larger group comes.
-#[derive(Debug, Default)]
-pub(super) struct Staging {
-    held: Mutex<Option<(u64, usize)>>,
-}
-
-impl Staging {
-    /// Frees the staging buffer. The queue must be drained and its context current.
-    pub(super) fn free(&self) {
-        if let Some((dev, _)) = self.held.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            // SAFETY: `dev` came from cuMemAlloc; the queue that used it is drained.
-            let _ = unsafe { sys::cuMemFree_v2(dev) };
-        }
-    }
-}
-
 /// The device address of host memory at `src`, where the driver mapped it (pinned memory
 /// registered or allocated with `DEVICEMAP`); `None` for any other memory.
 fn mapped(src: *const u8) -> Option<u64> {
@@ -110,32 +91,21 @@ fn mapped(src: *const u8) -> Option<u64> {
 }
 
 /// Queues on `stream` (its context current, `f` its [`function`]) the kernel launches that put
-/// each `(dst, offset in src, len)` piece of the `len` host bytes at `src` at `dst`: reading
-/// `src` in place where it is mapped, else from `staging`, which a copy fills first.
+/// each `(dst, offset in src, len)` piece of the `len` host bytes at `src` at `dst`, the kernel
+/// reading `src` in place. Returns false, having queued nothing, when the driver has not
+/// mapped `src` into the GPU's address space (then the caller copies the pieces).
 ///
 /// # Safety
 /// `src` must be valid for reads of `len` bytes and each piece's `dst` a device range of its
 /// length, all until the stream has run past this work; every piece must lie inside `len`
-/// (checked by [`super::piece_copies`]).
+/// (checked by [`super::check_pieces`]).
 pub(super) unsafe fn queue(
     f: sys::CUfunction,
     stream: sys::CUstream,
-    staging: &Staging,
     src: *const u8,
-    len: usize,
     pieces: &[(u64, u32, u32)],
-) -> Result<()> {
-    let mut held = None;
-    let base = match mapped(src) {
-        Some(dev) => dev,
-        None => {
-            let mut g = staging.held.lock().unwrap_or_else(|e| e.into_inner());
-            // SAFETY: forwarded contract.
-            let dev = unsafe { stage(&mut g, stream, src, len)? };
-            held = Some(g);
-            dev
-        }
-    };
+) -> Result<bool> {
+    let Some(base) = mapped(src) else { return Ok(false) };
     for group in pieces.chunks(MAX_PIECES) {
         let mut descs = [Desc::default(); MAX_PIECES];
         let mut longest = 0usize;
@@ -171,44 +141,7 @@ pub(super) unsafe fn queue(
         };
         check(r, "cuLaunchKernel (gdio_scatter)")?;
     }
-    drop(held);
-    Ok(())
-}
-
-/// Queues the copy of the `len` host bytes at `src` into the staging buffer `held` (made, or
-/// grown with the stream drained first, as needed); returns its device address.
-///
-/// # Safety
-/// `src` must be valid for reads of `len` bytes until the stream has run past the copy.
-unsafe fn stage(
-    held: &mut Option<(u64, usize)>,
-    stream: sys::CUstream,
-    src: *const u8,
-    len: usize,
-) -> Result<u64> {
-    let dev = match *held {
-        Some((dev, size)) if size >= len => dev,
-        old => {
-            if let Some((dev, _)) = old {
-                // SAFETY: the stream is live; freeing waits for nothing, so drain it first.
-                check(unsafe { sys::cuStreamSynchronize(stream) }, "cuStreamSynchronize")?;
-                *held = None;
-                // SAFETY: `dev` came from cuMemAlloc and nothing queued uses it any more.
-                let _ = unsafe { sys::cuMemFree_v2(dev) };
-            }
-            let size = len.next_power_of_two().max(1 << 20);
-            let mut dev: sys::CUdeviceptr = 0;
-            // SAFETY: writes one device pointer; the context is current.
-            let r = unsafe { sys::cuMemAlloc_v2(&mut dev, size) };
-            check(r, &format!("cuMemAlloc of a {size}-byte staging buffer for scattered copies"))?;
-            *held = Some((dev, size));
-            dev
-        }
-    };
-    // SAFETY: the staging buffer holds at least `len` bytes; `src` per the contract.
-    let r = unsafe { sys::cuMemcpyHtoDAsync_v2(dev, src.cast(), len, stream) };
-    check(r, "cuMemcpyHtoDAsync (a scattered group, staged)")?;
-    Ok(dev)
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -27,28 +27,32 @@ pub use progress::ProgressWord;
 use crate::error::Result;
 use crate::memory::MemoryKind;
 
+/// An error, naming the piece, when a piece `(dst, offset, len)` of a scattered group of
+/// `len` bytes ([`GpuStream::copy_to_device_scattered`]) lies outside it.
+pub(crate) fn check_pieces(len: usize, pieces: &[(u64, u32, u32)]) -> Result<()> {
+    match pieces.iter().find(|&&(_, off, n)| off as usize + n as usize > len) {
+        Some(&(_, off, n)) => Err(crate::error::Error::new(
+            crate::error::ErrorKind::InvalidInput,
+            format!("a scattered piece ({n} bytes at offset {off}) ends past its {len}-byte group"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The one copy per piece that a scattered group `(dst, offset, len)` of the host range
-/// `src..src + len` stands for ([`GpuStream::copy_to_device_scattered`]); an error, naming the
-/// piece, when one lies outside the range.
+/// `src..src + len` stands for; an error when a piece lies outside the range
+/// ([`check_pieces`]).
 pub(crate) fn piece_copies(
     src: *const u8,
     len: usize,
     pieces: &[(u64, u32, u32)],
 ) -> Result<Vec<(u64, *const u8, usize)>> {
-    pieces
+    check_pieces(len, pieces)?;
+    // Every `offset + len` is inside the caller's range (no dereference here).
+    Ok(pieces
         .iter()
-        .map(|&(dst, off, n)| {
-            let end = off as usize + n as usize;
-            if end > len {
-                return Err(crate::error::Error::new(
-                    crate::error::ErrorKind::InvalidInput,
-                    format!("a scattered piece ({n} bytes at offset {off}) ends past its {len}-byte group"),
-                ));
-            }
-            // `off + n <= len`: inside the caller's range (no dereference here).
-            Ok((dst, src.wrapping_add(off as usize), n as usize))
-        })
-        .collect()
+        .map(|&(dst, off, n)| (dst, src.wrapping_add(off as usize), n as usize))
+        .collect())
 }
 
 /// What gdio knows about one GPU.
@@ -96,9 +100,10 @@ pub trait GpuStream: Send {
     }
     /// Queues the host range `src..src + len` to the GPU as one group of pieces
     /// `(device dst, offset in the range, len)`, each landing at its `dst`. CUDA launches one
-    /// kernel that puts every piece in place, reading the range where the driver mapped it
-    /// (pinned memory), else from one staged copy of it (no DMA copy per piece); the default
-    /// queues one copy per piece as [`GpuStream::copy_to_device_batch`] does. Returns true
+    /// kernel that puts every piece in place, reading the range over the link, where the
+    /// driver mapped it into the GPU's address space (pinned memory: no DMA copy at all);
+    /// otherwise, and by default, one copy per piece is queued as
+    /// [`GpuStream::copy_to_device_batch`] does. Returns true
     /// when the pieces went with one kernel, false when as copies. On error, some of it may
     /// have been queued.
     ///
