@@ -223,6 +223,14 @@ pub struct Config {
     /// 42.2–46.0; the default bench's read the same, its writes inside their spread). One
     /// stream alone carries the link.
     pub copy_streams: usize,
+    /// Tasks into or out of GPU memory of at most this many bytes, and every gathered group
+    /// of small reads, queue their copies on their worker's own stream instead of the shared
+    /// `copy_streams`: one shared stream runs the copies of every worker one after another,
+    /// which suits a few large copies (the first lands sooner) but makes many small ones wait
+    /// in one line. 0: every copy on the shared streams. A worker makes the lane for its own
+    /// stream (two bounce buffers of at most this size or `gather_max_bytes`, whichever is
+    /// larger) at its first small copy.
+    pub own_stream_max_bytes: usize,
     /// Each GPU after the first gets a worker pool of its own (`threads` workers each, made at
     /// its first work) instead of sharing the engine's one pool. On the two-GPU H200 host, one
     /// process reading into both GPUs with an engine per GPU moved 53.6–57.9 GB/s against
@@ -355,6 +363,7 @@ impl Default for Config {
             inline_max_bytes: 256 << 10,
             split_min_bytes: 2 << 20,
             copy_streams: 1,
+            own_stream_max_bytes: 1 << 20,
             pool_per_gpu: false,
             save_writes_in_flight: 1,
             safetensors_read_ahead_bytes: 64 << 20,

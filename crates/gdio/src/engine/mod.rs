@@ -140,6 +140,8 @@ impl Engine {
             watcher: config.completion_watcher,
             poll_for_work: may_poll_while_idle(&config),
             copy_streams: config.copy_streams,
+            own_stream_max: config.own_stream_max_bytes,
+            own_size: own_lane_size(&config),
         };
         let counters: Arc<Counters> = Arc::default();
         let io = Arc::new(ring::IoChoice::new(config.io_engine));
@@ -674,6 +676,13 @@ impl Bulk {
 pub(crate) fn may_poll_while_idle(config: &Config) -> bool {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     config.completion_spin_us > 0 && config.threads.max(1) < cores
+}
+
+/// Bounce buffer size of a worker's own-stream lane (`own_stream_max_bytes`): enough for the
+/// largest task it serves and a gathered group, in whole pages, never above the shared lanes'.
+fn own_lane_size(config: &Config) -> usize {
+    let want = config.own_stream_max_bytes.max(config.gather_max_bytes).max(1);
+    want.div_ceil(4096).saturating_mul(4096).min(config.bounce_buffer_bytes())
 }
 
 /// One I/O started with [`Engine::submit`]. Dropping it blocks until the I/O has finished, so

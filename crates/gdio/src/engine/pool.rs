@@ -43,7 +43,27 @@ pub(crate) struct LaneShape {
     pub poll_for_work: bool,
     /// Streams per GPU the workers queue their copies on (`copy_streams`); 0: one per worker.
     pub copy_streams: usize,
+    /// Tasks of at most this many bytes, and gathered groups, queue their copies on the
+    /// worker's own stream (`own_stream_max_bytes`); 0: on the shared streams.
+    pub own_stream_max: usize,
+    /// Bounce buffer size of a worker's own-stream lane.
+    pub own_size: usize,
 }
+
+impl LaneShape {
+    /// Whether copies of `bytes` (a task, or a gathered group when `None`) go on the worker's
+    /// own stream rather than the shared ones. With no shared streams every lane is the
+    /// worker's own already, so one lane serves all.
+    fn own_stream(&self, bytes: Option<u64>) -> bool {
+        self.copy_streams > 0
+            && self.own_stream_max > 0
+            && bytes.is_none_or(|b| b <= self.own_stream_max as u64)
+    }
+}
+
+/// A worker's lanes: one per GPU queueing on the shared copy streams, and one per GPU on a
+/// stream of the worker's own for small copies (`own_stream_max_bytes`).
+type Lanes = HashMap<(usize, bool), Lane>;
 
 /// A warm-up request: each worker that takes one makes its lane for `ordinal`, then waits at
 /// the barrier so that it cannot take a second one.
@@ -362,32 +382,35 @@ impl Drop for Pool {
     }
 }
 
+/// The worker's lane for GPU `ordinal`: on its own stream when `own`, else on the shared
+/// copy streams (made at first use).
 fn lane<'a>(
-    lanes: &'a mut HashMap<usize, Lane>,
+    lanes: &'a mut Lanes,
     shared: &Shared,
     ordinal: usize,
+    own: bool,
 ) -> Result<&'a mut Lane> {
     if shared.numa {
         // Before the lane exists, so its pinned buffers are allocated on the GPU's node.
         numa::place(&shared.nodes, &*shared.runtime, ordinal);
     }
-    match lanes.entry(ordinal) {
+    match lanes.entry((ordinal, own)) {
         std::collections::hash_map::Entry::Occupied(e) => Ok(e.into_mut()),
         std::collections::hash_map::Entry::Vacant(e) => Ok(e.insert(Lane::new(
             &shared.runtime,
             ordinal,
-            shared.shape.size,
+            if own { shared.shape.own_size } else { shared.shape.size },
             (shared.shape.count, shared.shape.max),
             shared.shape.polling,
             (shared.shape.callbacks, shared.watcher.as_ref()),
-            Some(&shared.copy_queues),
+            if own { None } else { Some(&shared.copy_queues) },
         )?)),
     }
 }
 
 fn worker_main(shared: Arc<Shared>) {
     worker_time::mark_worker();
-    let mut lanes: HashMap<usize, Lane> = HashMap::new();
+    let mut lanes = Lanes::new();
     let mut ring = WorkerRing::new(shared.io.clone());
     // Polled its copies since it last ran a task: a lane whose stream finishes tasks with
     // callbacks needs no more of this worker, which then sleeps until work arrives.
@@ -452,7 +475,7 @@ fn worker_main(shared: Arc<Shared>) {
                 j
             }
             Some(Work::Warm(w)) => {
-                if let Err(e) = lane(&mut lanes, &shared, w.ordinal) {
+                if let Err(e) = lane(&mut lanes, &shared, w.ordinal, false) {
                     w.error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
                 }
                 w.barrier.wait();
@@ -540,7 +563,7 @@ fn take_group(q: &mut Queue, first: &Work, shared: &Shared) -> Vec<Arc<Job>> {
 fn run_gathered(
     first: Arc<Job>,
     more: Vec<Arc<Job>>,
-    lanes: &mut HashMap<usize, Lane>,
+    lanes: &mut Lanes,
     shared: &Shared,
     ring: &mut WorkerRing,
 ) {
@@ -558,7 +581,7 @@ fn run_gathered(
         }
         return;
     };
-    let rest = match lane(lanes, shared, ordinal) {
+    let rest = match lane(lanes, shared, ordinal, shared.shape.own_stream(None)) {
         Ok(l) => gather::run_group(&jobs, l, &shared.gather, &shared.counters, ring),
         Err(e) => {
             for job in &jobs {
@@ -577,7 +600,7 @@ fn run_gathered(
 /// A worker with copies in flight and an empty queue: polls its lanes (finishing tasks as
 /// their markers are reached) until none is in flight or work arrives; after `spin` it blocks
 /// on the markers of lanes without completion callbacks (the others finish on their own).
-fn wait_for_copies(lanes: &mut HashMap<usize, Lane>, shared: &Shared) {
+fn wait_for_copies(lanes: &mut Lanes, shared: &Shared) {
     let start = Instant::now();
     let polling = shared.shape.polling;
     let new_work = || shared.queued.load(Ordering::Acquire) > 0;
@@ -605,17 +628,11 @@ fn wait_for_work(shared: &Shared) {
 }
 
 /// Runs one task; a task whose copies are still in flight is finished later by its lane.
-fn run_task(
-    job: &Arc<Job>,
-    task: Task,
-    lanes: &mut HashMap<usize, Lane>,
-    shared: &Shared,
-    ring: &mut WorkerRing,
-) {
+fn run_task(job: &Arc<Job>, task: Task, lanes: &mut Lanes, shared: &Shared, ring: &mut WorkerRing) {
     let MemoryKind::Device { ordinal } = job.buf.kind else {
         return timed(job.clock(), Phase::FileIo, || run_host_task(job, task, ring));
     };
-    let l = match lane(lanes, shared, ordinal) {
+    let l = match lane(lanes, shared, ordinal, shared.shape.own_stream(Some(task.len))) {
         Ok(l) => l,
         Err(e) => return job.finish(task, TaskResult::default(), Some(e)),
     };

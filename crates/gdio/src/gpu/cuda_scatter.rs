@@ -177,6 +177,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path().join("scatter.ptx");
         std::fs::write(&src, PTX.trim_end_matches('\0')).unwrap();
+        let mut assembled = Vec::new();
         for arch in ["sm_70", "sm_80", "sm_90"] {
             let out = std::process::Command::new(&ptxas)
                 .arg(format!("-arch={arch}"))
@@ -185,11 +186,16 @@ mod tests {
                 .arg(dir.path().join(format!("{arch}.cubin")))
                 .output()
                 .unwrap_or_else(|e| panic!("cannot run {}: {e}", ptxas.display()));
-            assert!(
-                out.status.success(),
-                "ptxas -arch={arch} refused the kernel: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            // CUDA 13's ptxas no longer targets Volta (the driver still compiles the text for
+            // it): a target this ptxas does not know is not a fault of the kernel.
+            if !out.status.success() && stderr.contains("is not defined for option 'gpu-name'") {
+                eprintln!("this ptxas does not target {arch}: {stderr}");
+                continue;
+            }
+            assert!(out.status.success(), "ptxas -arch={arch} refused the kernel: {stderr}");
+            assembled.push(arch);
         }
+        assert!(assembled.contains(&"sm_90"), "sm_90 not assembled: {assembled:?}");
     }
 }

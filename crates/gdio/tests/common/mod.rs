@@ -47,6 +47,9 @@ pub fn tiny_config(direct: DirectIoPolicy, threads: usize) -> Config {
         buffered_chunk_size: 4096,
         bounce_buffers_per_thread: 2,
         direct_io: direct,
+        // Tasks of one page on the workers' own streams, larger ones on the shared streams:
+        // tests with random lengths run both lanes.
+        own_stream_max_bytes: 4096,
         ..Config::default()
     }
 }
