@@ -28,6 +28,8 @@ fn driver(direct: DirectIoPolicy) -> Driver {
         bounce_buffer_size: 64 << 10,
         buffered_chunk_size: 64 << 10,
         inline_max_bytes: INLINE_MAX,
+        // Every caller may run inline at once: this file's first tests are about sizes.
+        inline_max_callers: 0,
         direct_io: direct,
         ..Config::default()
     };
@@ -159,4 +161,57 @@ fn inline_max_bytes_zero_sends_every_gpu_request_to_the_workers() {
         );
     }
     assert_eq!(drv.engine().counters().inline_requests, 0);
+}
+
+/// `inline_max_callers`: with eight callers at once and two places, the callers beyond two
+/// hand their small reads to the workers (counted in `inline_busy`); every read is either
+/// inline or busy, and every byte lands. A lone caller always runs inline.
+#[test]
+fn callers_beyond_inline_max_callers_hand_small_reads_to_the_workers() {
+    let data = random_bytes(303, 4 << 20);
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_file(dir.path(), "callers", &data);
+    let f = FileHandle::open(&p).unwrap();
+    let config = Config {
+        threads: 3,
+        inline_max_bytes: INLINE_MAX,
+        inline_max_callers: 2,
+        ..Config::default()
+    };
+    let drv = Driver::with_runtime(config, Arc::new(SimRuntime::new(1, Duration::from_millis(1))))
+        .unwrap();
+    drv.prepare_gpu(0).unwrap();
+    let read = |r: &mut rand::rngs::StdRng| {
+        let len = r.random_range(1..=(64 << 10));
+        let off = r.random_range(0..(data.len() - len) as u64);
+        let mut dev = drv.alloc_device(0, len).unwrap();
+        assert_eq!(drv.read(&f, off, &mut dev, 0, len).unwrap(), len);
+        assert!(
+            dev.to_vec().unwrap() == data[off as usize..][..len],
+            "bytes differ at {off}+{len}"
+        );
+    };
+    let mut r = rng(11);
+    for _ in 0..6 {
+        read(&mut r);
+    }
+    let c = drv.engine().counters();
+    assert_eq!((c.inline_requests, c.inline_busy), (6, 0), "a lone caller runs inline");
+    let barrier = std::sync::Barrier::new(8);
+    std::thread::scope(|s| {
+        for t in 0..8u64 {
+            let (read, barrier) = (&read, &barrier);
+            s.spawn(move || {
+                let mut r = rng(20 + t);
+                barrier.wait();
+                for _ in 0..10 {
+                    read(&mut r);
+                }
+            });
+        }
+    });
+    let c = drv.engine().counters();
+    assert_eq!(c.inline_requests + c.inline_busy, 6 + 80, "{c:?}");
+    assert!(c.inline_busy > 0, "eight callers, two places, none sent to the workers: {c:?}");
+    assert!(c.inline_requests > 6, "no caller of the eight ran inline: {c:?}");
 }

@@ -91,6 +91,8 @@ struct Moved {
     watcher_finished: u64,
     /// Requests run on their calling threads.
     inline_requests: u64,
+    /// Requests small enough for their callers sent to the workers (`inline_max_callers`).
+    inline_busy: u64,
     /// Reads split over free workers.
     split_reads: u64,
     /// Small reads gathered, and those of them the scatter kernel sent.
@@ -118,6 +120,7 @@ impl Moved {
         }
         self.watcher_finished += d(after.watcher_finished, before.watcher_finished);
         self.inline_requests += d(after.inline_requests, before.inline_requests);
+        self.inline_busy += d(after.inline_busy, before.inline_busy);
         self.split_reads += d(after.split_reads, before.split_reads);
         self.gathered_reads += d(after.gathered_reads, before.gathered_reads);
         self.scattered_reads += d(after.scattered_reads, before.scattered_reads);
@@ -373,6 +376,7 @@ impl<'a> Bench<'a> {
             page_cache_dma_bytes: moved.page_cache_dma,
             watcher_finished_tasks: moved.watcher_finished,
             inline_requests: moved.inline_requests,
+            inline_busy: moved.inline_busy,
             split_reads: moved.split_reads,
             gathered_reads: moved.gathered_reads,
             scattered_reads: moved.scattered_reads,

@@ -28,7 +28,7 @@ mod watcher;
 mod worker_shares;
 mod worker_time;
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 pub use job::DirectChoice;
@@ -88,6 +88,9 @@ pub struct EngineCounters {
     /// Synchronous requests of one task that ran on their calling threads instead of the
     /// workers: host memory, and GPU memory up to `inline_max_bytes`.
     pub inline_requests: u64,
+    /// Requests small enough to run on their callers that went to the workers because
+    /// `inline_max_callers` callers were running theirs already.
+    pub inline_busy: u64,
     /// Lanes (a stream and two pinned bounce buffers) made for calling threads' inline
     /// requests into or out of GPU memory: normally one per thread and GPU. A count that grows
     /// with the requests means short-lived threads each paid for one.
@@ -108,6 +111,18 @@ pub struct Engine {
     config: Config,
     counters: Arc<Counters>,
     io: Arc<ring::IoChoice>,
+    /// Callers running a request into or out of GPU memory inline right now
+    /// (`inline_max_callers`).
+    inline_now: AtomicUsize,
+}
+
+/// A caller's place among those running inline: given back when dropped.
+struct InlineSlot<'a>(&'a AtomicUsize);
+
+impl Drop for InlineSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl std::fmt::Debug for Engine {
@@ -164,6 +179,7 @@ impl Engine {
             config,
             counters,
             io,
+            inline_now: AtomicUsize::new(0),
         }
     }
 
@@ -227,6 +243,7 @@ impl Engine {
             split_reads: c.split_reads.load(Ordering::Relaxed),
             watcher_finished: c.watcher_finished.load(Ordering::Relaxed),
             inline_requests: c.inline_requests.load(Ordering::Relaxed),
+            inline_busy: c.inline_busy.load(Ordering::Relaxed),
             caller_lanes_made: c.caller_lanes_made.load(Ordering::Relaxed),
             io_uring_reads: self.io.uring_reads.load(Ordering::Relaxed),
             worker_time: c.time.snapshot(),
@@ -450,15 +467,7 @@ impl Engine {
             MemoryKind::Device { ordinal } => {
                 !job.page_cache_dma
                     && len <= self.config.inline_max_bytes as u64
-                    && match caller_lane::run(&self.runtime, self.pool.shape(), ordinal, &job) {
-                        Some(made_lane) => {
-                            if made_lane {
-                                self.counters.caller_lanes_made.fetch_add(1, Ordering::Relaxed);
-                            }
-                            true
-                        }
-                        None => false,
-                    }
+                    && self.run_inline(ordinal, &job)
             }
             _ => {
                 if let Some(task) = job.claim() {
@@ -475,6 +484,28 @@ impl Engine {
         // Not queued: canceled, so the job counts as done before it is dropped.
         let job = self.launch(Arc::new(job), offset, len, None)?;
         Self::settled(&job)
+    }
+
+    /// Runs a one-task request into or out of GPU memory on the calling thread's own lane,
+    /// unless `inline_max_callers` callers already do (it then counts in `inline_busy`) or
+    /// the thread has no lane; true when it ran.
+    fn run_inline(&self, ordinal: usize, job: &Job) -> bool {
+        let max = self.config.inline_max_callers;
+        let before = self.inline_now.fetch_add(1, Ordering::AcqRel);
+        let _slot = InlineSlot(&self.inline_now);
+        if max != 0 && before >= max {
+            self.counters.inline_busy.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        match caller_lane::run(&self.runtime, self.pool.shape(), ordinal, job) {
+            Some(made_lane) => {
+                if made_lane {
+                    self.counters.caller_lanes_made.fetch_add(1, Ordering::Relaxed);
+                }
+                true
+            }
+            None => false,
+        }
     }
 
     /// Reads up to `dst.len` bytes at `offset` into `dst`. Fewer bytes come back only when the
