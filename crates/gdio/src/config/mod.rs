@@ -204,10 +204,11 @@ pub struct Config {
     /// wake-ups); larger ones go to the workers, which overlap one task's copy with the next
     /// read. 0: never inline.
     pub inline_max_bytes: usize,
-    /// At most this many calling threads run requests into or out of GPU memory inline at
-    /// once (`inline_max_bytes`); a caller beyond them hands its request to the workers, which
-    /// gather small reads and keep few streams busy, where many callers' own streams and
-    /// copies crowd the cores and the driver. 0: no limit. Default: the number of cores.
+    /// Requests up to `inline_max_bytes` run on their callers only while at most this many
+    /// callers have such requests in flight (inline or not); with more, they go to the
+    /// workers, which gather small reads and keep a few streams busy, where many callers'
+    /// own streams and copies crowd the cores and the driver. 0: no limit. Default: the
+    /// default worker count (`threads`).
     pub inline_max_callers: usize,
     /// A read into GPU memory of one task and at least twice this many bytes is split into
     /// tasks of at least this size over the workers free for it (not running a job nor spoken
@@ -323,11 +324,6 @@ fn default_threads() -> usize {
     (std::thread::available_parallelism().map(|n| n.get()).unwrap_or(8) * 3 / 4).clamp(4, 12)
 }
 
-/// `inline_max_callers` by default: one caller inline per core.
-fn default_inline_callers() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(8)
-}
-
 impl Default for Config {
     fn default() -> Self {
         let mut fs = BTreeMap::new();
@@ -371,7 +367,7 @@ impl Default for Config {
             completion_watcher: true,
             numa_affinity: true,
             inline_max_bytes: 256 << 10,
-            inline_max_callers: default_inline_callers(),
+            inline_max_callers: default_threads(),
             split_min_bytes: 2 << 20,
             copy_streams: 1,
             own_stream_max_bytes: 1 << 20,

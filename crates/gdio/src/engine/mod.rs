@@ -88,8 +88,8 @@ pub struct EngineCounters {
     /// Synchronous requests of one task that ran on their calling threads instead of the
     /// workers: host memory, and GPU memory up to `inline_max_bytes`.
     pub inline_requests: u64,
-    /// Requests small enough to run on their callers that went to the workers because
-    /// `inline_max_callers` callers were running theirs already.
+    /// Requests small enough to run on their callers that went to the workers because more
+    /// than `inline_max_callers` callers had such requests in flight.
     pub inline_busy: u64,
     /// Lanes (a stream and two pinned bounce buffers) made for calling threads' inline
     /// requests into or out of GPU memory: normally one per thread and GPU. A count that grows
@@ -111,15 +111,15 @@ pub struct Engine {
     config: Config,
     counters: Arc<Counters>,
     io: Arc<ring::IoChoice>,
-    /// Callers running a request into or out of GPU memory inline right now
-    /// (`inline_max_callers`).
-    inline_now: AtomicUsize,
+    /// Callers with a request small enough to run inline in flight right now, inline or on
+    /// the workers (`inline_max_callers`).
+    small_callers: AtomicUsize,
 }
 
-/// A caller's place among those running inline: given back when dropped.
-struct InlineSlot<'a>(&'a AtomicUsize);
+/// A caller counted in [`Engine::small_callers`] until dropped.
+struct SmallCaller<'a>(&'a AtomicUsize);
 
-impl Drop for InlineSlot<'_> {
+impl Drop for SmallCaller<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
@@ -179,7 +179,7 @@ impl Engine {
             config,
             counters,
             io,
-            inline_now: AtomicUsize::new(0),
+            small_callers: AtomicUsize::new(0),
         }
     }
 
@@ -460,15 +460,28 @@ impl Engine {
         let job = self.job(op, JobFile::Borrowed(file), buf, offset, len);
         // A single task runs on the calling thread: no hand-off, no wake-up. Host memory in
         // place; device memory through the thread's own lane when it is small (not for
-        // page-cache DMA): a lone thread cannot overlap a large task's copy with more reads.
+        // page-cache DMA; a lone thread cannot overlap a large task's copy with more reads)
+        // and few callers have small requests in flight (many are served better by the
+        // workers, which gather small reads and keep a few streams busy). The caller counts
+        // among those until its request is done, whichever way it went.
         let since = std::time::Instant::now();
+        let mut _small_caller = None;
         let inline = match buf.kind {
             _ if job.tasks.len() != 1 => false,
-            MemoryKind::Device { ordinal } => {
-                !job.page_cache_dma
-                    && len <= self.config.inline_max_bytes as u64
-                    && self.run_inline(ordinal, &job)
+            MemoryKind::Device { ordinal }
+                if !job.page_cache_dma && len <= self.config.inline_max_bytes as u64 =>
+            {
+                let callers = self.small_callers.fetch_add(1, Ordering::AcqRel) + 1;
+                _small_caller = Some(SmallCaller(&self.small_callers));
+                let max = self.config.inline_max_callers;
+                if max != 0 && callers > max {
+                    self.counters.inline_busy.fetch_add(1, Ordering::Relaxed);
+                    false
+                } else {
+                    self.run_inline(ordinal, &job)
+                }
             }
+            MemoryKind::Device { .. } => false,
             _ => {
                 if let Some(task) = job.claim() {
                     pool::run_host_task(&job, task, &mut ring::WorkerRing::none());
@@ -486,17 +499,9 @@ impl Engine {
         Self::settled(&job)
     }
 
-    /// Runs a one-task request into or out of GPU memory on the calling thread's own lane,
-    /// unless `inline_max_callers` callers already do (it then counts in `inline_busy`) or
-    /// the thread has no lane; true when it ran.
+    /// Runs a one-task request into or out of GPU memory on the calling thread's own lane;
+    /// false when the thread has no lane.
     fn run_inline(&self, ordinal: usize, job: &Job) -> bool {
-        let max = self.config.inline_max_callers;
-        let before = self.inline_now.fetch_add(1, Ordering::AcqRel);
-        let _slot = InlineSlot(&self.inline_now);
-        if max != 0 && before >= max {
-            self.counters.inline_busy.fetch_add(1, Ordering::Relaxed);
-            return false;
-        }
         match caller_lane::run(&self.runtime, self.pool.shape(), ordinal, job) {
             Some(made_lane) => {
                 if made_lane {
