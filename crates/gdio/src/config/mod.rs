@@ -204,11 +204,11 @@ pub struct Config {
     /// wake-ups); larger ones go to the workers, which overlap one task's copy with the next
     /// read. 0: never inline.
     pub inline_max_bytes: usize,
-    /// Requests up to `inline_max_bytes` run on their callers only while at most this many
-    /// callers have such requests in flight (inline or not); with more, they go to the
-    /// workers, which gather small reads and keep a few streams busy, where many callers'
-    /// own streams and copies crowd the cores and the driver. 0: no limit. Default: the
-    /// default worker count (`threads`).
+    /// Requests up to `inline_max_bytes` go to the workers once more than this many callers
+    /// have such requests in flight (inline or not), until at most half as many do: the
+    /// workers gather small reads and keep a few streams busy, where many callers' own
+    /// streams and copies crowd the cores and the driver. 0: no limit. Default: the default
+    /// worker count (`threads`).
     pub inline_max_callers: usize,
     /// A read into GPU memory of one task and at least twice this many bytes is split into
     /// tasks of at least this size over the workers free for it (not running a job nor spoken

@@ -28,7 +28,7 @@ mod watcher;
 mod worker_shares;
 mod worker_time;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 pub use job::DirectChoice;
@@ -114,6 +114,10 @@ pub struct Engine {
     /// Callers with a request small enough to run inline in flight right now, inline or on
     /// the workers (`inline_max_callers`).
     small_callers: AtomicUsize,
+    /// Small requests go to the workers: set when more than `inline_max_callers` callers have
+    /// them in flight, cleared when at most half as many do, so that a crowd of callers goes
+    /// one way instead of a mix of both (which lost to either on the H200, session 24 run 5).
+    crowded: AtomicBool,
 }
 
 /// A caller counted in [`Engine::small_callers`] until dropped.
@@ -180,6 +184,7 @@ impl Engine {
             counters,
             io,
             small_callers: AtomicUsize::new(0),
+            crowded: AtomicBool::new(false),
         }
     }
 
@@ -473,8 +478,7 @@ impl Engine {
             {
                 let callers = self.small_callers.fetch_add(1, Ordering::AcqRel) + 1;
                 _small_caller = Some(SmallCaller(&self.small_callers));
-                let max = self.config.inline_max_callers;
-                if max != 0 && callers > max {
+                if self.crowded(callers) {
                     self.counters.inline_busy.fetch_add(1, Ordering::Relaxed);
                     false
                 } else {
@@ -497,6 +501,23 @@ impl Engine {
         // Not queued: canceled, so the job counts as done before it is dropped.
         let job = self.launch(Arc::new(job), offset, len, None)?;
         Self::settled(&job)
+    }
+
+    /// Whether small requests go to the workers with `callers` callers (this one included)
+    /// having them in flight (`inline_max_callers`; see the `crowded` field).
+    fn crowded(&self, callers: usize) -> bool {
+        let max = self.config.inline_max_callers;
+        if max == 0 {
+            false
+        } else if callers > max {
+            self.crowded.store(true, Ordering::Relaxed);
+            true
+        } else if callers <= max / 2 {
+            self.crowded.store(false, Ordering::Relaxed);
+            false
+        } else {
+            self.crowded.load(Ordering::Relaxed)
+        }
     }
 
     /// Runs a one-task request into or out of GPU memory on the calling thread's own lane;
@@ -803,6 +824,16 @@ mod tests {
         let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(1, Duration::ZERO));
         let config = Config { threads: 4, split_min_bytes: split_min, ..Config::default() };
         Engine::new(rt, &config)
+    }
+
+    #[test]
+    fn a_crowd_of_small_callers_goes_to_the_workers_until_it_halves() {
+        let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(1, Duration::ZERO));
+        let e = Engine::new(rt.clone(), &Config { inline_max_callers: 8, ..Config::default() });
+        let seen: Vec<bool> = [3, 8, 9, 8, 5, 12, 4, 6].iter().map(|&n| e.crowded(n)).collect();
+        assert_eq!(seen, [false, false, true, true, true, true, false, false]);
+        let free = Engine::new(rt, &Config { inline_max_callers: 0, ..Config::default() });
+        assert!([1, 100, 10_000, 1].iter().all(|&n| !free.crowded(n)), "0: no limit");
     }
 
     #[test]
