@@ -82,13 +82,14 @@ pub fn release_unused() {
 
 /// Runs the tasks of `job` (device memory of GPU `ordinal`) on the calling thread; `Some(true)`
 /// when the thread's lane was made for it. Returns `None`, having claimed nothing, when the
-/// calling thread cannot have a lane (its stream or buffers cannot be made, or the thread is
-/// exiting): then the workers take the job.
+/// calling thread cannot have a lane (its stream or buffers cannot be made, the thread is
+/// exiting, or it has none and `may_make` is false): then the workers take the job.
 pub(crate) fn run(
     runtime: &Arc<dyn GpuRuntime>,
     shape: LaneShape,
     ordinal: usize,
     job: &Job,
+    may_make: bool,
 ) -> Option<bool> {
     let key = key_of(runtime);
     let ran = LANES.try_with(|cell| {
@@ -100,6 +101,7 @@ pub(crate) fn run(
             .position(|o| o.runtime == key && o.ordinal == ordinal && o.size == shape.size)
         {
             Some(i) => i,
+            None if !may_make => return None,
             None => {
                 // Two buffers: reading chunk N+1 overlaps the copy of chunk N within the task.
                 let Ok(lane) = Lane::new(

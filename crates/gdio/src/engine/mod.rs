@@ -118,6 +118,12 @@ pub struct Engine {
     /// them in flight, cleared when at most half as many do, so that a crowd of callers goes
     /// one way instead of a mix of both (which lost to either on the H200, session 24 run 5).
     crowded: AtomicBool,
+    /// Small requests have gone to the workers for a crowd at least once: from then on a
+    /// thread without an inline lane does not make one (pinning its buffers and making its
+    /// stream hold up every thread's driver calls for milliseconds, which a crowd's passing
+    /// lulls would otherwise pay again and again: session 24, 35 such lanes cost a 64 KiB ×
+    /// 64 read a third of its rate) and sends its small requests to the workers.
+    crowd_seen: AtomicBool,
 }
 
 /// A caller counted in [`Engine::small_callers`] until dropped.
@@ -185,6 +191,7 @@ impl Engine {
             io,
             small_callers: AtomicUsize::new(0),
             crowded: AtomicBool::new(false),
+            crowd_seen: AtomicBool::new(false),
         }
     }
 
@@ -511,6 +518,7 @@ impl Engine {
             false
         } else if callers > max {
             self.crowded.store(true, Ordering::Relaxed);
+            self.crowd_seen.store(true, Ordering::Relaxed);
             true
         } else if callers <= max / 2 {
             self.crowded.store(false, Ordering::Relaxed);
@@ -521,16 +529,23 @@ impl Engine {
     }
 
     /// Runs a one-task request into or out of GPU memory on the calling thread's own lane;
-    /// false when the thread has no lane.
+    /// false when the thread has no lane (or, after a crowd, has none made yet: counted in
+    /// `inline_busy`).
     fn run_inline(&self, ordinal: usize, job: &Job) -> bool {
-        match caller_lane::run(&self.runtime, self.pool.shape(), ordinal, job) {
+        let may_make = !self.crowd_seen.load(Ordering::Relaxed);
+        match caller_lane::run(&self.runtime, self.pool.shape(), ordinal, job, may_make) {
             Some(made_lane) => {
                 if made_lane {
                     self.counters.caller_lanes_made.fetch_add(1, Ordering::Relaxed);
                 }
                 true
             }
-            None => false,
+            None => {
+                if !may_make {
+                    self.counters.inline_busy.fetch_add(1, Ordering::Relaxed);
+                }
+                false
+            }
         }
     }
 
