@@ -119,7 +119,8 @@ pub struct Engine {
     /// one way instead of a mix of both (which lost to either on the H200, session 24 run 5).
     crowded: AtomicBool,
     /// Small requests have gone to the workers for a crowd at least once: from then on a
-    /// thread without an inline lane does not make one (pinning its buffers and making its
+    /// thread without an inline lane does not make one while other small callers are in
+    /// flight (pinning its buffers and making its
     /// stream hold up every thread's driver calls for milliseconds, which a crowd's passing
     /// lulls would otherwise pay again and again: session 24, 35 such lanes cost a 64 KiB ×
     /// 64 read a third of its rate) and sends its small requests to the workers.
@@ -489,7 +490,7 @@ impl Engine {
                     self.counters.inline_busy.fetch_add(1, Ordering::Relaxed);
                     false
                 } else {
-                    self.run_inline(ordinal, &job)
+                    self.run_inline(ordinal, &job, callers)
                 }
             }
             MemoryKind::Device { .. } => false,
@@ -528,11 +529,18 @@ impl Engine {
         }
     }
 
+    /// Whether a thread without an inline lane may make one with `callers` small callers in
+    /// flight (itself included): always before any crowd, afterwards only alone (see the
+    /// `crowd_seen` field).
+    fn may_make_lane(&self, callers: usize) -> bool {
+        callers == 1 || !self.crowd_seen.load(Ordering::Relaxed)
+    }
+
     /// Runs a one-task request into or out of GPU memory on the calling thread's own lane;
-    /// false when the thread has no lane (or, after a crowd, has none made yet: counted in
-    /// `inline_busy`).
-    fn run_inline(&self, ordinal: usize, job: &Job) -> bool {
-        let may_make = !self.crowd_seen.load(Ordering::Relaxed);
+    /// false when the thread has no lane (or, after a crowd, has none made yet and is not the
+    /// only one of `callers` small callers: counted in `inline_busy`).
+    fn run_inline(&self, ordinal: usize, job: &Job, callers: usize) -> bool {
+        let may_make = self.may_make_lane(callers);
         match caller_lane::run(&self.runtime, self.pool.shape(), ordinal, job, may_make) {
             Some(made_lane) => {
                 if made_lane {
@@ -845,8 +853,12 @@ mod tests {
     fn a_crowd_of_small_callers_goes_to_the_workers_until_it_halves() {
         let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(1, Duration::ZERO));
         let e = Engine::new(rt.clone(), &Config { inline_max_callers: 8, ..Config::default() });
+        assert!(e.may_make_lane(1) && e.may_make_lane(8), "no crowd yet: lanes may be made");
         let seen: Vec<bool> = [3, 8, 9, 8, 5, 12, 4, 6].iter().map(|&n| e.crowded(n)).collect();
         assert_eq!(seen, [false, false, true, true, true, true, false, false]);
+        // After a crowd, new lanes only for a caller alone.
+        assert!(e.may_make_lane(1), "alone");
+        assert!(!e.may_make_lane(2) && !e.may_make_lane(7), "with other callers in flight");
         let free = Engine::new(rt, &Config { inline_max_callers: 0, ..Config::default() });
         assert!([1, 100, 10_000, 1].iter().all(|&n| !free.crowded(n)), "0: no limit");
     }
