@@ -120,10 +120,10 @@ pub struct Engine {
     crowded: AtomicBool,
     /// Small requests have gone to the workers for a crowd at least once: from then on a
     /// thread without an inline lane does not make one while other small callers are in
-    /// flight (pinning its buffers and making its
-    /// stream hold up every thread's driver calls for milliseconds, which a crowd's passing
-    /// lulls would otherwise pay again and again: session 24, 35 such lanes cost a 64 KiB ×
-    /// 64 read a third of its rate) and sends its small requests to the workers.
+    /// flight, and sends its small requests to the workers. Pinning a lane's buffers and
+    /// making its stream hold up every thread's driver calls for milliseconds, which the
+    /// lulls of a crowd would otherwise pay again and again (session 24: 35 such lanes cost a
+    /// 64 KiB × 64 read a third of its rate).
     crowd_seen: AtomicBool,
 }
 
