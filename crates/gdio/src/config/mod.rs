@@ -235,7 +235,8 @@ pub struct Config {
     /// which suits a few large copies (the first lands sooner) but makes many small ones wait
     /// in one line. 0: every copy on the shared streams. A worker makes the lane for its own
     /// stream (two bounce buffers of at most this size or `gather_max_bytes`, whichever is
-    /// larger) at its first small copy.
+    /// larger) at its first small copy, or when the workers are warmed for a GPU (before a
+    /// stream-ordered I/O holds its caller's stream, behind which nothing may be made).
     pub own_stream_max_bytes: usize,
     /// Each GPU after the first gets a worker pool of its own (`threads` workers each, made at
     /// its first work) instead of sharing the engine's one pool. On the two-GPU H200 host, one

@@ -475,7 +475,14 @@ fn worker_main(shared: Arc<Shared>) {
                 j
             }
             Some(Work::Warm(w)) => {
-                if let Err(e) = lane(&mut lanes, &shared, w.ordinal, false) {
+                // Both lanes, the one on its own stream too when small copies use it: a
+                // stream-ordered I/O warms the workers before it holds the caller's stream,
+                // behind which no GPU resource may be made.
+                let mut made = lane(&mut lanes, &shared, w.ordinal, false).map(drop);
+                if made.is_ok() && shared.shape.own_stream(None) {
+                    made = lane(&mut lanes, &shared, w.ordinal, true).map(drop);
+                }
+                if let Err(e) = made {
                     w.error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
                 }
                 w.barrier.wait();
