@@ -241,8 +241,8 @@ def stats() -> dict[str, Any]:
     fastpath's reason); ``engine``, how the engine moved the bytes (``buffered_read_bytes``,
     ``direct_read_bytes``, ``page_cache_dma_bytes``, the writes likewise, ``gathered_reads``
     and of them ``scattered_reads`` (sent by the scatter kernel), ``split_reads``,
-    ``inline_requests``, ``inline_busy`` (small requests sent to the workers because
-    ``inline_max_callers`` callers were running theirs), ``caller_lanes_made``...) and where its workers' time went
+    ``inline_requests``, ``inline_busy`` (small requests sent to the workers for a crowd of
+    more than ``inline_max_callers`` callers), ``caller_lanes_made``...) and where its workers' time went
     (``worker_time``: ``file_io_ns``, ``buffer_wait_ns``, ``copy_queue_ns``, ``draining_ns``,
     ``inline_ns``, ``landing_ns`` over ``copies_landed``). Take two and subtract to see one
     step's share, as ``gdio bench`` does."""

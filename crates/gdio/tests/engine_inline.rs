@@ -151,16 +151,19 @@ fn inline_max_bytes_zero_sends_every_gpu_request_to_the_workers() {
     let drv = Driver::with_runtime(config, Arc::new(SimRuntime::new(1, Duration::ZERO))).unwrap();
     let mut r = rng(9);
     for _ in 0..8 {
-        let len = r.random_range(1..=(64 << 10));
-        let off = r.random_range(0..(900 << 10));
-        let mut dev = drv.alloc_device(0, len).unwrap();
-        assert_eq!(drv.read(&f, off, &mut dev, 0, len).unwrap(), len);
-        assert!(
-            dev.to_vec().unwrap() == data[off as usize..][..len],
-            "bytes differ at {off}+{len}"
-        );
+        read_random_small(&drv, &f, &data[..(900 << 10) + (64 << 10)], &mut r);
     }
     assert_eq!(drv.engine().counters().inline_requests, 0);
+}
+
+/// Reads 1 to 64 KiB at a random offset of `data` (the file's first bytes) into GPU memory
+/// and checks every byte.
+fn read_random_small(drv: &Driver, f: &FileHandle, data: &[u8], r: &mut rand::rngs::StdRng) {
+    let len = r.random_range(1..=(64 << 10));
+    let off = r.random_range(0..(data.len() - len) as u64);
+    let mut dev = drv.alloc_device(0, len).unwrap();
+    assert_eq!(drv.read(f, off, &mut dev, 0, len).unwrap(), len);
+    assert!(dev.to_vec().unwrap() == data[off as usize..][..len], "bytes differ at {off}+{len}");
 }
 
 /// `inline_max_callers`: with eight callers at once and a limit of two, small reads go to the
@@ -182,16 +185,7 @@ fn callers_beyond_inline_max_callers_hand_small_reads_to_the_workers() {
     let drv = Driver::with_runtime(config, Arc::new(SimRuntime::new(1, Duration::from_millis(1))))
         .unwrap();
     drv.prepare_gpu(0).unwrap();
-    let read = |r: &mut rand::rngs::StdRng| {
-        let len = r.random_range(1..=(64 << 10));
-        let off = r.random_range(0..(data.len() - len) as u64);
-        let mut dev = drv.alloc_device(0, len).unwrap();
-        assert_eq!(drv.read(&f, off, &mut dev, 0, len).unwrap(), len);
-        assert!(
-            dev.to_vec().unwrap() == data[off as usize..][..len],
-            "bytes differ at {off}+{len}"
-        );
-    };
+    let read = |r: &mut rand::rngs::StdRng| read_random_small(&drv, &f, &data, r);
     let mut r = rng(11);
     for _ in 0..6 {
         read(&mut r);

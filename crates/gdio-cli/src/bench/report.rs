@@ -56,7 +56,7 @@ pub struct OpResult {
     /// engine's workers (`inline_max_bytes`).
     pub inline_requests: u64,
     /// Requests of the timed iterations small enough for the bench's threads that went to the
-    /// workers because `inline_max_callers` threads were running theirs already.
+    /// workers for a crowd of callers (`inline_max_callers`; `EngineCounters::inline_busy`).
     pub inline_busy: u64,
     /// One-task reads into GPU memory of the timed iterations that the engine split over its
     /// free workers (`split_min_bytes`).
@@ -148,7 +148,7 @@ impl BenchReport {
                 [
                     (r.watcher_finished_tasks, "tasks finished by the completion watcher"),
                     (r.inline_requests, "requests run by their callers"),
-                    (r.inline_busy, "sent to the workers with inline_max_callers callers busy"),
+                    (r.inline_busy, "small ones sent to the workers for a crowd of callers"),
                     (r.split_reads, "reads split over free workers"),
                     (r.gathered_reads, "small reads gathered"),
                     (r.scattered_reads, "gathered reads sent by the scatter kernel"),

@@ -63,7 +63,7 @@ pub(crate) struct Counters {
     pub watcher_finished: AtomicU64,
     /// Requests into or out of GPU memory run on their calling threads.
     pub inline_requests: AtomicU64,
-    /// Small requests sent to the workers with many callers in flight (`inline_max_callers`).
+    /// Small requests sent to the workers for a crowd of callers (`inline_max_callers`).
     pub inline_busy: AtomicU64,
     /// Lanes made for calling threads' inline requests.
     pub caller_lanes_made: AtomicU64,

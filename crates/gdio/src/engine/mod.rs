@@ -89,7 +89,8 @@ pub struct EngineCounters {
     /// workers: host memory, and GPU memory up to `inline_max_bytes`.
     pub inline_requests: u64,
     /// Requests small enough to run on their callers that went to the workers because more
-    /// than `inline_max_callers` callers had such requests in flight.
+    /// than `inline_max_callers` callers had such requests in flight, or because, after such
+    /// a crowd, the calling thread had no inline lane yet and was not the only small caller.
     pub inline_busy: u64,
     /// Lanes (a stream and two pinned bounce buffers) made for calling threads' inline
     /// requests into or out of GPU memory: normally one per thread and GPU. A count that grows
@@ -514,15 +515,22 @@ impl Engine {
     /// Whether small requests go to the workers with `callers` callers (this one included)
     /// having them in flight (`inline_max_callers`; see the `crowded` field).
     fn crowded(&self, callers: usize) -> bool {
+        // Written only when it changes: every small request of a crowd asks, from many
+        // threads, and a store each time would bounce the flags' cache line between them.
+        let set = |flag: &AtomicBool, to: bool| {
+            if flag.load(Ordering::Relaxed) != to {
+                flag.store(to, Ordering::Relaxed);
+            }
+        };
         let max = self.config.inline_max_callers;
         if max == 0 {
             false
         } else if callers > max {
-            self.crowded.store(true, Ordering::Relaxed);
-            self.crowd_seen.store(true, Ordering::Relaxed);
+            set(&self.crowded, true);
+            set(&self.crowd_seen, true);
             true
         } else if callers <= max / 2 {
-            self.crowded.store(false, Ordering::Relaxed);
+            set(&self.crowded, false);
             false
         } else {
             self.crowded.load(Ordering::Relaxed)
