@@ -33,7 +33,9 @@
  * The bounce modes and pinnedq make and pin their buffers before the clock starts (the set-up
  * time printed); the other modes count everything from the first thread's start.
  * PINALLOC=host (environment): bouncehp, bouncesplit, mapcopy and pinnedq take their buffers
- * from cuMemHostAlloc instead of huge pages registered with cuMemHostRegister.
+ * from cuMemHostAlloc instead of huge pages registered with cuMemHostRegister. PINFLAGS=N
+ * (environment, default 0) is the flags word of that cuMemHostAlloc or cuMemHostRegister
+ * (1 = PORTABLE, 2 = DEVICEMAP, 3 = both: gdio's engine passes 3).
  * The bounce modes keep NBUF (environment, default 2) buffers per thread in flight. MARKER
  * (environment) says what each copy of the bounce modes and pinnedq is followed by and how a
  * buffer's reuse waits: `event` (default: an event, synchronized), `eventwv` (an event and a
@@ -100,6 +102,7 @@ static pthread_barrier_t ready; /* the bounce modes: every thread's buffers made
 static volatile long long t_ready; /* when the last thread had its buffers (bounce modes) */
 static int timed_apart(int m) { return m == BOUNCE || m == BOUNCEHP || m == MAPCOPY || m == PINNEDQ || m == BOUNCESPLIT; }
 static int host_alloc; /* PINALLOC=host: the bounce modes' buffers from cuMemHostAlloc */
+static unsigned pin_flags; /* PINFLAGS: flags of the bounce buffers' alloc or register */
 static int fd, mode_global, nbuf = 2, nstreams, bounce_threads, hybrid_reg = 1;
 static size_t hybrid_chunk = 64u << 20;
 static volatile size_t reg_bytes; /* bytes the hybrid mode's mappipe threads moved */
@@ -200,12 +203,12 @@ static void *worker(void *arg) {
         }
         for (int i = 0; i < nbuf; i++) {
             if (mode == BOUNCE || host_alloc) {
-                CHECK(cuMemHostAlloc(&buf[i], chunk, 0));
+                CHECK(cuMemHostAlloc(&buf[i], chunk, pin_flags));
                 memset(buf[i], 1, chunk);
             } else {
                 buf[i] = huge_alloc(chunk);
                 if (!buf[i]) { __sync_fetch_and_add(&failures, 1); return NULL; }
-                CHECK(cuMemHostRegister(buf[i], chunk, 0));
+                CHECK(cuMemHostRegister(buf[i], chunk, pin_flags));
             }
             CHECK(cuEventCreate(&ev[i], 2));
         }
@@ -346,6 +349,7 @@ int main(int argc, char **argv) {
     file_size = st.st_size;
     chunk = (size_t)atol(argv[2]) << (strchr(argv[2], 'k') ? 10 : 20);
     host_alloc = getenv("PINALLOC") && !strcmp(getenv("PINALLOC"), "host");
+    pin_flags = getenv("PINFLAGS") ? (unsigned)atoi(getenv("PINFLAGS")) : 0;
     if (getenv("NBUF")) nbuf = atoi(getenv("NBUF"));
     if (nbuf < 1 || nbuf > 64) { fprintf(stderr, "NBUF is 1 to 64\n"); return 2; }
     if (getenv("HYBRID_REG")) hybrid_reg = atoi(getenv("HYBRID_REG"));
