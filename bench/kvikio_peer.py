@@ -3,11 +3,14 @@
 with gdio in the same run. Prints one JSON object per measurement on stdout.
 
 usage: kvikio_peer.py read|write PATH THREADS[,THREADS...] ITERATIONS
-       kvikio_peer.py sweep PATH THREADS[,THREADS...] ITERATIONS [FS]
+       kvikio_peer.py sweep PATH THREADS[,THREADS...] ITERATIONS [FS [read|write|both]]
 sweep: the request shapes of `gdio bench --sweep` (the same rows, the same scaling to the file
-size), each request a KvikIO `pread` future, the same number in flight as gdio; one JSON line per
-row and thread count. Rows of requests under 1 MiB read a random sample of SWEEP_SMALL_BYTES
-(default 1 GiB) of the file (Python's cost per future would otherwise take minutes).
+size), each request a KvikIO `pread` (or `pwrite`) future, the same number in flight as gdio;
+one JSON line per row and thread count ("op": "sweep" for reads, "sweep-write" for writes).
+Writes go from the file's bytes in GPU memory to PATH.kvikio-out (emptied before each pass,
+untimed, as gdio's; removed at the end). Rows of requests under 1 MiB move a random sample of
+SWEEP_SMALL_BYTES (default 1 GiB) of the file (Python's cost per future would otherwise take
+minutes).
 """
 import collections
 import json
@@ -78,12 +81,30 @@ def scaled_io_size(io, depth, size):
     return min(io, max(share, 4096))
 
 
-def sweep(path, threads, iters, fs):
-    import numpy
+def sweep(path, threads, iters, fs, mode):
     size = os.path.getsize(path)
     small_budget = int(os.environ.get("SWEEP_SMALL_BYTES", 1 << 30))
     buf = cupy.empty(size, dtype=cupy.uint8)
-    with kvikio.CuFile(path, "r") as f, open(path, "rb") as plain:
+    if mode in ("read", "both"):
+        sweep_op(path, path, "read", buf, size, small_budget, threads, iters, fs)
+    if mode in ("write", "both"):
+        with kvikio.CuFile(path, "r") as f:
+            assert f.read(buf) == size
+        out = path + ".kvikio-out"
+        try:
+            sweep_op(path, out, "write", buf, size, small_budget, threads, iters, fs)
+        finally:
+            if os.path.exists(out):
+                os.unlink(out)
+
+
+def sweep_op(path, target, op, buf, size, small_budget, threads, iters, fs):
+    """One direction of the sweep: `read` path into buf, or `write` buf into target."""
+    import numpy
+    write = op == "write"
+    if write:
+        open(target, "wb").close()
+    with kvikio.CuFile(target, "r+" if write else "r") as f, open(path, "rb") as plain:
         for io, depth, pattern in ROWS:
             ios = scaled_io_size(io, depth, size)
             count = -(-size // ios)
@@ -99,7 +120,9 @@ def sweep(path, threads, iters, fs):
                 set_threads(n)
                 times = []
                 for i in range(iters + 1):  # the first pass warms up, as in gdio bench
-                    if i == iters:
+                    if write:
+                        os.truncate(target, 0)  # each pass into an empty file, untimed
+                    elif i == iters:
                         buf.fill(0xA5)  # only the last pass can make the sample right
                         cupy.cuda.runtime.deviceSynchronize()
                     pending = collections.deque()
@@ -110,24 +133,31 @@ def sweep(path, threads, iters, fs):
                         ln = min(ios, size - off)
                         if len(pending) >= depth:
                             got += pending.popleft().get()
-                        pending.append(f.pread(buf[off:off + ln], ln, off))
+                        io_fn = f.pwrite if write else f.pread
+                        pending.append(io_fn(buf[off:off + ln], ln, off))
                     while pending:
                         got += pending.popleft().get()
                     cupy.cuda.runtime.deviceSynchronize()
                     if i > 0:
                         times.append(time.perf_counter() - t)
-                    assert got == moved, f"short read: {got} of {moved}"
+                    assert got == moved, f"short {op}: {got} of {moved}"
                 ok = True
-                for b in blocks[:: max(1, len(blocks) // 16)][:16]:
-                    off = b * ios
-                    ln = min(ios, size - off, 1 << 20)
-                    plain.seek(off)
-                    if buf[off:off + ln].get().tobytes() != plain.read(ln):
-                        ok = False
+                with open(target, "rb") as written:
+                    for b in blocks[:: max(1, len(blocks) // 16)][:16]:
+                        off = b * ios
+                        ln = min(ios, size - off, 1 << 20)
+                        plain.seek(off)
+                        want = plain.read(ln)
+                        if write:
+                            written.seek(off)
+                            ok = ok and written.read(ln) == want
+                        else:
+                            ok = ok and buf[off:off + ln].get().tobytes() == want
                 times.sort()
                 med = times[len(times) // 2]
                 print(json.dumps({
-                    "peer": "kvikio", "op": "sweep", "version": kvikio.__version__,
+                    "peer": "kvikio", "op": "sweep-write" if write else "sweep",
+                    "version": kvikio.__version__,
                     "compat_mode": compat_mode(), "fs": fs, "path": path, "label": row_label(io, depth, pattern),
                     "pattern": pattern, "io_size": ios, "queue_depth": depth, "threads": n,
                     "bytes": moved, "seconds": med, "gbps": moved / med / 1e9,
@@ -138,7 +168,7 @@ def sweep(path, threads, iters, fs):
 def main():
     if sys.argv[1] == "sweep":
         sweep(sys.argv[2], [int(t) for t in sys.argv[3].split(",")], int(sys.argv[4]),
-              sys.argv[5] if len(sys.argv) > 5 else "")
+              sys.argv[5] if len(sys.argv) > 5 else "", sys.argv[6] if len(sys.argv) > 6 else "read")
         return
     op, path, threads, iters = sys.argv[1], sys.argv[2], [int(t) for t in sys.argv[3].split(",")], int(sys.argv[4])
     size = os.path.getsize(path)

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The request-shape table of issue 7 on the GPU machine: `gdio bench --sweep` beside KvikIO
-# (compat ON, 8/16/32 threads, `pread` futures, the same number in flight) on 8 GiB files in the
-# page cache of tmpfs (/dev/shm) and ext4 (/tmp), in ONE run. Prints per row gdio GB/s, its limit
-# (the pinned host→device copy of that run), gdio ÷ limit, the best KvikIO, gdio ÷ KvikIO, and
-# the weakest row.
+# (compat ON, 8/16/32 threads, `pread`/`pwrite` futures, the same number in flight) on 8 GiB
+# files in the page cache of tmpfs (/dev/shm) and ext4 (/tmp), in ONE run, reads and/or writes
+# (MODE). Prints per row gdio GB/s, its limit (reads: the pinned host→device copy of that run;
+# writes: a plain `pwrite` of the same shape, or the pinned device→host copy where lower), gdio ÷
+# limit, the best KvikIO, gdio ÷ KvikIO, and the weakest row.
 #
 # usage: bench/sweep-h200.sh            (from the repository root)
 # env:   GDIO (default .dev/bin/gdio or target/release/gdio), OUT (default /tmp/gdio-sweep),
 #        SIZE (8G), THREADS (8,16,32), ITER (3), TARGET (gpu:0), DIRS ("/dev/shm /tmp"),
+#        MODE (read|write|both, default both),
 #        SWEEP_SMALL_BYTES (1 GiB: the sample KvikIO reads for rows under 1 MiB)
 # needs: the peers' wheels from ../shared/tools/fetch-peer-wheels in .whl/ (installed to /tmp/site).
 # Writes every JSON line to $OUT/results.jsonl and the table to $OUT/summary.txt.
@@ -19,6 +21,7 @@ SIZE=${SIZE:-8G}
 THREADS=${THREADS:-8,16,32}
 ITER=${ITER:-3}
 TARGET=${TARGET:-gpu:0}
+MODE=${MODE:-both}
 DIRS=${DIRS:-/dev/shm /tmp}
 log=$OUT/results.jsonl
 : > "$log"
@@ -33,9 +36,9 @@ for dir in $DIRS; do
   [ -f "$f" ] || "$GDIO" make-file "$f" --size "$SIZE" || exit 1
   cat "$f" > /dev/null # into the page cache
   echo ">> gdio bench --sweep on $fs ($f)" >&2
-  "$GDIO" bench --sweep --file "$f" --target "$TARGET" --iterations "$ITER" --json 2>>"$OUT/gdio-stderr.log" \
+  "$GDIO" bench --sweep --mode "$MODE" --file "$f" --target "$TARGET" --iterations "$ITER" --json 2>>"$OUT/gdio-stderr.log" \
     | python3 -c "import json,sys; d=json.load(sys.stdin); d['fs']='$fs'; print(json.dumps(d))" >> "$log"
   echo ">> kvikio sweep on $fs, threads $THREADS" >&2
-  python3 bench/kvikio_peer.py sweep "$f" "$THREADS" "$ITER" "$fs" >> "$log" 2>>"$OUT/kvikio-stderr.log"
+  python3 bench/kvikio_peer.py sweep "$f" "$THREADS" "$ITER" "$fs" "$MODE" >> "$log" 2>>"$OUT/kvikio-stderr.log"
 done
 python3 bench/sweep_summary.py "$log" | tee "$OUT/summary.txt"

@@ -609,21 +609,23 @@ fn sweep_runs_every_row_verified_and_names_the_weakest() {
     assert!(o.status.success(), "{}", stderr_of(&o));
     let v = json_of(&o);
     let rows = v["results"].as_array().unwrap();
-    let labels: Vec<&str> = rows.iter().map(|r| r["label"].as_str().unwrap()).collect();
-    assert_eq!(
-        labels,
-        [
-            "4 KiB random x 64",
-            "64 KiB x 64",
-            "1 MiB x 32",
-            "4 MiB x 16",
-            "16 MiB x 8",
-            "64 MiB x 4",
-            "1 GiB x 2"
-        ]
-    );
+    let table = [
+        "4 KiB random x 64",
+        "64 KiB x 64",
+        "1 MiB x 32",
+        "4 MiB x 16",
+        "16 MiB x 8",
+        "64 MiB x 4",
+        "1 GiB x 2",
+    ];
+    // The default --mode (both): every read row, then every write row.
+    let labels: Vec<(&str, &str)> =
+        rows.iter().map(|r| (r["op"].as_str().unwrap(), r["label"].as_str().unwrap())).collect();
+    let want: Vec<(&str, &str)> =
+        ["read", "write"].iter().flat_map(|op| table.iter().map(move |l| (*op, *l))).collect();
+    assert_eq!(labels, want);
     let depths: Vec<u64> = rows.iter().map(|r| r["queue_depth"].as_u64().unwrap()).collect();
-    assert_eq!(depths, [64, 64, 32, 16, 8, 4, 2]);
+    assert_eq!(depths, [64, 64, 32, 16, 8, 4, 2].repeat(2));
     for r in rows {
         assert_eq!(r["verified"], true, "{r}");
         assert!(
@@ -636,7 +638,10 @@ fn sweep_runs_every_row_verified_and_names_the_weakest() {
             assert!(!r[k].is_null(), "{k} missing in {r}");
         }
     }
-    assert_eq!(rows[0]["pattern"], "random");
+    assert_eq!(
+        (rows[0]["pattern"].as_str(), rows[7]["pattern"].as_str()),
+        (Some("random"), Some("random"))
+    );
     let weakest = rows
         .iter()
         .min_by(|a, b| {
@@ -645,10 +650,44 @@ fn sweep_runs_every_row_verified_and_names_the_weakest() {
         .unwrap();
     let summary = v["summary"].as_str().unwrap();
     assert!(
-        summary.starts_with(&format!("weakest row: {}", weakest["label"].as_str().unwrap())),
+        summary.starts_with(&format!(
+            "weakest row: {} {}",
+            weakest["op"].as_str().unwrap(),
+            weakest["label"].as_str().unwrap()
+        )),
         "{summary}"
     );
     assert!(listing(dir.path()).is_empty());
+}
+
+#[test]
+fn sweep_of_one_mode_runs_only_its_rows_and_writes_verified_bytes_to_its_out_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, data) = random_file(dir.path(), (3 << 20) + 123, 41);
+    let out = dir.path().join("out.bin");
+    for (mode, op) in [("read", "read"), ("write", "write")] {
+        let o = gdio()
+            .args(["bench", "--sweep", "--mode", mode, "--iterations", "1", "--warmup", "0"])
+            .args(["--target", "host", "--json", "--file"])
+            .arg(&input)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{mode}: {}", stderr_of(&o));
+        let v = json_of(&o);
+        let rows = v["results"].as_array().unwrap();
+        assert_eq!(rows.len(), 7, "{mode}");
+        for r in rows {
+            assert_eq!((r["op"].as_str(), &r["verified"]), (Some(op), &serde_json::json!(true)));
+            assert!(r["limit_gbps"].as_f64().unwrap() > 0.0, "{r}");
+        }
+        // Per-row limits only: no one write limit that the last row would have overwritten.
+        assert!(v["limits"].get("host_write_gbps").is_none());
+    }
+    // The input is untouched; the out file holds what the last write row wrote: every byte.
+    assert_eq!(std::fs::read(&input).unwrap(), data);
+    assert_eq!(std::fs::read(&out).unwrap(), data);
 }
 
 #[test]

@@ -71,8 +71,9 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = Pattern::Seq, conflicts_with = "sweep")]
     pub pattern: Pattern,
     /// Run the table of request shapes (4 KiB random x 64, 64 KiB x 64, 1 MiB x 32, 4 MiB x
-    /// 16, 16 MiB x 8, 64 MiB x 4, 1 GiB x 2; reads, each verified) against the limit of each;
-    /// requests larger than --size / in-flight shrink to it, so a small --size runs quickly.
+    /// 16, 16 MiB x 8, 64 MiB x 4, 1 GiB x 2; reads, then writes, as --mode says, each
+    /// verified) against the limit of each; requests larger than --size / in-flight shrink to
+    /// it, so a small --size runs quickly.
     #[arg(long)]
     pub sweep: bool,
     /// Engine worker threads (default: the config's `threads`).

@@ -77,7 +77,8 @@ pub struct OpResult {
     pub backend: String,
     /// The limit this row is measured against (reads: the pinned host→device copy, or for
     /// host memory a plain parallel read; writes: a plain parallel `pwrite` of host memory into
-    /// the same filesystem, same shape, same run).
+    /// the same filesystem, same shape, same run, and for GPU memory the pinned device→host
+    /// copy where that is lower).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit_gbps: Option<f64>,
     /// Ratio of `gbps` to the matching limit, when one was measured.
@@ -202,7 +203,8 @@ impl BenchReport {
         }
         outln!();
         outln!(
-            "{:<20} {:>9} {:>9} {:>11} {:>9} {:>9} {:>8} {:>7} {:>8}",
+            "{:<6} {:<20} {:>9} {:>9} {:>11} {:>9} {:>9} {:>8} {:>7} {:>8}",
+            "op",
             "row",
             "request",
             "GB/s",
@@ -215,7 +217,8 @@ impl BenchReport {
         );
         for r in &self.results {
             outln!(
-                "{:<20} {:>9} {:>9.2} {:>11.0} {:>9.3} {:>9.3} {:>8.2} {:>7} {:>8}",
+                "{:<6} {:<20} {:>9} {:>9.2} {:>11.0} {:>9.3} {:>9.3} {:>8.2} {:>7} {:>8}",
+                r.op,
                 r.label.as_deref().unwrap_or(&r.op),
                 format_size(r.io_size),
                 r.gbps,
@@ -230,7 +233,12 @@ impl BenchReport {
         outln!();
         outln!("where the workers' time went:");
         for r in self.results.iter().filter(|r| r.workers.verdict().is_some()) {
-            outln!("  {:<20} {}", r.label.as_deref().unwrap_or(&r.op), r.workers.line());
+            outln!(
+                "  {:<6} {:<20} {}",
+                r.op,
+                r.label.as_deref().unwrap_or(&r.op),
+                r.workers.line()
+            );
         }
         outln!();
         outln!("limits measured in this run:");

@@ -182,6 +182,9 @@ pub struct Bench<'a> {
     mem: Memory,
     /// Whether `mem` holds the reference bytes (a verified read put them there).
     loaded: bool,
+    /// The output and gdio's handle on it, opened by the first write (a sweep's write rows
+    /// all write this one file, each into it emptied).
+    output: Option<(files::Output, FileHandle)>,
     /// Limits measured in this run.
     pub limits: Map<String, Value>,
     /// What was set up.
@@ -226,7 +229,7 @@ impl<'a> Bench<'a> {
         let mut need = (threads + 4) as u64 * CHUNK as u64 + (64 << 20);
         if target == Target::Host {
             need += planned.div_ceil(4096) * 4096;
-        } else if args.mode != Mode::Read && !args.sweep {
+        } else if args.mode != Mode::Read {
             need += planned.min(WRITE_RING as u64);
         }
         if args.file.as_ref().is_none_or(|p| !p.exists()) && files::on_tmpfs(&dir) {
@@ -313,6 +316,7 @@ impl<'a> Bench<'a> {
             handle,
             mem,
             loaded: false,
+            output: None,
             limits,
             setup,
         })
@@ -515,23 +519,38 @@ impl<'a> Bench<'a> {
     }
 
     /// Writes the memory out `warmup + iterations` times with `shape`, verifies the file, and
-    /// measures the plain `pwrite` limit into the same filesystem.
+    /// measures the plain `pwrite` limit into the same filesystem. The row's limit is that
+    /// `pwrite`, and for GPU memory at most the pinned device→host copy as well (the bytes
+    /// cross the link before the file gets them).
     pub fn write(&mut self, shape: Shape) -> Result<OpResult, String> {
         let size = self.size();
         if !self.loaded {
             self.input.reference.load_into(&mut self.mem, self.threads)?;
             self.loaded = true;
         }
-        let out = files::open_output(self.args, &self.input)?;
-        if let Some(n) = &out.note {
-            self.setup.insert("output_note".into(), json!(n));
+        if self.output.is_none() {
+            let out = files::open_output(self.args, &self.input)?;
+            if let Some(n) = &out.note {
+                self.setup.insert("output_note".into(), json!(n));
+            }
+            self.setup.insert("output".into(), json!(out.file.display));
+            let wfile = FileHandle::open_with(
+                &out.file.open_path,
+                OpenOptions::new().read(true).write(true),
+            )
+            .map_err(|e| e.to_string())?;
+            self.output = Some((out, wfile));
         }
-        self.setup.insert("output".into(), json!(out.file.display));
-        let limit = self.plain_write_limit(&out.file.dir, shape)?;
-        self.limits.insert("host_write_gbps".into(), round2(limit));
-        let wfile =
-            FileHandle::open_with(&out.file.open_path, OpenOptions::new().read(true).write(true))
-                .map_err(|e| e.to_string())?;
+        let Some((out, wfile)) = &self.output else {
+            return Err("the bench's output file is not open".into());
+        };
+        let plain = self.plain_write_limit(&out.file.dir, shape)?;
+        if !self.args.sweep {
+            // A sweep measures this per row: each row's limit is in the row.
+            self.limits.insert("host_write_gbps".into(), round2(plain));
+        }
+        let d2h = self.limits.get("pinned_d2h_gbps").and_then(Value::as_f64);
+        let limit = d2h.map_or(plain, |l| plain.min(l));
         let device = matches!(self.mem, Memory::Device(_));
         let progress = Progress::new("write".into(), size * self.passes() as u64, self.args.json);
         let mut m = Measured::default();
@@ -542,7 +561,7 @@ impl<'a> Bench<'a> {
             wfile.set_len(0).map_err(|e| e.to_string())?;
             let mover = Mover::Gdio {
                 driver: &self.driver,
-                file: &wfile,
+                file: wfile,
                 base: self.mem.addr(),
                 device,
                 write: true,
@@ -572,7 +591,7 @@ impl<'a> Bench<'a> {
                 false
             }
         };
-        let backend = backend_for(&self.driver, &wfile, self.kind(), true, self.mem.addr(), size);
+        let backend = backend_for(&self.driver, wfile, self.kind(), true, self.mem.addr(), size);
         let mut r = self.result("write", m, shape, verified, backend, Some(limit), moved);
         r.fsync_seconds = Some(fsync);
         Ok(r)

@@ -1,13 +1,15 @@
 //! `gdio bench --sweep`: the request shapes real clients use, from 4 KiB at random offsets to
-//! 1 GiB, each read verified and set beside its limit (the pinned host→device copy for GPU
-//! memory; a plain `pread` of the same shape for host memory); the summary names the weakest.
+//! 1 GiB, read and written (`--mode`), each verified and set beside its limit (reads: the
+//! pinned host→device copy for GPU memory, a plain `pread` of the same shape for host memory;
+//! writes: a plain `pwrite` of host memory with the same shape into the same filesystem, and
+//! for GPU memory at most the pinned device→host copy); the summary names the weakest.
 
 use serde_json::Value;
 
 use super::pass::{Pattern, Shape};
 use super::report::{BenchReport, OpResult};
 use super::run::{Bench, Target};
-use super::BenchArgs;
+use super::{BenchArgs, Mode};
 use crate::units::format_size;
 
 /// The rows: bytes per request, requests in flight, order.
@@ -44,24 +46,39 @@ pub fn weakest(rows: &[OpResult]) -> Option<&OpResult> {
         .min_by(|a, b| a.ratio_to_limit.unwrap_or(0.0).total_cmp(&b.ratio_to_limit.unwrap_or(0.0)))
 }
 
-/// Runs every row.
+/// Runs every row: the reads, then the writes (as `--mode` asks).
 pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
     let mut b = Bench::prepare(args)?;
     let size = b.size();
+    let shapes = ROWS.map(|(io, depth, pattern)| {
+        (
+            Shape { io_size: scaled_io_size(io, depth, size), depth, pattern },
+            row_label(io, depth, pattern),
+        )
+    });
     let mut results = Vec::new();
-    for (io, depth, pattern) in ROWS {
-        let shape = Shape { io_size: scaled_io_size(io, depth, size), depth, pattern };
-        let limit = match b.target() {
-            Target::Gpu(_) => b.limits.get("pinned_h2d_gbps").and_then(Value::as_f64),
-            Target::Host => Some(b.plain_read_shape(shape)?),
-        };
-        let mut r = b.read(shape, limit)?;
-        r.label = Some(row_label(io, depth, pattern));
-        results.push(r);
+    if matches!(args.mode, Mode::Read | Mode::Both) {
+        for (shape, label) in &shapes {
+            let limit = match b.target() {
+                Target::Gpu(_) => b.limits.get("pinned_h2d_gbps").and_then(Value::as_f64),
+                Target::Host => Some(b.plain_read_shape(*shape)?),
+            };
+            let mut r = b.read(*shape, limit)?;
+            r.label = Some(label.clone());
+            results.push(r);
+        }
+    }
+    if matches!(args.mode, Mode::Write | Mode::Both) {
+        for (shape, label) in &shapes {
+            let mut r = b.write(*shape)?;
+            r.label = Some(label.clone());
+            results.push(r);
+        }
     }
     let summary = weakest(&results).map(|w| {
         format!(
-            "weakest row: {} ({} requests) at {:.2} GB/s = {:.2} x the limit of {:.2} GB/s",
+            "weakest row: {} {} ({} requests) at {:.2} GB/s = {:.2} x the limit of {:.2} GB/s",
+            w.op,
             w.label.as_deref().unwrap_or("?"),
             format_size(w.io_size),
             w.gbps,
