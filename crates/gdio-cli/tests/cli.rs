@@ -798,7 +798,8 @@ fn simulated_gpu_bench_verifies_every_path_through_device_memory() {
             "--size",
             "5M",
         ],
-        &["--sweep", "--size", "8M", "--warmup", "0"],
+        // 8 workers, twice `write_threads`: the write rows' shares are of every worker.
+        &["--sweep", "--size", "8M", "--warmup", "0", "--threads", "8"],
     ];
     for args in runs {
         let o = gdio()
@@ -813,6 +814,14 @@ fn simulated_gpu_bench_verifies_every_path_through_device_memory() {
         for r in v["results"].as_array().unwrap() {
             assert_eq!(r["target"], "gpu:0", "{args:?}");
             assert_eq!(r["verified"], true, "{args:?}: {r}");
+            // Shares of the workers' time: each in [0, 1], together at most the whole.
+            let w = &r["workers"];
+            let shares: Vec<f64> = ["file_io", "buffer_wait", "copy_queue", "draining", "idle"]
+                .iter()
+                .map(|k| w[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {w}")))
+                .collect();
+            assert!(shares.iter().all(|x| (0.0..=1.0).contains(x)), "{args:?}: {w}");
+            assert!(shares.iter().sum::<f64>() <= 1.01, "{args:?}: {w}");
         }
     }
     assert_eq!(std::fs::read(&p).unwrap(), data);

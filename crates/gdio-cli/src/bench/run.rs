@@ -384,7 +384,7 @@ impl<'a> Bench<'a> {
             split_reads: moved.split_reads,
             gathered_reads: moved.gathered_reads,
             scattered_reads: moved.scattered_reads,
-            workers: self.worker_shares(op == "write", m.seconds.iter().sum(), moved.time),
+            workers: self.worker_shares(m.seconds.iter().sum(), moved.time),
             cold: self.args.cold,
             fsync_seconds: None,
             backend,
@@ -393,16 +393,11 @@ impl<'a> Bench<'a> {
         }
     }
 
-    /// Where the engine's workers spent `seconds` of timed passes (`write`: the write workers).
-    fn worker_shares(
-        &self,
-        write: bool,
-        seconds: f64,
-        time: gdio::engine::WorkerTime,
-    ) -> WorkerShares {
-        let c = self.driver.engine().config();
-        let threads = if write { c.write_threads } else { c.threads }.max(1);
-        WorkerShares::new(threads, seconds, time)
+    /// Where the engine's workers spent `seconds` of timed passes. Reads and writes alike run
+    /// on every worker of the pool (`write_threads` bounds the workers of one write request,
+    /// not of all of them), so the shares are of `threads` workers.
+    fn worker_shares(&self, seconds: f64, time: gdio::engine::WorkerTime) -> WorkerShares {
+        WorkerShares::new(self.driver.engine().config().threads.max(1), seconds, time)
     }
 
     /// A plain `pread` of the input into host memory with `shape` (the limit of a host row),
