@@ -132,7 +132,7 @@ cb() { # gdio's request-shape table with completion callbacks on (default) and o
     f=$dir/gdio-bench-8g.bin; cat "$f" >/dev/null
     for v in GDIO_COMPLETION_CALLBACKS=true GDIO_COMPLETION_CALLBACKS=false; do
       echo "== $dir $v"
-      env $v "$GDIO" bench --sweep --file "$f" --size "${CB_SIZE:-2G}" --iterations "${ITER:-1}" --json 2>/dev/null | python3 -c "
+      env $v "$GDIO" bench --sweep --mode read --file "$f" --size "${CB_SIZE:-2G}" --iterations "${ITER:-1}" --json 2>/dev/null | python3 -c "
 import json,sys; d=json.load(sys.stdin)
 for r in d['results']: print(f\"{r['io_size']:>11} x {r['queue_depth']:<3} {r['pattern']:>6} {r['gbps']:7.2f} GB/s  {r.get('ratio_to_limit') or 0:.2f} x limit  verified {r['verified']}\")"
     done
