@@ -6,6 +6,7 @@
 # usage: bench/gpu-session.sh PHASE...   (from the repository root, on the GPU machine)
 # phases: setup tests main micro cufile sweep safetensors python knobs cb cold pinned split probe multi,
 #   and any bench/gpu-phase-NAME.sh as NAME (why, knobab, loadab, pyload, pcdma, capi, twogpu, ...)
+#   (sweep: the read table unless MODE=write|both, bench/sweep-h200.sh)
 # needs (carried from the build machine, see ARCHITECTURE.md "Running on the GPU machine"):
 #   .dev/bin/gdio            release CLI            .dev/before/gdio  the CLI before the change
 #   .dev/lib/libcufile.so.0  gdio's libcufile       .dev/tests/*      release test binaries
@@ -96,7 +97,7 @@ cufile() {
 }
 
 sweep() {
-  OUT=$L/sweep THREADS=${THREADS:-8,16,32} ITER=${ITER:-2} bash bench/sweep-h200.sh
+  OUT=$L/sweep MODE=${MODE:-read} THREADS=${THREADS:-8,16,32} ITER=${ITER:-2} bash bench/sweep-h200.sh
 }
 
 safetensors() {
