@@ -333,3 +333,153 @@ fn a_scattered_group_with_a_piece_outside_its_range_is_refused_whole() {
     // SAFETY: allocated above; the stream is drained.
     unsafe { rt.free_device(0, dev) };
 }
+
+/// `n` writes of 1 byte–64 KiB to disjoint random ranges of a file of `size` bytes (each from
+/// its own place of one device buffer, with a random gap before it), in a shuffled order;
+/// returns the plans and the buffer size.
+fn write_plans(seed: u64, n: usize, size: usize) -> (Vec<Plan>, u64) {
+    let mut r = rng(seed);
+    let slot = size / n;
+    let mut at = 0u64;
+    let mut v = Vec::new();
+    for i in 0..n {
+        let len = if i % 3 == 0 { 4096.min(slot) } else { r.random_range(1..=slot.min(64 << 10)) };
+        let off = (i * slot + r.random_range(0..=slot - len)) as u64;
+        at += r.random_range(0..300);
+        v.push(Plan { file: 0, off, at, len });
+        at += len as u64;
+    }
+    for i in (1..v.len()).rev() {
+        v.swap(i, r.random_range(0..=i));
+    }
+    (v, at + 1)
+}
+
+/// Submits every plan as a write of its device range in one batch; returns each event's
+/// cookie and state.
+fn run_write_batch(
+    drv: &Driver,
+    files: &[Arc<FileHandle>],
+    plans: &[Plan],
+    base: u64,
+) -> Vec<(u64, BatchState)> {
+    let mut batch = drv.batch(plans.len()).unwrap();
+    let entries: Vec<BatchEntry> = plans
+        .iter()
+        .enumerate()
+        .map(|(i, p)| BatchEntry {
+            op: Op::Write,
+            file: files[p.file].clone(),
+            file_offset: p.off,
+            buf_base: base,
+            buf_offset: p.at,
+            len: p.len,
+            cookie: i as u64,
+            memory: None,
+        })
+        .collect();
+    // SAFETY: the device buffer outlives the batch (every event is waited for below).
+    unsafe { batch.submit(&entries) }.unwrap();
+    let mut events = Vec::new();
+    while events.len() < plans.len() {
+        let st = batch.get_status(1, plans.len(), Some(Duration::from_secs(120))).unwrap();
+        assert!(!st.timed_out, "batch timed out");
+        events.extend(st.events.into_iter().map(|e| (e.cookie, e.state)));
+    }
+    events
+}
+
+fn open_rw(path: &std::path::Path) -> Arc<FileHandle> {
+    Arc::new(FileHandle::open_with(path, gdio::OpenOptions::new().read(true).write(true)).unwrap())
+}
+
+#[test]
+fn gathered_writes_of_many_requests_reach_the_file_exactly() {
+    for (where_, d) in dirs() {
+        let size = 3 << 20;
+        for (threads, gather_writes, max_pieces) in
+            [(2, true, 64), (1, true, 7), (3, true, 64), (2, false, 64)]
+        {
+            let poison = random_bytes(100 + threads as u64, size);
+            let path =
+                write_file(d.path(), &format!("w{threads}{gather_writes}{max_pieces}"), &poison);
+            let files = vec![open_rw(&path)];
+            let config = Config { gather_writes, ..gather_config(threads, max_pieces) };
+            let drv = driver(config, 1000);
+            let (plans, total) = write_plans(101 + threads as u64, 300, size);
+            let mut dev = drv.alloc_device(0, total as usize).unwrap();
+            let src = random_bytes(102, total as usize);
+            dev.copy_from_host(0, &src).unwrap();
+            let mut want = poison.clone();
+            for (cookie, state) in run_write_batch(&drv, &files, &plans, dev.addr()) {
+                let p = plans[cookie as usize];
+                match state {
+                    BatchState::Complete(n) => assert_eq!(n, p.len, "{where_} {p:?}"),
+                    s => panic!("{where_} {p:?}: {s:?}"),
+                }
+                want[p.off as usize..p.off as usize + p.len]
+                    .copy_from_slice(&src[p.at as usize..p.at as usize + p.len]);
+            }
+            let got = std::fs::read(&path).unwrap();
+            assert!(
+                got == want,
+                "{where_} threads {threads} gather_writes {gather_writes}: the file differs"
+            );
+            let c = drv.engine().counters();
+            assert_eq!(c.gathered_reads, 0, "{where_}");
+            if gather_writes {
+                assert!(c.gathered_writes > 0, "{where_} threads {threads}: nothing was gathered");
+            } else {
+                assert_eq!(c.gathered_writes, 0, "{where_}: gather_writes is off");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_failing_gathered_write_fails_only_its_own_request() {
+    let d = tempfile::tempdir().unwrap();
+    let size = 1 << 20;
+    let poison = random_bytes(110, size);
+    let good_path = write_file(d.path(), "good", &poison);
+    let bad_path = write_file(d.path(), "bad", &poison);
+    let files = vec![open_rw(&good_path), open_rw(&bad_path)];
+    // The second handle's descriptor now refers to a file opened read-only: its writes fail in
+    // the worker with EBADF, after the request was accepted.
+    let ro_path = write_file(d.path(), "read-only", b"");
+    let ro = std::fs::File::open(&ro_path).unwrap();
+    let fd = files[1].buffered_fd().as_raw_fd();
+    // SAFETY: replaces a descriptor this test owns (through the handle) with another open one.
+    assert!(unsafe { libc::dup2(ro.as_raw_fd(), fd) } >= 0);
+    let drv = driver(Config { gather_writes: true, ..gather_config(2, 64) }, 1000);
+    let (mut plans, total) = write_plans(111, 200, size);
+    for (i, p) in plans.iter_mut().enumerate() {
+        p.file = usize::from(i % 5 == 2);
+    }
+    let mut dev = drv.alloc_device(0, total as usize).unwrap();
+    let src = random_bytes(112, total as usize);
+    dev.copy_from_host(0, &src).unwrap();
+    let mut want = poison.clone();
+    let mut failed = 0;
+    for (cookie, state) in run_write_batch(&drv, &files, &plans, dev.addr()) {
+        let p = plans[cookie as usize];
+        match (p.file, state) {
+            (0, BatchState::Complete(n)) => {
+                assert_eq!(n, p.len);
+                want[p.off as usize..p.off as usize + p.len]
+                    .copy_from_slice(&src[p.at as usize..p.at as usize + p.len]);
+            }
+            (1, BatchState::Failed(e)) => {
+                assert_eq!(e.errno(), Some(libc::EBADF), "{e}");
+                assert!(e.to_string().contains("bad"), "the error names the file: {e}");
+                failed += 1;
+            }
+            (f, s) => panic!("file {f} {p:?}: unexpected {s:?}"),
+        }
+    }
+    assert_eq!(failed, plans.iter().filter(|p| p.file == 1).count());
+    assert!(std::fs::read(&good_path).unwrap() == want, "good writes wrong");
+    assert_eq!(std::fs::read(&bad_path).unwrap(), poison, "the bad handle's file changed");
+    assert!(std::fs::read(&ro_path).unwrap().is_empty(), "the read-only file was written");
+    assert!(drv.engine().counters().gathered_writes > 0, "nothing was gathered");
+}

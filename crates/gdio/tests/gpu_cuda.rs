@@ -361,6 +361,89 @@ fn gpu_gathered_small_reads_land_exactly_batched_one_by_one_and_scattered() {
 }
 
 #[test]
+fn gpu_gathered_small_writes_reach_the_file_exactly() {
+    let Some(rt) = cuda() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let size = 8 << 20;
+    for gather_writes in [true, false] {
+        let poison = random_bytes(64, size);
+        let path = write_file(d.path(), &format!("w{gather_writes}"), &poison);
+        let f = Arc::new(
+            FileHandle::open_with(&path, gdio::OpenOptions::new().read(true).write(true)).unwrap(),
+        );
+        let config = Config {
+            threads: 2,
+            direct_io: DirectIoPolicy::Off,
+            gather_writes,
+            ..Config::default()
+        };
+        let drv = driver(&rt, config);
+        let mut r = rng(65);
+        // 512 writes to disjoint slots of the file, from their own places of one device
+        // buffer, queued in a shuffled order.
+        let n = 512;
+        let slot = size / n;
+        let mut plan = Vec::new();
+        let mut at = 0u64;
+        for i in 0..n {
+            let len: usize = if i % 2 == 0 { 4096 } else { r.random_range(1..=slot) };
+            let off = (i * slot + r.random_range(0..=slot - len)) as u64;
+            at += r.random_range(0..600);
+            plan.push((off, at, len));
+            at += len as u64;
+        }
+        for i in (1..n).rev() {
+            plan.swap(i, r.random_range(0..=i));
+        }
+        let src = random_bytes(66, at as usize);
+        let mut dev = drv.alloc_device(0, at as usize).unwrap();
+        dev.copy_from_host(0, &src).unwrap();
+        let mut batch = drv.batch(n).unwrap();
+        let entries: Vec<gdio::BatchEntry> = plan
+            .iter()
+            .enumerate()
+            .map(|(i, &(off, bo, len))| gdio::BatchEntry {
+                op: gdio::Op::Write,
+                file: f.clone(),
+                file_offset: off,
+                buf_base: dev.addr(),
+                buf_offset: bo,
+                len,
+                cookie: i as u64,
+                memory: None,
+            })
+            .collect();
+        // SAFETY: `dev` outlives the batch, whose every event is waited for below.
+        unsafe { batch.submit(&entries) }.unwrap();
+        let mut seen = 0;
+        while seen < n {
+            let st = batch.get_status(1, n, None).unwrap();
+            for e in &st.events {
+                let len = plan[e.cookie as usize].2;
+                assert!(matches!(e.state, gdio::BatchState::Complete(m) if m == len), "{e:?}");
+            }
+            seen += st.events.len();
+        }
+        drop(batch);
+        let mut want = poison.clone();
+        for &(off, bo, len) in &plan {
+            want[off as usize..off as usize + len]
+                .copy_from_slice(&src[bo as usize..bo as usize + len]);
+        }
+        assert!(
+            std::fs::read(&path).unwrap() == want,
+            "gather_writes {gather_writes}: file differs"
+        );
+        let gathered = drv.engine().counters().gathered_writes;
+        assert_eq!(
+            gathered > 0,
+            gather_writes,
+            "gather_writes {gather_writes}: {gathered} gathered"
+        );
+    }
+}
+
+#[test]
 fn gpu_scattered_copies_put_every_piece_in_place_and_nothing_else() {
     let Some(rt) = cuda() else { return };
     let mut r = rng(64);

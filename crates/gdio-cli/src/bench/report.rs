@@ -66,6 +66,9 @@ pub struct OpResult {
     pub gathered_reads: u64,
     /// Of those, the ones whose group the scatter kernel sent (`gather_scatter`).
     pub scattered_reads: u64,
+    /// Small writes out of GPU memory of the timed iterations that went in gathered groups
+    /// (`gather_writes`).
+    pub gathered_writes: u64,
     /// Where the engine's workers spent the timed iterations.
     pub workers: WorkerShares,
     /// Page cache dropped before each iteration.
@@ -153,6 +156,7 @@ impl BenchReport {
                     (r.split_reads, "reads split over free workers"),
                     (r.gathered_reads, "small reads gathered"),
                     (r.scattered_reads, "gathered reads sent by the scatter kernel"),
+                    (r.gathered_writes, "small writes gathered"),
                 ]
                 .iter()
                 .filter(|(n, _)| *n > 0)

@@ -98,6 +98,7 @@ struct Moved {
     /// Small reads gathered, and those of them the scatter kernel sent.
     gathered_reads: u64,
     scattered_reads: u64,
+    gathered_writes: u64,
     time: gdio::engine::WorkerTime,
 }
 
@@ -124,6 +125,7 @@ impl Moved {
         self.split_reads += d(after.split_reads, before.split_reads);
         self.gathered_reads += d(after.gathered_reads, before.gathered_reads);
         self.scattered_reads += d(after.scattered_reads, before.scattered_reads);
+        self.gathered_writes += d(after.gathered_writes, before.gathered_writes);
         self.time = self.time.plus(&after.worker_time.since(&before.worker_time));
     }
 }
@@ -384,6 +386,7 @@ impl<'a> Bench<'a> {
             split_reads: moved.split_reads,
             gathered_reads: moved.gathered_reads,
             scattered_reads: moved.scattered_reads,
+            gathered_writes: moved.gathered_writes,
             workers: self.worker_shares(m.seconds.iter().sum(), moved.time),
             cold: self.args.cold,
             fsync_seconds: None,

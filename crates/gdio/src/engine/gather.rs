@@ -3,7 +3,9 @@
 //! bounce buffer and sends them with one scatter kernel (`gather_scatter`) or one batched
 //! copy, and one completion marker, instead of a copy call and a marker per piece. Each
 //! request still finishes when its own piece has landed (the group's marker), and a piece that
-//! fails to read fails only its own request.
+//! fails to read fails only its own request. Which requests may be gathered, reads or (with
+//! `gather_writes`) writes, is [`GatherShape::candidate`]; a group of writes is
+//! `gather_write.rs`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -22,7 +24,7 @@ use crate::request::Op;
 
 /// Pieces start at multiples of this in the bounce buffer (so every copy's source is aligned
 /// the way the DMA engine likes it).
-const PIECE_ALIGN: usize = 512;
+pub(crate) const PIECE_ALIGN: usize = 512;
 
 /// The gathering knobs of the engine's configuration.
 #[derive(Debug, Clone, Copy)]
@@ -37,6 +39,8 @@ pub(crate) struct GatherShape {
     pub batch_copy: bool,
     /// Send the group with the runtime's scatter kernel (`gather_scatter`).
     pub scatter: bool,
+    /// Gather small writes out of GPU memory too (`gather_writes`).
+    pub writes: bool,
 }
 
 impl GatherShape {
@@ -48,6 +52,7 @@ impl GatherShape {
             piece_size: config.gather_piece_size,
             batch_copy: config.gather_batch_copy,
             scatter: config.gather_scatter,
+            writes: config.gather_writes,
         }
     }
 
@@ -55,20 +60,24 @@ impl GatherShape {
         self.max_pieces > 1 && self.max_bytes > 0 && self.piece_size > 0
     }
 
-    /// The GPU whose group `job` may join: a buffered-capable read of one small task into GPU
-    /// memory.
-    pub(crate) fn candidate(&self, job: &Job) -> Option<usize> {
+    /// The group `job` may join (its GPU and its direction): a buffered-capable read of one
+    /// small task into GPU memory, or with `gather_writes` a buffered write of one small task
+    /// out of GPU memory. Reads and writes never share a group.
+    pub(crate) fn candidate(&self, job: &Job) -> Option<(usize, Op)> {
+        let op_ok = match job.op {
+            Op::Read => !job.page_cache_dma,
+            Op::Write => self.writes,
+        };
         if !self.enabled()
-            || job.op != Op::Read
+            || !op_ok
             || job.tasks.len() != 1
             || job.len > self.piece_size.min(self.max_bytes) as u64
-            || job.page_cache_dma
             || matches!(job.direct, DirectChoice::Always)
         {
             return None;
         }
         match job.buf.kind {
-            MemoryKind::Device { ordinal } => Some(ordinal),
+            MemoryKind::Device { ordinal } => Some((ordinal, job.op)),
             _ => None,
         }
     }

@@ -57,6 +57,8 @@ pub(crate) struct Counters {
     pub gathered_reads: AtomicU64,
     /// Gathered reads whose group went with the scatter kernel (`gather_scatter`).
     pub scattered_reads: AtomicU64,
+    /// Writes that went in a gathered group (`gather_writes`).
+    pub gathered_writes: AtomicU64,
     /// One-task reads spread over free workers (`split_min_bytes`).
     pub split_reads: AtomicU64,
     /// Tasks the completion watcher finished (before their workers looked).

@@ -8,6 +8,7 @@
 //! - `lane`: a worker's stream and bounce ring for one GPU.
 //! - `transfer`: what a worker does with a task.
 //! - `gather`: small reads of many requests to one GPU sent as one group.
+//! - `gather_write`: small writes of many requests from one GPU copied out as one group.
 //! - `ring`: which reads a worker issues through its own io_uring (`io_engine`).
 //! - `worker_time`: where the workers' time went (file I/O, buffers, copies, draining).
 //! - `worker_shares`: that time as shares of a span, and the verdict it gives.
@@ -16,6 +17,7 @@ mod caller_lane;
 mod copy_queue;
 pub use caller_lane::release_unused as release_unused_caller_lanes;
 mod gather;
+mod gather_write;
 mod job;
 mod lane;
 mod mapped;
@@ -78,6 +80,9 @@ pub struct EngineCounters {
     /// (`gather_scatter`); the rest went as copies: the key off, a runtime without the kernel,
     /// or a driver that would not load it (the log says so once).
     pub scattered_reads: u64,
+    /// Small writes out of GPU memory that went in a gathered group (`gather_writes`: one
+    /// bounce buffer and one wait for the device→host copies of many requests).
+    pub gathered_writes: u64,
     /// Reads (or pieces of reads) that workers issued through their io_uring (`io_engine`).
     pub io_uring_reads: u64,
     /// One-task reads into GPU memory split over free workers (`split_min_bytes`).
@@ -254,6 +259,7 @@ impl Engine {
             direct_write_bytes: c.direct_write.load(Ordering::Relaxed),
             gathered_reads: c.gathered_reads.load(Ordering::Relaxed),
             scattered_reads: c.scattered_reads.load(Ordering::Relaxed),
+            gathered_writes: c.gathered_writes.load(Ordering::Relaxed),
             split_reads: c.split_reads.load(Ordering::Relaxed),
             watcher_finished: c.watcher_finished.load(Ordering::Relaxed),
             inline_requests: c.inline_requests.load(Ordering::Relaxed),

@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use super::copy_queue::CopyQueues;
 use super::gather::{self, GatherShape};
+use super::gather_write;
 use super::job::{Counters, Job, TaskResult};
 use super::lane::{Lane, Polling};
 use super::mapped;
@@ -551,12 +552,12 @@ const HOST_RUN_MAX: usize = 32;
 fn take_group(q: &mut Queue, first: &Work, shared: &Shared) -> Vec<Arc<Job>> {
     let mut group = Vec::new();
     let Work::Job(job) = first else { return group };
-    let Some(ordinal) = shared.gather.candidate(job) else { return group };
+    let Some(key) = shared.gather.candidate(job) else { return group };
     let share = (q.jobs.len() + 1).div_ceil(shared.threads.max(1));
     let limit = shared.gather.max_pieces.min(share);
     while group.len() + 1 < limit {
         match q.jobs.front() {
-            Some(Work::Job(j)) if shared.gather.candidate(j) == Some(ordinal) => {
+            Some(Work::Job(j)) if shared.gather.candidate(j) == Some(key) => {
                 group.push(j.clone());
                 q.jobs.pop_front();
             }
@@ -566,7 +567,8 @@ fn take_group(q: &mut Queue, first: &Work, shared: &Shared) -> Vec<Arc<Job>> {
     group
 }
 
-/// Runs `first` and `more` (gathering candidates for one GPU) as one gathered group.
+/// Runs `first` and `more` (gathering candidates of one GPU and one direction) as one gathered
+/// group.
 fn run_gathered(
     first: Arc<Job>,
     more: Vec<Arc<Job>>,
@@ -579,7 +581,7 @@ fn run_gathered(
     }
     let mut jobs = more;
     jobs.insert(0, first);
-    let Some(ordinal) = shared.gather.candidate(&jobs[0]) else {
+    let Some((ordinal, op)) = shared.gather.candidate(&jobs[0]) else {
         // Not reached (every member is a candidate); run them one by one all the same.
         for job in &jobs {
             while let Some(task) = job.claim() {
@@ -589,6 +591,9 @@ fn run_gathered(
         return;
     };
     let rest = match lane(lanes, shared, ordinal, shared.shape.own_stream(None)) {
+        Ok(l) if op == Op::Write => {
+            gather_write::run_group(&jobs, l, &shared.gather, &shared.counters)
+        }
         Ok(l) => gather::run_group(&jobs, l, &shared.gather, &shared.counters, ring),
         Err(e) => {
             for job in &jobs {

@@ -208,7 +208,7 @@ unsafe fn direct_range_result(
 ///
 /// # Safety
 /// `src` must be valid for reads of `len` bytes.
-unsafe fn write_range(
+pub(crate) unsafe fn write_range(
     file: &FileHandle,
     src: *const u8,
     off: u64,

@@ -1,0 +1,107 @@
+//! Gathering small writes out of GPU memory (`gather_writes`): when several small single-task
+//! writes from one GPU are already queued, one worker copies them, of any requests, into
+//! consecutive places of one bounce buffer, waits once for the copies to land, and then writes
+//! each piece to its file, instead of one device→host copy, one wait and one `pwrite` per
+//! request in turn. Each request finishes with its own piece: a copy that fails fails the whole
+//! group with nothing written; a piece that fails to write fails only its own request.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::gather::{GatherShape, PIECE_ALIGN};
+use super::job::{Counters, Job, TaskResult};
+use super::lane::Lane;
+use super::plan::Task;
+use super::transfer;
+use super::worker_time::{timed, Phase};
+
+/// Runs the tasks of `jobs` (all [`GatherShape::candidate`] writes from `lane`'s GPU) as one
+/// group. Returns the tasks that did not fit in the group's bounce buffer: the caller runs
+/// them one by one.
+pub(crate) fn run_group(
+    jobs: &[Arc<Job>],
+    lane: &mut Lane,
+    shape: &GatherShape,
+    counters: &Counters,
+) -> Vec<(Arc<Job>, Task)> {
+    let mut rest = Vec::new();
+    let slot = match timed(Some(&counters.time), Phase::BufferWait, || lane.take_slot()) {
+        Ok(s) => s,
+        Err(e) => {
+            for job in jobs {
+                if let Some(task) = job.claim() {
+                    job.finish(task, TaskResult::default(), Some(e.clone()));
+                }
+            }
+            return rest;
+        }
+    };
+    let cap = lane.buffer_size().min(shape.max_bytes);
+    let base = lane.buffers[slot].as_mut_ptr();
+    // Places first: each piece at the next aligned offset after the one before.
+    let mut placed: Vec<(Arc<Job>, Task, usize)> = Vec::with_capacity(jobs.len());
+    let mut at = 0usize;
+    for job in jobs {
+        let Some(task) = job.claim() else { continue };
+        let len = task.len as usize;
+        if at + len > cap {
+            rest.push((job.clone(), task));
+            continue;
+        }
+        placed.push((job.clone(), task, at));
+        at = (at + len).div_ceil(PIECE_ALIGN) * PIECE_ALIGN;
+    }
+    if placed.is_empty() {
+        return rest;
+    }
+    let copy_from = Instant::now();
+    let queued = placed.iter().try_for_each(|(job, task, at)| {
+        // SAFETY: the device range lies inside the job's buffer (valid until the job is done,
+        // after the wait below); `at + len <= cap <= buffer size`, the pieces' places are
+        // disjoint, and the slot (taken above) is not read before its marker is waited for.
+        unsafe {
+            lane.stream.copy_to_host(base.add(*at), job.buf.addr + task.rel, task.len as usize)
+        }
+    });
+    let recorded = queued.and_then(|()| lane.record(slot));
+    counters.time.add(Phase::CopyQueue, copy_from);
+    let landed = recorded.and_then(|seq| {
+        timed(Some(&counters.time), Phase::BufferWait, || lane.wait_recorded(seq, slot))
+    });
+    if let Err(e) = landed {
+        // Nothing of the group may still be copying when its requests finish; nothing of it
+        // reached a file.
+        lane.settle();
+        for (job, task, _) in placed {
+            job.finish(task, TaskResult::default(), Some(e.clone()));
+        }
+        return rest;
+    }
+    counters.gathered_writes.fetch_add(placed.len() as u64, Ordering::Relaxed);
+    // Each request finishes as soon as its own piece is in its file.
+    for (job, task, at) in placed {
+        let file = job.file();
+        // SAFETY: `base + at` holds the piece's `task.len` bytes, copied from the device and
+        // waited for above. Buffered: candidates never insist on O_DIRECT.
+        let written = timed(Some(&counters.time), Phase::FileIo, || unsafe {
+            transfer::write_range(
+                file,
+                base.add(at),
+                task.offset,
+                task.len,
+                false,
+                transfer::direct_align(file),
+            )
+        });
+        match written {
+            Ok(_) => {
+                job.finish(task, TaskResult { bytes: task.len, ..TaskResult::default() }, None)
+            }
+            Err((bytes, e)) => {
+                job.finish(task, TaskResult { bytes, ..TaskResult::default() }, Some(e))
+            }
+        }
+    }
+    rest
+}
