@@ -397,14 +397,23 @@ fn open_rw(path: &std::path::Path) -> Arc<FileHandle> {
 fn gathered_writes_of_many_requests_reach_the_file_exactly() {
     for (where_, d) in dirs() {
         let size = 3 << 20;
-        for (threads, gather_writes, max_pieces) in
-            [(2, true, 64), (1, true, 7), (3, true, 64), (2, false, 64)]
-        {
+        // A group goes as one batched copy (`gather_batch_copy`) or as a copy per piece.
+        for (threads, gather_writes, max_pieces, batch_copy) in [
+            (2, true, 64, true),
+            (2, true, 64, false),
+            (1, true, 7, true),
+            (3, true, 64, true),
+            (2, false, 64, true),
+        ] {
             let poison = random_bytes(100 + threads as u64, size);
-            let path =
-                write_file(d.path(), &format!("w{threads}{gather_writes}{max_pieces}"), &poison);
+            let name = format!("w{threads}{gather_writes}{max_pieces}{batch_copy}");
+            let path = write_file(d.path(), &name, &poison);
             let files = vec![open_rw(&path)];
-            let config = Config { gather_writes, ..gather_config(threads, max_pieces) };
+            let config = Config {
+                gather_writes,
+                gather_batch_copy: batch_copy,
+                ..gather_config(threads, max_pieces)
+            };
             let drv = driver(config, 1000);
             let (plans, total) = write_plans(101 + threads as u64, 300, size);
             let mut dev = drv.alloc_device(0, total as usize).unwrap();
@@ -423,7 +432,7 @@ fn gathered_writes_of_many_requests_reach_the_file_exactly() {
             let got = std::fs::read(&path).unwrap();
             assert!(
                 got == want,
-                "{where_} threads {threads} gather_writes {gather_writes}: the file differs"
+                "{where_} threads {threads} gather {gather_writes} batch {batch_copy}: file differs"
             );
             let c = drv.engine().counters();
             assert_eq!(c.gathered_reads, 0, "{where_}");

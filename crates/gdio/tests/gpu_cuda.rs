@@ -365,9 +365,10 @@ fn gpu_gathered_small_writes_reach_the_file_exactly() {
     let Some(rt) = cuda() else { return };
     let d = tempfile::tempdir().unwrap();
     let size = 8 << 20;
-    for gather_writes in [true, false] {
+    // A group as one `cuMemcpyBatchAsync` or as a copy call per piece; and not gathered.
+    for (gather_writes, batch_copy) in [(true, true), (true, false), (false, true)] {
         let poison = random_bytes(64, size);
-        let path = write_file(d.path(), &format!("w{gather_writes}"), &poison);
+        let path = write_file(d.path(), &format!("w{gather_writes}{batch_copy}"), &poison);
         let f = Arc::new(
             FileHandle::open_with(&path, gdio::OpenOptions::new().read(true).write(true)).unwrap(),
         );
@@ -375,6 +376,7 @@ fn gpu_gathered_small_writes_reach_the_file_exactly() {
             threads: 2,
             direct_io: DirectIoPolicy::Off,
             gather_writes,
+            gather_batch_copy: batch_copy,
             ..Config::default()
         };
         let drv = driver(&rt, config);
@@ -432,7 +434,7 @@ fn gpu_gathered_small_writes_reach_the_file_exactly() {
         }
         assert!(
             std::fs::read(&path).unwrap() == want,
-            "gather_writes {gather_writes}: file differs"
+            "gather_writes {gather_writes} batch_copy {batch_copy}: file differs"
         );
         let gathered = drv.engine().counters().gathered_writes;
         assert_eq!(

@@ -1,8 +1,8 @@
 //! Gathering small writes out of GPU memory (`gather_writes`): when several small single-task
 //! writes from one GPU are already queued, one worker copies them, of any requests, into
-//! consecutive places of one bounce buffer, waits once for the copies to land, and then writes
-//! each piece to its file, instead of one device→host copy, one wait and one `pwrite` per
-//! request in turn. Each request finishes with its own piece: a copy that fails fails the whole
+//! consecutive places of one bounce buffer (one batched copy with `gather_batch_copy`, else a
+//! copy call each), waits once for the copies to land, and then writes each piece to its
+//! file, instead of one device→host copy, one wait and one `pwrite` per request in turn. Each request finishes with its own piece: a copy that fails fails the whole
 //! group with nothing written; a piece that fails to write fails only its own request.
 
 use std::sync::atomic::Ordering;
@@ -56,14 +56,26 @@ pub(crate) fn run_group(
         return rest;
     }
     let copy_from = Instant::now();
-    let queued = placed.iter().try_for_each(|(job, task, at)| {
-        // SAFETY: the device range lies inside the job's buffer (valid until the job is done,
-        // after the wait below); `at + len <= cap <= buffer size`, the pieces' places are
-        // disjoint, and the slot (taken above) is not read before its marker is waited for.
-        unsafe {
-            lane.stream.copy_to_host(base.add(*at), job.buf.addr + task.rel, task.len as usize)
-        }
-    });
+    let copies: Vec<(*mut u8, u64, usize)> = placed
+        .iter()
+        .map(|(job, task, at)| {
+            // SAFETY: `at + len <= cap <= buffer size`: inside the bounce buffer.
+            let dst = unsafe { base.add(*at) };
+            (dst, job.buf.addr + task.rel, task.len as usize)
+        })
+        .collect();
+    // Each device range lies inside its job's buffer (valid until the job is done, after the
+    // wait below); the pieces' places in the bounce buffer are disjoint, and the slot (taken
+    // above) is not read before its marker is waited for.
+    let queued = if shape.batch_copy {
+        // SAFETY: as said above, for every entry.
+        unsafe { lane.stream.copy_to_host_batch(&copies) }
+    } else {
+        copies.iter().try_for_each(|&(dst, src, len)| {
+            // SAFETY: as said above.
+            unsafe { lane.stream.copy_to_host(dst, src, len) }
+        })
+    };
     let recorded = queued.and_then(|()| lane.record(slot));
     counters.time.add(Phase::CopyQueue, copy_from);
     let landed = recorded.and_then(|seq| {

@@ -577,42 +577,47 @@ impl CudaStream {
     fn bind(&self) -> Result<()> {
         self.owner.ctx.bind_to_thread().map_err(|e| from_driver(e, "cuCtxSetCurrent"))
     }
-}
 
-impl GpuStream for CudaStream {
-    unsafe fn copy_to_device(&mut self, dst: u64, src: *const u8, len: usize) -> Result<()> {
-        self.bind()?;
-        // SAFETY: forwarded contract.
-        check(
-            unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), len, self.owner.raw) },
-            "cuMemcpyHtoDAsync",
-        )
-    }
-    unsafe fn copy_to_device_batch(&mut self, copies: &[(u64, *const u8, usize)]) -> Result<()> {
+    /// Queues `(dst, src, len)` copies, host→device when `to_device` (else device→host), with
+    /// one `cuMemcpyBatchAsync` where the driver has it and there is more than one; else, or
+    /// once the driver refused a batch, one copy call each.
+    ///
+    /// # Safety
+    /// Every entry's ranges must be valid (host side for the host, device side on this GPU)
+    /// until the copies are known complete.
+    unsafe fn batch_copies(&mut self, copies: &[(u64, u64, usize)], to_device: bool) -> Result<()> {
+        let one_by_one = |s: &mut Self| -> Result<()> {
+            for &(dst, src, len) in copies {
+                // SAFETY: forwarded contract, in the direction of the batch.
+                unsafe {
+                    if to_device {
+                        s.copy_to_device(dst, src as *const u8, len)?
+                    } else {
+                        s.copy_to_host(dst as *mut u8, src, len)?
+                    }
+                }
+            }
+            Ok(())
+        };
         let batch = match batch_copy_fn() {
             Some(f) if copies.len() > 1 && !BATCH_REFUSED.load(Ordering::Relaxed) => f,
-            _ => {
-                for &(dst, src, len) in copies {
-                    // SAFETY: forwarded contract.
-                    unsafe { self.copy_to_device(dst, src, len)? };
-                }
-                return Ok(());
-            }
+            _ => return one_by_one(self),
         };
         self.bind()?;
         let mut dsts: Vec<sys::CUdeviceptr> = copies.iter().map(|c| c.0).collect();
-        let mut srcs: Vec<sys::CUdeviceptr> = copies.iter().map(|c| c.1 as u64).collect();
+        let mut srcs: Vec<sys::CUdeviceptr> = copies.iter().map(|c| c.1).collect();
         let mut sizes: Vec<usize> = copies.iter().map(|c| c.2).collect();
+        let host =
+            sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST, id: 0 };
+        let device = sys::CUmemLocation {
+            type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+            id: self.owner.ctx.ordinal() as i32,
+        };
+        let (src_loc, dst_loc) = if to_device { (host, device) } else { (device, host) };
         let mut attrs = sys::CUmemcpyAttributes {
             srcAccessOrder: sys::CUmemcpySrcAccessOrder::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
-            srcLocHint: sys::CUmemLocation {
-                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST,
-                id: 0,
-            },
-            dstLocHint: sys::CUmemLocation {
-                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-                id: self.owner.ctx.ordinal() as i32,
-            },
+            srcLocHint: src_loc,
+            dstLocHint: dst_loc,
             flags: 0,
         };
         let mut attr_idx = 0usize;
@@ -640,12 +645,26 @@ impl GpuStream for CudaStream {
             // the group's marker), so any the refused call did queue may safely run twice.
             BATCH_REFUSED.store(true, Ordering::Relaxed);
             tracing::warn!(error = %e, "cuMemcpyBatchAsync refused; copying one piece at a time");
-            for &(dst, src, len) in copies {
-                // SAFETY: forwarded contract.
-                unsafe { self.copy_to_device(dst, src, len)? };
-            }
+            return one_by_one(self);
         }
         Ok(())
+    }
+}
+
+impl GpuStream for CudaStream {
+    unsafe fn copy_to_device(&mut self, dst: u64, src: *const u8, len: usize) -> Result<()> {
+        self.bind()?;
+        // SAFETY: forwarded contract.
+        check(
+            unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), len, self.owner.raw) },
+            "cuMemcpyHtoDAsync",
+        )
+    }
+    unsafe fn copy_to_device_batch(&mut self, copies: &[(u64, *const u8, usize)]) -> Result<()> {
+        let raw: Vec<(u64, u64, usize)> =
+            copies.iter().map(|&(d, s, n)| (d, s as u64, n)).collect();
+        // SAFETY: forwarded contract: host sources, device destinations.
+        unsafe { self.batch_copies(&raw, true) }
     }
     unsafe fn copy_to_device_scattered(
         &mut self,
@@ -673,6 +692,12 @@ impl GpuStream for CudaStream {
             unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, len, self.owner.raw) },
             "cuMemcpyDtoHAsync",
         )
+    }
+    unsafe fn copy_to_host_batch(&mut self, copies: &[(*mut u8, u64, usize)]) -> Result<()> {
+        let raw: Vec<(u64, u64, usize)> =
+            copies.iter().map(|&(d, s, n)| (d as u64, s, n)).collect();
+        // SAFETY: forwarded contract: device sources, host destinations.
+        unsafe { self.batch_copies(&raw, false) }
     }
     fn record(&mut self, slot: usize) -> Result<()> {
         self.bind()?;

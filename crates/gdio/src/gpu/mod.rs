@@ -127,6 +127,19 @@ pub trait GpuStream: Send {
     /// `dst` must be valid for writes of `len` bytes and `src` a device range of `len` bytes,
     /// both until the copy is known complete.
     unsafe fn copy_to_host(&mut self, dst: *mut u8, src: u64, len: usize) -> Result<()>;
+    /// Queues many device→host copies (`(host dst, device src, len)`) as one group, in one
+    /// driver call where the runtime has one (CUDA 12.8+: `cuMemcpyBatchAsync`); the default
+    /// queues them one by one. On error, some of the copies may have been queued.
+    ///
+    /// # Safety
+    /// As [`GpuStream::copy_to_host`], for every entry.
+    unsafe fn copy_to_host_batch(&mut self, copies: &[(*mut u8, u64, usize)]) -> Result<()> {
+        for &(dst, src, len) in copies {
+            // SAFETY: forwarded contract.
+            unsafe { self.copy_to_host(dst, src, len)? };
+        }
+        Ok(())
+    }
     /// Records marker `slot` (0..[`GpuStream::slots`]) after the copies queued so far.
     fn record(&mut self, slot: usize) -> Result<()>;
     /// Blocks until marker `slot` has been reached (returns at once if it was never recorded).

@@ -468,6 +468,10 @@ impl GpuStream for SimStream {
     unsafe fn copy_to_host(&mut self, dst: *mut u8, src: u64, len: usize) -> Result<()> {
         self.send(Op::Copy { dst: dst as usize, src: src as usize, len })
     }
+    unsafe fn copy_to_host_batch(&mut self, copies: &[(*mut u8, u64, usize)]) -> Result<()> {
+        let c = copies.iter().map(|&(d, s, n)| (d as usize, s as usize, n)).collect();
+        self.send(Op::Batch(c))
+    }
     fn record(&mut self, slot: usize) -> Result<()> {
         self.seq += 1;
         self.recorded[slot] = self.seq;
