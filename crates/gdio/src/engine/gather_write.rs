@@ -2,8 +2,9 @@
 //! writes from one GPU are already queued, one worker copies them, of any requests, into
 //! consecutive places of one bounce buffer (one batched copy with `gather_batch_copy`, else a
 //! copy call each), waits once for the copies to land, and then writes each piece to its
-//! file, instead of one device→host copy, one wait and one `pwrite` per request in turn. Each request finishes with its own piece: a copy that fails fails the whole
-//! group with nothing written; a piece that fails to write fails only its own request.
+//! file, instead of one device→host copy, one wait and one `pwrite` per request in turn. Each
+//! request finishes with its own piece: a copy that fails fails the whole group with nothing
+//! written; a piece that fails to write fails only its own request.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
