@@ -67,20 +67,22 @@ fn plans(seed: u64, n: usize, files: usize, size: usize) -> (Vec<Plan>, u64) {
     (v, at + 1)
 }
 
-/// Submits every plan in one batch and waits for all events; returns, per event, the cookie,
-/// the state and the bytes of its destination taken the moment the event was reported.
+/// Submits every plan (as `op`: a read into, or a write from, its device range) in one batch
+/// and waits for all events; returns, per event, the cookie, the state and the bytes of its
+/// device range taken the moment the event was reported.
 fn run_batch(
     drv: &Driver,
     files: &[Arc<FileHandle>],
     plans: &[Plan],
     base: u64,
+    op: Op,
 ) -> Vec<(u64, BatchState, Vec<u8>)> {
     let mut batch = drv.batch(plans.len()).unwrap();
     let entries: Vec<BatchEntry> = plans
         .iter()
         .enumerate()
         .map(|(i, p)| BatchEntry {
-            op: Op::Read,
+            op,
             file: files[p.file].clone(),
             file_offset: p.off,
             buf_base: base,
@@ -91,7 +93,7 @@ fn run_batch(
         })
         .collect();
     // SAFETY: the device buffer outlives the batch (the caller waits for every event below,
-    // then drops the batch); the entries' ranges do not overlap.
+    // then drops the batch); the entries' device ranges do not overlap.
     unsafe { batch.submit(&entries) }.unwrap();
     let mut events = Vec::new();
     while events.len() < plans.len() {
@@ -129,7 +131,7 @@ fn gathered_reads_of_many_requests_land_exactly() {
             let mut dev = drv.alloc_device(0, total as usize).unwrap();
             let poison = random_bytes(72, total as usize);
             dev.copy_from_host(0, &poison).unwrap();
-            let events = run_batch(&drv, &files, &plans, dev.addr());
+            let events = run_batch(&drv, &files, &plans, dev.addr(), Op::Read);
             let mut want = poison.clone();
             for (cookie, state, at_event) in &events {
                 let p = plans[*cookie as usize];
@@ -207,7 +209,7 @@ fn a_failing_piece_fails_only_its_own_request() {
     let mut dev = drv.alloc_device(0, total as usize).unwrap();
     let poison = random_bytes(93, total as usize);
     dev.copy_from_host(0, &poison).unwrap();
-    let events = run_batch(&drv, &files, &plans, dev.addr());
+    let events = run_batch(&drv, &files, &plans, dev.addr(), Op::Read);
     let mut want = poison.clone();
     let mut failed = 0;
     for (cookie, state, at_event) in &events {
@@ -276,7 +278,7 @@ fn batch_entries_queued_in_groups_land_exactly_around_refused_entries() {
         let mut dev = drv.alloc_device(0, total as usize).unwrap();
         let poison = random_bytes(98, total as usize);
         dev.copy_from_host(0, &poison).unwrap();
-        let events = run_batch(&drv, &files, &plans, dev.addr());
+        let events = run_batch(&drv, &files, &plans, dev.addr(), Op::Read);
         assert_eq!(events.len(), plans.len());
         let mut want = poison.clone();
         for (cookie, state, at_event) in &events {
@@ -355,40 +357,6 @@ fn write_plans(seed: u64, n: usize, size: usize) -> (Vec<Plan>, u64) {
     (v, at + 1)
 }
 
-/// Submits every plan as a write of its device range in one batch; returns each event's
-/// cookie and state.
-fn run_write_batch(
-    drv: &Driver,
-    files: &[Arc<FileHandle>],
-    plans: &[Plan],
-    base: u64,
-) -> Vec<(u64, BatchState)> {
-    let mut batch = drv.batch(plans.len()).unwrap();
-    let entries: Vec<BatchEntry> = plans
-        .iter()
-        .enumerate()
-        .map(|(i, p)| BatchEntry {
-            op: Op::Write,
-            file: files[p.file].clone(),
-            file_offset: p.off,
-            buf_base: base,
-            buf_offset: p.at,
-            len: p.len,
-            cookie: i as u64,
-            memory: None,
-        })
-        .collect();
-    // SAFETY: the device buffer outlives the batch (every event is waited for below).
-    unsafe { batch.submit(&entries) }.unwrap();
-    let mut events = Vec::new();
-    while events.len() < plans.len() {
-        let st = batch.get_status(1, plans.len(), Some(Duration::from_secs(120))).unwrap();
-        assert!(!st.timed_out, "batch timed out");
-        events.extend(st.events.into_iter().map(|e| (e.cookie, e.state)));
-    }
-    events
-}
-
 fn open_rw(path: &std::path::Path) -> Arc<FileHandle> {
     Arc::new(FileHandle::open_with(path, gdio::OpenOptions::new().read(true).write(true)).unwrap())
 }
@@ -420,7 +388,7 @@ fn gathered_writes_of_many_requests_reach_the_file_exactly() {
             let src = random_bytes(102, total as usize);
             dev.copy_from_host(0, &src).unwrap();
             let mut want = poison.clone();
-            for (cookie, state) in run_write_batch(&drv, &files, &plans, dev.addr()) {
+            for (cookie, state, _) in run_batch(&drv, &files, &plans, dev.addr(), Op::Write) {
                 let p = plans[cookie as usize];
                 match state {
                     BatchState::Complete(n) => assert_eq!(n, p.len, "{where_} {p:?}"),
@@ -470,7 +438,7 @@ fn a_failing_gathered_write_fails_only_its_own_request() {
     dev.copy_from_host(0, &src).unwrap();
     let mut want = poison.clone();
     let mut failed = 0;
-    for (cookie, state) in run_write_batch(&drv, &files, &plans, dev.addr()) {
+    for (cookie, state, _) in run_batch(&drv, &files, &plans, dev.addr(), Op::Write) {
         let p = plans[cookie as usize];
         match (p.file, state) {
             (0, BatchState::Complete(n)) => {

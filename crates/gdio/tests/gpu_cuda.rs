@@ -288,6 +288,46 @@ fn gpu_stream_ordered_read_runs_between_earlier_and_later_stream_work() {
     }
 }
 
+/// Submits `(file offset, offset in the device buffer at base, len)` entries as `op` in one
+/// batch and waits until every one is complete with all its bytes (the entries' device ranges
+/// must not overlap, nor their file ranges for writes).
+fn run_batch_complete(
+    drv: &Driver,
+    f: &Arc<FileHandle>,
+    plan: &[(u64, u64, usize)],
+    base: u64,
+    op: gdio::Op,
+) {
+    let n = plan.len();
+    let mut batch = drv.batch(n).unwrap();
+    let entries: Vec<gdio::BatchEntry> = plan
+        .iter()
+        .enumerate()
+        .map(|(i, &(off, bo, len))| gdio::BatchEntry {
+            op,
+            file: f.clone(),
+            file_offset: off,
+            buf_base: base,
+            buf_offset: bo,
+            len,
+            cookie: i as u64,
+            memory: None,
+        })
+        .collect();
+    // SAFETY: the caller's device buffer outlives the batch, whose every event is waited for
+    // below; the entries' ranges do not overlap.
+    unsafe { batch.submit(&entries) }.unwrap();
+    let mut seen = 0;
+    while seen < n {
+        let st = batch.get_status(1, n, None).unwrap();
+        for e in &st.events {
+            let len = plan[e.cookie as usize].2;
+            assert!(matches!(e.state, gdio::BatchState::Complete(m) if m == len), "{e:?}");
+        }
+        seen += st.events.len();
+    }
+}
+
 #[test]
 fn gpu_gathered_small_reads_land_exactly_batched_one_by_one_and_scattered() {
     let Some(rt) = cuda() else { return };
@@ -318,33 +358,7 @@ fn gpu_gathered_small_reads_land_exactly_batched_one_by_one_and_scattered() {
         let mut dev = drv.alloc_device(0, at as usize).unwrap();
         let poison = random_bytes(63, at as usize);
         dev.copy_from_host(0, &poison).unwrap();
-        let mut batch = drv.batch(n).unwrap();
-        let entries: Vec<gdio::BatchEntry> = plan
-            .iter()
-            .enumerate()
-            .map(|(i, &(off, bo, len))| gdio::BatchEntry {
-                op: gdio::Op::Read,
-                file: f.clone(),
-                file_offset: off,
-                buf_base: dev.addr(),
-                buf_offset: bo,
-                len,
-                cookie: i as u64,
-                memory: None,
-            })
-            .collect();
-        // SAFETY: `dev` outlives the batch; the entries' ranges do not overlap.
-        unsafe { batch.submit(&entries) }.unwrap();
-        let mut seen = 0;
-        while seen < n {
-            let st = batch.get_status(1, n, None).unwrap();
-            for e in &st.events {
-                let len = plan[e.cookie as usize].2;
-                assert!(matches!(e.state, gdio::BatchState::Complete(m) if m == len), "{e:?}");
-            }
-            seen += st.events.len();
-        }
-        drop(batch);
+        run_batch_complete(&drv, &f, &plan, dev.addr(), gdio::Op::Read);
         let mut want = poison.clone();
         for &(off, bo, len) in &plan {
             want[bo as usize..bo as usize + len]
@@ -370,7 +384,7 @@ fn gpu_gathered_small_writes_reach_the_file_exactly() {
         let poison = random_bytes(64, size);
         let path = write_file(d.path(), &format!("w{gather_writes}{batch_copy}"), &poison);
         let f = Arc::new(
-            FileHandle::open_with(&path, gdio::OpenOptions::new().read(true).write(true)).unwrap(),
+            FileHandle::open_with(&path, OpenOptions::new().read(true).write(true)).unwrap(),
         );
         let config = Config {
             threads: 2,
@@ -400,33 +414,7 @@ fn gpu_gathered_small_writes_reach_the_file_exactly() {
         let src = random_bytes(66, at as usize);
         let mut dev = drv.alloc_device(0, at as usize).unwrap();
         dev.copy_from_host(0, &src).unwrap();
-        let mut batch = drv.batch(n).unwrap();
-        let entries: Vec<gdio::BatchEntry> = plan
-            .iter()
-            .enumerate()
-            .map(|(i, &(off, bo, len))| gdio::BatchEntry {
-                op: gdio::Op::Write,
-                file: f.clone(),
-                file_offset: off,
-                buf_base: dev.addr(),
-                buf_offset: bo,
-                len,
-                cookie: i as u64,
-                memory: None,
-            })
-            .collect();
-        // SAFETY: `dev` outlives the batch, whose every event is waited for below.
-        unsafe { batch.submit(&entries) }.unwrap();
-        let mut seen = 0;
-        while seen < n {
-            let st = batch.get_status(1, n, None).unwrap();
-            for e in &st.events {
-                let len = plan[e.cookie as usize].2;
-                assert!(matches!(e.state, gdio::BatchState::Complete(m) if m == len), "{e:?}");
-            }
-            seen += st.events.len();
-        }
-        drop(batch);
+        run_batch_complete(&drv, &f, &plan, dev.addr(), gdio::Op::Write);
         let mut want = poison.clone();
         for &(off, bo, len) in &plan {
             want[off as usize..off as usize + len]

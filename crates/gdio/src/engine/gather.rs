@@ -24,7 +24,7 @@ use crate::request::Op;
 
 /// Pieces start at multiples of this in the bounce buffer (so every copy's source is aligned
 /// the way the DMA engine likes it).
-pub(crate) const PIECE_ALIGN: usize = 512;
+const PIECE_ALIGN: usize = 512;
 
 /// The gathering knobs of the engine's configuration.
 #[derive(Debug, Clone, Copy)]
@@ -83,6 +83,48 @@ impl GatherShape {
     }
 }
 
+/// The lane's next bounce buffer for a group of `jobs`; when none can be had, every job's task
+/// finishes with the error and `None` is returned.
+pub(crate) fn group_slot(jobs: &[Arc<Job>], lane: &mut Lane, counters: &Counters) -> Option<usize> {
+    match timed(Some(&counters.time), Phase::BufferWait, || lane.take_slot()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            for job in jobs {
+                if let Some(task) = job.claim() {
+                    job.finish(task, TaskResult::default(), Some(e.clone()));
+                }
+            }
+            None
+        }
+    }
+}
+
+/// A task of a group and its place in the group's bounce buffer.
+pub(crate) type Placed = (Arc<Job>, Task, usize);
+
+/// Claims each job's task and places it at the next 512-byte-aligned offset of a bounce buffer
+/// of `cap` bytes, in order. Tasks that do not fit, or that `joins` refuses, are returned
+/// second, for the caller to run one by one.
+pub(crate) fn place(
+    jobs: &[Arc<Job>],
+    cap: usize,
+    joins: impl Fn(&Job, &Task) -> bool,
+) -> (Vec<Placed>, Vec<(Arc<Job>, Task)>) {
+    let (mut placed, mut rest) = (Vec::with_capacity(jobs.len()), Vec::new());
+    let mut at = 0usize;
+    for job in jobs {
+        let Some(task) = job.claim() else { continue };
+        let len = task.len as usize;
+        if at + len > cap || !joins(job, &task) {
+            rest.push((job.clone(), task));
+            continue;
+        }
+        placed.push((job.clone(), task, at));
+        at = (at + len).div_ceil(PIECE_ALIGN) * PIECE_ALIGN;
+    }
+    (placed, rest)
+}
+
 /// A piece read into the group's bounce buffer, waiting for its copy.
 struct Piece {
     job: Arc<Job>,
@@ -104,34 +146,13 @@ pub(crate) fn run_group(
     counters: &Counters,
     ring: &mut WorkerRing,
 ) -> Vec<(Arc<Job>, Task)> {
-    let mut rest = Vec::new();
-    let slot = match timed(Some(&counters.time), Phase::BufferWait, || lane.take_slot()) {
-        Ok(s) => s,
-        Err(e) => {
-            for job in jobs {
-                if let Some(task) = job.claim() {
-                    job.finish(task, TaskResult::default(), Some(e.clone()));
-                }
-            }
-            return rest;
-        }
-    };
+    let Some(slot) = group_slot(jobs, lane, counters) else { return Vec::new() };
     let cap = lane.buffer_size().min(shape.max_bytes);
     let base = lane.buffers[slot].as_mut_ptr();
     // Places first (each piece at the next aligned offset after the one before), then every
     // read at once: one io_uring submission when the worker's ring serves them, else `pread`s.
-    let mut placed: Vec<(Arc<Job>, Task, usize)> = Vec::with_capacity(jobs.len());
-    let mut at = 0usize;
-    for job in jobs {
-        let Some(task) = job.claim() else { continue };
-        let len = task.len as usize;
-        if at + len > cap || transfer::read_path(job, &task, true) != ReadPath::Buffered {
-            rest.push((job.clone(), task));
-            continue;
-        }
-        placed.push((job.clone(), task, at));
-        at = (at + len).div_ceil(PIECE_ALIGN) * PIECE_ALIGN;
-    }
+    let (placed, rest) =
+        place(jobs, cap, |job, task| transfer::read_path(job, task, true) == ReadPath::Buffered);
     let read_from = Instant::now();
     let results: Vec<Result<usize, i32>> = match ring.for_reads(placed.len(), Shape::Gathered) {
         Some(r) => {

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::gather::{GatherShape, PIECE_ALIGN};
+use super::gather::{group_slot, place, GatherShape};
 use super::job::{Counters, Job, TaskResult};
 use super::lane::Lane;
 use super::plan::Task;
@@ -26,33 +26,11 @@ pub(crate) fn run_group(
     shape: &GatherShape,
     counters: &Counters,
 ) -> Vec<(Arc<Job>, Task)> {
-    let mut rest = Vec::new();
-    let slot = match timed(Some(&counters.time), Phase::BufferWait, || lane.take_slot()) {
-        Ok(s) => s,
-        Err(e) => {
-            for job in jobs {
-                if let Some(task) = job.claim() {
-                    job.finish(task, TaskResult::default(), Some(e.clone()));
-                }
-            }
-            return rest;
-        }
-    };
+    let Some(slot) = group_slot(jobs, lane, counters) else { return Vec::new() };
     let cap = lane.buffer_size().min(shape.max_bytes);
     let base = lane.buffers[slot].as_mut_ptr();
     // Places first: each piece at the next aligned offset after the one before.
-    let mut placed: Vec<(Arc<Job>, Task, usize)> = Vec::with_capacity(jobs.len());
-    let mut at = 0usize;
-    for job in jobs {
-        let Some(task) = job.claim() else { continue };
-        let len = task.len as usize;
-        if at + len > cap {
-            rest.push((job.clone(), task));
-            continue;
-        }
-        placed.push((job.clone(), task, at));
-        at = (at + len).div_ceil(PIECE_ALIGN) * PIECE_ALIGN;
-    }
+    let (placed, rest) = place(jobs, cap, |_, _| true);
     if placed.is_empty() {
         return rest;
     }
