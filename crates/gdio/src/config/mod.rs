@@ -171,8 +171,8 @@ pub struct Config {
     pub gather_scatter: bool,
     /// Small writes out of GPU memory (`gather_piece_size` bytes or less) that are already
     /// queued together are gathered too: a worker copies up to `gather_max_pieces` of them, of
-    /// any requests, into consecutive places of one bounce buffer, waits once for the copies to
-    /// land, and then writes each piece to its file (one device→host wait per group instead of
+    /// any requests, into consecutive places of one bounce buffer (one batched copy with
+    /// `gather_batch_copy`, else a copy call each), waits once for the copies to land, and then writes each piece to its file (one device→host wait per group instead of
     /// per write; each request still finishes with its own piece, and a piece that fails to
     /// write fails only its own request). Off by default: built in session 26 for the weakest
     /// write row (4 KiB random × 64 from GPU memory into tmpfs, 0.52 × a plain `pwrite`, each
