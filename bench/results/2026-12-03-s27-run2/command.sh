@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 27 run 2: the build with `gather_writes` on by default. The GPU tests and gdio's whole
 # Python suite on the GPU (new wheel), the small-write shapes with the new default against
-# `gather_writes` off (alternating, two reps), issue 9's row (two more reps), the default bench.
+# `gather_writes` off (alternating, two reps), the write table on tmpfs with the
+# new default, the default bench.
 O=$OUT; mkdir -p $O
 T0=$(date +%s)
 OUT=$O/session timeout 150 bash bench/gpu-session.sh setup tests > $O/session.txt 2>&1
@@ -19,15 +20,16 @@ echo "writeab done after $(( $(date +%s) - T0 )) s"
 export GDIO=$PWD/.dev/bin/gdio
 f=/tmp/gdio-bench-8g.bin; [ -f $f ] || $GDIO make-file $f --size 8G >/dev/null
 cat $f >/dev/null
-[ -f /etc/cufile.json ] && export CUFILE_ENV_PATH_JSON=/etc/cufile.json
-gb() { python3 -c "import json,sys; print(round(json.loads(sys.stdin.readlines()[-1])['gbps'],2))"; }
-for rep in 1 2; do
-  [ $(( $(date +%s) - T0 )) -gt 450 ] && { echo "rep $rep: no time left"; break; }
-  for t in 8 16; do
-    on=$(python3 bench/cufile_kvikio_read.py on $f $t 3 2>>$O/stderr.txt | gb)
-    off=$(LD_PRELOAD=$PWD/.dev/lib/libcufile.so.0 python3 bench/cufile_kvikio_read.py off $f $t 3 2>>$O/stderr.txt | gb)
-    echo "rep $rep t$t KvikIO ON $on | OFF on gdio $off | ratio $(python3 -c "print(round($off/$on,3))")"
-  done
-done 2>&1 | tee $O/issue9.txt
+# The write table on tmpfs with the new default (gdio only: each row beside the plain pwrite of
+# the same shape measured just before it; one pass per row; every row verified).
+rm -f /dev/shm/gdio-bench-8g.bin
+timeout 200 $GDIO bench --sweep --mode write --json --file /tmp/gdio-bench-8g.bin --out /dev/shm/gdio-sweep-out.bin \
+  --iterations 1 > $O/sweep-write.json 2>$O/sweep-write.err
+echo "sweep exit $?"
+python3 -c "
+import json; d=json.load(open('$O/sweep-write.json'))
+for r in d['results']: print(r.get('io_size'), 'x', r.get('queue_depth'), r.get('pattern'), round(r['gbps'],2), 'GB/s limit', round(r.get('limit_gbps') or 0,2), round(r.get('ratio_to_limit') or 0,2), 'x verified', r['verified'], 'gathered', r.get('gathered_writes'))
+" | tee $O/sweep-write.txt
+rm -f /dev/shm/gdio-sweep-out.bin
 [ $(( $(date +%s) - T0 )) -lt 510 ] && echo "default bench: $(timeout 40 $GDIO bench --json | python3 -c "import json,sys; print(' '.join(f\"{r['op']} {r['gbps']:.2f} GB/s limit {r.get('limit_gbps')} verified {r['verified']} gathered_writes {r.get('gathered_writes')}\" for r in json.load(sys.stdin)['results']))")" | tee $O/bench.txt
 echo "total $(( $(date +%s) - T0 )) s"
