@@ -176,8 +176,10 @@ pub struct Config {
     /// then writes each piece to its file (one device→host wait per group instead of per
     /// write; each request still finishes with its own piece, and a piece that fails to write
     /// fails only its own request). On by default: on the H200 (BENCHMARKS.md session 27 run
-    /// 1, 512 MiB tmpfs file, alternating) 4 KiB random × 64 wrote 1.11 / 1.24 GB/s against
-    /// 0.72 / 0.69 off, 64 KiB × 64 2.03 / 1.94 against 1.77 / 1.62; writes larger than a
+    /// 1, 512 MiB tmpfs file, alternating; 4 KiB random × 64 wrote 1.11 / 1.24 GB/s against
+    /// 0.72 / 0.69 off, 64 KiB × 64 2.03 / 1.94 against 1.77 / 1.62; run 2: 1.26 / 1.22
+    /// against 0.82 / 0.65 and 1.94 / 2.04 against 1.86 / 1.53, while 16 KiB random × 32 wrote
+    /// 1.14 / 1.38 against 1.36 / 1.41, the one row that may lose). Writes larger than a
     /// piece, and callers few enough to run their writes inline, are not gathered.
     pub gather_writes: bool,
     /// A batch submission (`Driver::batch`, `cuFileBatchIOSubmit`) hands its entries to the
