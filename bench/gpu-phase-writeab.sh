@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Small writes out of GPU memory under several settings, alternating in one run (session 26
-# built `gather_writes`; session 27 measured it with this script and turned it on): `gdio bench --mode write` on a tmpfs file
-# of WRITEAB_SIZE (512M) for each of WRITEAB_SHAPES ("SIZE:DEPTH:PATTERN", default 4K:64:random
-# 64K:64:seq 256K:32:seq 4K:8:random) under each of WRITEAB_SETTINGS (space-separated, each
-# environment assignments joined by commas; default: the defaults (gathered writes), writes
-# not gathered, gathered with a copy call per piece, no caller limit), WRITEAB_REPS (2) times. Each row: GB/s,
+# built `gather_writes`; session 27 measured it with this script and turned it on):
+# `gdio bench --mode write` on a tmpfs file of WRITEAB_SIZE (512M) for each of WRITEAB_SHAPES
+# ("SIZE:DEPTH:PATTERN", default 4K:64:random 64K:64:seq 256K:32:seq 4K:8:random) under each of
+# WRITEAB_SETTINGS (space-separated, each environment assignments joined by commas; default:
+# the defaults (gathered writes), writes not gathered, gathered with a copy call per piece, no
+# caller limit), WRITEAB_REPS (2) times. Each row: GB/s,
 # the plain `pwrite` limit of the same shape measured just before it, verified, and how many
 # writes were gathered, ran inline or were sent to the workers for a crowd. Then the GPU tests
 # of gathered writes (`gpu_cuda gathered`), if .dev/tests/gpu_cuda is there.
