@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Small writes out of GPU memory under several settings, alternating in one run (session 26
 # built `gather_writes`; session 27 measured it with this script and turned it on):
-# `gdio bench --mode write` on a tmpfs file of WRITEAB_SIZE (512M) for each of WRITEAB_SHAPES
+# `gdio bench --mode write` on a file of WRITEAB_SIZE (512M; WRITEAB_FILE, default on tmpfs:
+# /dev/shm/gdio-writeab.bin) for each of WRITEAB_SHAPES
 # ("SIZE:DEPTH:PATTERN", default 4K:64:random 64K:64:seq 256K:32:seq 4K:8:random) under each of
 # WRITEAB_SETTINGS (space-separated, each environment assignments joined by commas; default:
 # the defaults (gathered writes), writes not gathered, gathered with a copy call per piece, no
@@ -15,7 +16,7 @@ out=${1:-/tmp/writeab}; mkdir -p "$out"
 GDIO=${GDIO:-$PWD/.dev/bin/gdio}
 read -ra settings <<<"${WRITEAB_SETTINGS:-GDIO_NONE=1 GDIO_GATHER_WRITES=false GDIO_GATHER_BATCH_COPY=false GDIO_INLINE_MAX_CALLERS=0}"
 read -ra shapes <<<"${WRITEAB_SHAPES:-4K:64:random 64K:64:seq 256K:32:seq 4K:8:random}"
-f=/dev/shm/gdio-writeab.bin
+f=${WRITEAB_FILE:-/dev/shm/gdio-writeab.bin}
 [ -f $f ] || "$GDIO" make-file $f --size "${WRITEAB_SIZE:-512M}" >/dev/null || exit 1
 for rep in $(seq "${WRITEAB_REPS:-2}"); do
   for shape in "${shapes[@]}"; do
