@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Phase `kvrow`: issue 9's performance row beside this host's ceilings, KVROW_REPS (3) times.
+# Each rep: the pinned 1 GiB host→device copy (the limit), the ring of 4 MiB registered
+# huge-page buffers that twelve threads copy with no file read (gdio's bounce ring's own link,
+# bench/pagecache-dma-probe.c `pinnedq`), then for each of KVROW_THREADS ("8 16") KvikIO 26.10
+# reading KVROW_FILE (the 8 GiB ext4 file, page-cached first) with compat mode ON, and with
+# compat mode OFF through gdio's libcufile (LD_PRELOAD), three timed passes each
+# (bench/cufile_kvikio_read.py), and OFF ÷ ON. Stops starting reps after KVROW_BUDGET_S (300) s.
+#   bash bench/gpu-phase-kvrow.sh LOGDIR   (repo root; through bench/gpu-session.sh kvrow)
+# needs: LIB (gdio's libcufile, default .dev/lib/libcufile.so.0), KvikIO and CuPy on PYTHONPATH.
+set -uo pipefail
+out=${1:-/tmp/kvrow}; mkdir -p "$out"
+lib=$(readlink -f "${LIB:-.dev/lib/libcufile.so.0}")
+f=${KVROW_FILE:-/tmp/gdio-bench-8g.bin}
+[ -f "$f" ] || { echo "no file $f (bench/gpu-session.sh makes it)"; exit 2; }
+cat "$f" >/dev/null
+cc -O2 -pthread bench/pagecache-dma-probe.c -o "$out/pcprobe" -ldl || exit 1
+P="timeout 30 $out/pcprobe"
+[ -z "${CUFILE_ENV_PATH_JSON:-}" ] && [ -f /etc/cufile.json ] && export CUFILE_ENV_PATH_JSON=/etc/cufile.json
+gb() { python3 -c "import json,sys; print(round(json.loads(sys.stdin.readlines()[-1])['gbps'],2))" 2>/dev/null; }
+t0=$SECONDS
+for rep in $(seq "${KVROW_REPS:-3}"); do
+  [ $((SECONDS - t0)) -gt "${KVROW_BUDGET_S:-300}" ] && { echo "rep $rep: no time left"; break; }
+  echo "rep $rep pinned 1 GiB copies: $(NSTREAMS=1 $P "$f" 1024 1 pinned 2>&1 | tail -1 | grep -oE '[0-9.]+ GB/s' | head -1)"
+  echo "rep $rep ring 4 MiB x 12 no CPU copy (hp): $(PINALLOC=hp MARKER=none NBUF=2 NSTREAMS=1 $P "$f" 4 12 pinnedq 2>&1 | tail -1 | grep -oE '[0-9.]+ without' | head -1)"
+  for t in ${KVROW_THREADS:-8 16}; do
+    on=$(python3 bench/cufile_kvikio_read.py on "$f" "$t" 3 2>>"$out/stderr.txt" | gb)
+    off=$(LD_PRELOAD=$lib python3 bench/cufile_kvikio_read.py off "$f" "$t" 3 2>>"$out/stderr.txt" | gb)
+    ratio=$(python3 -c "print(round(${off:-0}/${on:-0},3))" 2>/dev/null || echo failed)
+    echo "rep $rep t$t KvikIO ON ${on:-failed} | OFF on gdio ${off:-failed} | ratio $ratio"
+  done
+done | tee "$out/kvrow.txt"
