@@ -24,6 +24,8 @@ fn gather_config(threads: usize, max_pieces: usize) -> Config {
         gather_max_pieces: max_pieces,
         gather_max_bytes: 256 << 10,
         gather_piece_size: 64 << 10,
+        // Small writes are gathered on every filesystem (the tests of that rule set it).
+        gather_write_disk_min_bytes: 0,
         ..Config::default()
     }
 }
@@ -410,6 +412,80 @@ fn gathered_writes_of_many_requests_reach_the_file_exactly() {
                 assert_eq!(c.gathered_writes, 0, "{where_}: gather_writes is off");
             }
         }
+    }
+}
+
+/// `n` writes of `len` bytes each to disjoint, randomly placed slots of a file of `size`
+/// bytes, from their own places of one device buffer, in a shuffled order.
+fn fixed_write_plans(seed: u64, n: usize, len: usize, size: usize) -> (Vec<Plan>, u64) {
+    let mut r = rng(seed);
+    let slot = size / n;
+    assert!(slot >= len);
+    let mut at = 0u64;
+    let mut v: Vec<Plan> = (0..n)
+        .map(|i| {
+            let off = (i * slot + r.random_range(0..=slot - len)) as u64;
+            at += r.random_range(0..300) + len as u64;
+            Plan { file: 0, off, at: at - len as u64, len }
+        })
+        .collect();
+    for i in (1..v.len()).rev() {
+        v.swap(i, r.random_range(0..=i));
+    }
+    (v, at + 1)
+}
+
+#[test]
+fn small_writes_into_files_on_disk_are_gathered_only_from_the_disk_minimum() {
+    let mut saw_disk = false;
+    for (where_, d) in dirs() {
+        let size = 4 << 20;
+        // Below and at the minimum; into tmpfs both are gathered.
+        for (len, min) in [(4096, 64 << 10), (16 << 10, 64 << 10), (64 << 10, 64 << 10)] {
+            let poison = random_bytes(120 + len as u64, size);
+            let path = write_file(d.path(), &format!("m{len}"), &poison);
+            let files = vec![open_rw(&path)];
+            let memory = files[0].info().is_memory_backed();
+            saw_disk |= !memory;
+            let config = Config {
+                gather_writes: true,
+                gather_write_disk_min_bytes: min,
+                ..gather_config(2, 64)
+            };
+            let drv = driver(config, 1000);
+            let (plans, total) = fixed_write_plans(121 + len as u64, 48, len, size);
+            let mut dev = drv.alloc_device(0, total as usize).unwrap();
+            let src = random_bytes(122 + len as u64, total as usize);
+            dev.copy_from_host(0, &src).unwrap();
+            let mut want = poison.clone();
+            for (cookie, state, _) in run_batch(&drv, &files, &plans, dev.addr(), Op::Write) {
+                let p = plans[cookie as usize];
+                assert!(
+                    matches!(state, BatchState::Complete(n) if n == len),
+                    "{where_} {p:?}: {state:?}"
+                );
+                want[p.off as usize..p.off as usize + p.len]
+                    .copy_from_slice(&src[p.at as usize..p.at as usize + p.len]);
+            }
+            assert!(
+                std::fs::read(&path).unwrap() == want,
+                "{where_} {len}-byte writes: file differs"
+            );
+            let gathered = drv.engine().counters().gathered_writes;
+            if memory || len >= min {
+                assert!(gathered > 0, "{where_} {len}-byte writes: nothing was gathered");
+            } else {
+                assert_eq!(
+                    gathered,
+                    0,
+                    "{where_} ({}) {len}-byte writes were gathered",
+                    files[0].info().fs.name
+                );
+            }
+        }
+    }
+    if !saw_disk {
+        eprintln!("the temp dir is memory-backed here: the on-disk half was not tested");
     }
 }
 

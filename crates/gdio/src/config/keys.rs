@@ -50,6 +50,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("gather_batch_copy", KeyKind::Bool),
     ("gather_scatter", KeyKind::Bool),
     ("gather_writes", KeyKind::Bool),
+    ("gather_write_disk_min_bytes", KeyKind::Count),
     ("batch_queue_group", KeyKind::Count),
     ("completion_spin_us", KeyKind::Count),
     ("completion_poll_us", KeyKind::Count),
@@ -128,6 +129,7 @@ pub const BOUNDS: &[(&str, Bound)] = &[
     ("gather_max_pieces", Bound::new(0, 4096)),
     ("gather_max_bytes", Bound::new(0, MAX_SIZE)),
     ("gather_piece_size", Bound::new(0, MAX_SIZE)),
+    ("gather_write_disk_min_bytes", Bound::new(0, MAX_SIZE)),
     ("batch_queue_group", Bound::new(0, 1 << 20)),
     // At most a second: a longer spin is a busy core, not a faster wake-up.
     ("completion_spin_us", Bound::new(0, 1_000_000)),
@@ -264,6 +266,9 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "gather_batch_copy" => config.gather_batch_copy = as_bool(origin, key, value)?,
         "gather_scatter" => config.gather_scatter = as_bool(origin, key, value)?,
         "gather_writes" => config.gather_writes = as_bool(origin, key, value)?,
+        "gather_write_disk_min_bytes" => {
+            config.gather_write_disk_min_bytes = as_usize(origin, key, value)?
+        }
         "completion_spin_us" => config.completion_spin_us = as_count(origin, key, value)?,
         "completion_poll_us" => config.completion_poll_us = as_count(origin, key, value)?,
         "completion_callbacks" => config.completion_callbacks = as_bool(origin, key, value)?,
@@ -378,6 +383,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "gather_batch_copy" => config.gather_batch_copy.into(),
         "gather_scatter" => config.gather_scatter.into(),
         "gather_writes" => config.gather_writes.into(),
+        "gather_write_disk_min_bytes" => config.gather_write_disk_min_bytes.into(),
         "completion_spin_us" => config.completion_spin_us.into(),
         "completion_poll_us" => config.completion_poll_us.into(),
         "completion_callbacks" => config.completion_callbacks.into(),

@@ -184,8 +184,17 @@ pub struct Config {
     /// gains (1.14 against 0.97 ×) but 4 KiB and 16 KiB random writes may lose (0.85 against
     /// 0.91 ×, 0.77 against 0.95 ×; ext4's own `pwrite` moves by 2 × between rows there).
     /// Writes larger than a piece, and callers few enough to run their writes inline, are not
-    /// gathered.
+    /// gathered; into files on disk, writes under `gather_write_disk_min_bytes` are not either.
     pub gather_writes: bool,
+    /// With `gather_writes`, a write into a file that is not memory-backed (anything but
+    /// tmpfs and ramfs) joins a group only from this many bytes; into tmpfs every small write
+    /// may. 0: every small write, whatever the filesystem. Measured on the H200 into an ext4
+    /// file (page cache; BENCHMARKS.md session 28 runs 3–5, alternating, GB/s gathered against
+    /// not): 4 KiB random × 64 0.49 against 0.61 (six reps), 16 KiB random × 32 1.20 against
+    /// 1.41 (six), 16 KiB sequential × 32 1.33 against 1.86, 32 KiB random × 32 1.76 against
+    /// 2.03, while 64 KiB × 64 gained, sequential 2.66 against 2.51 and random 2.76 against
+    /// 2.18; into tmpfs gathering won from 4 KiB (sessions 27–28).
+    pub gather_write_disk_min_bytes: usize,
     /// A batch submission (`Driver::batch`, `cuFileBatchIOSubmit`) hands its entries to the
     /// workers in groups of this many: one trip through the workers' queue and one round of
     /// wake-ups per group instead of per entry, and a queue deep enough at once for each worker
@@ -379,6 +388,7 @@ impl Default for Config {
             gather_batch_copy: true,
             gather_scatter: true,
             gather_writes: true,
+            gather_write_disk_min_bytes: 64 << 10,
             batch_queue_group: 64,
             completion_spin_us: 1000,
             completion_poll_us: 4,

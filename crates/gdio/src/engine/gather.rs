@@ -41,6 +41,9 @@ pub(crate) struct GatherShape {
     pub scatter: bool,
     /// Gather small writes out of GPU memory too (`gather_writes`).
     pub writes: bool,
+    /// Writes into files that are not memory-backed join only from this many bytes
+    /// (`gather_write_disk_min_bytes`).
+    pub write_disk_min_bytes: usize,
 }
 
 impl GatherShape {
@@ -53,6 +56,7 @@ impl GatherShape {
             batch_copy: config.gather_batch_copy,
             scatter: config.gather_scatter,
             writes: config.gather_writes,
+            write_disk_min_bytes: config.gather_write_disk_min_bytes,
         }
     }
 
@@ -62,11 +66,16 @@ impl GatherShape {
 
     /// The group `job` may join (its GPU and its direction): a buffered-capable read of one
     /// small task into GPU memory, or with `gather_writes` a buffered write of one small task
-    /// out of GPU memory. Reads and writes never share a group.
+    /// out of GPU memory (into a file on disk, of at least `write_disk_min_bytes`). Reads and
+    /// writes never share a group.
     pub(crate) fn candidate(&self, job: &Job) -> Option<(usize, Op)> {
         let op_ok = match job.op {
             Op::Read => !job.page_cache_dma,
-            Op::Write => self.writes,
+            Op::Write => {
+                self.writes
+                    && (job.len >= self.write_disk_min_bytes as u64
+                        || job.file().info().is_memory_backed())
+            }
         };
         if !self.enabled()
             || !op_ok

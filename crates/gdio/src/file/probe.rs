@@ -17,6 +17,7 @@ pub fn fs_name(magic: u64) -> Option<&'static str> {
         0xEF53 => "ext4",
         0x5846_5342 => "xfs",
         0x0102_1994 => "tmpfs",
+        0x8584_58f6 => "ramfs",
         0x9123_683E => "btrfs",
         0x6969 => "nfs",
         0x0BD0_0BD0 => "lustre",
@@ -183,5 +184,29 @@ mod tests {
         let info = probe_path(&p).unwrap();
         assert_eq!(info.fs.name, "tmpfs");
         assert_eq!(info.fs.mount_point.as_deref(), Some(Path::new("/dev/shm")));
+        assert!(info.is_memory_backed());
+    }
+
+    #[test]
+    fn only_regular_files_on_tmpfs_and_ramfs_are_memory_backed() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"abc").unwrap();
+        let mut info = probe_path(&p).unwrap();
+        for (magic, name, want) in [
+            (0xEF53, "ext4", false),
+            (0x5846_5342, "xfs", false),
+            (0x6969, "nfs", false),
+            (0x0102_1994, "tmpfs", true),
+            (0x8584_58f6, "ramfs", true),
+        ] {
+            info.fs.magic = magic;
+            info.fs.name = name.into();
+            assert_eq!(fs_name(magic), Some(name));
+            assert_eq!(info.is_memory_backed(), want, "{name}");
+        }
+        // A device node lives on /dev's devtmpfs, or on tmpfs in a container: its data does not.
+        info.file_type = FileType::BlockDevice;
+        assert!(!info.is_memory_backed());
     }
 }
