@@ -180,9 +180,6 @@ pub struct Config {
     /// 0.72 / 0.69 off, 64 KiB × 64 2.03 / 1.94 against 1.77 / 1.62; run 2: 1.26 / 1.22
     /// against 0.82 / 0.65 and 1.94 / 2.04 against 1.86 / 1.53; session 28 run 1: 32 KiB
     /// random × 32 1.71–2.11 against 1.54–1.55, 16 KiB random × 32 a tie over three reps).
-    /// Into ext4 (session 28 run 3, three reps, each row ÷ its plain `pwrite`) 64 KiB × 64
-    /// gains (1.14 against 0.97 ×) but 4 KiB and 16 KiB random writes may lose (0.85 against
-    /// 0.91 ×, 0.77 against 0.95 ×; ext4's own `pwrite` moves by 2 × between rows there).
     /// Writes larger than a piece, and callers few enough to run their writes inline, are not
     /// gathered; into files on disk, writes under `gather_write_disk_min_bytes` are not either.
     pub gather_writes: bool,

@@ -110,15 +110,12 @@ pub struct FileInfo {
     pub align_source: AlignSource,
 }
 
-/// `statfs` magics of filesystems whose files live in memory only (tmpfs, ramfs).
-const MEMORY_FS_MAGICS: [u64; 2] = [0x0102_1994, 0x8584_58f6];
-
 impl FileInfo {
     /// True for a regular file on a filesystem that keeps its data in memory only (tmpfs,
     /// ramfs), where a write is a copy into pages and no more. A block device node is never
     /// memory-backed, though `/dev` itself is a devtmpfs.
     pub fn is_memory_backed(&self) -> bool {
-        self.file_type == FileType::Regular && MEMORY_FS_MAGICS.contains(&self.fs.magic)
+        self.file_type == FileType::Regular && matches!(self.fs.name.as_str(), "tmpfs" | "ramfs")
     }
 
     /// True when `offset`, `len` and the buffer address `addr` all meet the DIO alignment.
