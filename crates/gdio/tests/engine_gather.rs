@@ -440,8 +440,16 @@ fn small_writes_into_files_on_disk_are_gathered_only_from_the_disk_minimum() {
     let mut saw_disk = false;
     for (where_, d) in dirs() {
         let size = 4 << 20;
-        // Below and at the minimum; into tmpfs both are gathered.
-        for (len, min) in [(4096, 64 << 10), (16 << 10, 64 << 10), (64 << 10, 64 << 10)] {
+        // Below and at the minimum, and 32 and 48 KiB under the default one; into tmpfs all are
+        // gathered.
+        let default_min = Config::default().gather_write_disk_min_bytes;
+        for (len, min) in [
+            (4096, 64 << 10),
+            (16 << 10, 64 << 10),
+            (64 << 10, 64 << 10),
+            (32 << 10, default_min),
+            (48 << 10, default_min),
+        ] {
             let poison = random_bytes(120 + len as u64, size);
             let path = write_file(d.path(), &format!("m{len}"), &poison);
             let files = vec![open_rw(&path)];

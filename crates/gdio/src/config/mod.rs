@@ -190,7 +190,9 @@ pub struct Config {
     /// not): 4 KiB random × 64 0.49 against 0.61 (six reps), 16 KiB random × 32 1.20 against
     /// 1.41 (six), 16 KiB sequential × 32 1.33 against 1.86, 32 KiB random × 32 1.76 against
     /// 2.03, while 64 KiB × 64 gained, sequential 2.66 against 2.51 and random 2.76 against
-    /// 2.18; into tmpfs gathering won from 4 KiB (sessions 27–28).
+    /// 2.18; and 48 KiB gained (session 29 run 2, two reps), random × 32 1.94 / 1.80 against
+    /// 1.75 / 1.68 and sequential × 64 2.13 / 2.24 against 1.96 / 1.75. Into tmpfs gathering
+    /// won from 4 KiB (sessions 27–28).
     pub gather_write_disk_min_bytes: usize,
     /// A batch submission (`Driver::batch`, `cuFileBatchIOSubmit`) hands its entries to the
     /// workers in groups of this many: one trip through the workers' queue and one round of
@@ -385,7 +387,7 @@ impl Default for Config {
             gather_batch_copy: true,
             gather_scatter: true,
             gather_writes: true,
-            gather_write_disk_min_bytes: 64 << 10,
+            gather_write_disk_min_bytes: 48 << 10,
             batch_queue_group: 64,
             completion_spin_us: 1000,
             completion_poll_us: 4,
