@@ -642,6 +642,22 @@ fn sweep_runs_every_row_verified_and_names_the_weakest() {
         (rows[0]["pattern"].as_str(), rows[7]["pattern"].as_str()),
         (Some("random"), Some("random"))
     );
+    // Each row said on stderr that it finished, in order, with its rate: a sweep stopped
+    // part-way still tells what it measured.
+    let err = stderr_of(&o);
+    let done: Vec<&str> = err.lines().filter(|l| l.starts_with("gdio bench: row ")).collect();
+    assert_eq!(done.len(), 14, "{err}");
+    for (i, (line, r)) in done.iter().zip(rows).enumerate() {
+        let head = format!(
+            "gdio bench: row {} of 14, {} {}: {:.2} GB/s",
+            i + 1,
+            r["op"].as_str().unwrap(),
+            r["label"].as_str().unwrap(),
+            r["gbps"].as_f64().unwrap()
+        );
+        assert!(line.starts_with(&head), "{line:?} is not {head:?}...");
+        assert!(line.contains(", verified ("), "{line}");
+    }
     let weakest = rows
         .iter()
         .min_by(|a, b| {
