@@ -544,3 +544,155 @@ fn a_failing_gathered_write_fails_only_its_own_request() {
     assert!(std::fs::read(&ro_path).unwrap().is_empty(), "the read-only file was written");
     assert!(drv.engine().counters().gathered_writes > 0, "nothing was gathered");
 }
+
+/// Sequential requests over `files` files of `size` bytes, in blocks of eight per file in turn:
+/// each starts where the one before it on its file ended, mostly whole multiples of 512 bytes
+/// (so that gathered pieces lie next to each other in the bounce buffer too) and now and then
+/// an odd length (which ends a run); each goes to its own place of one device buffer, with a
+/// random gap before it. The last requests of a file run past its end when `past_end` is set
+/// (short reads). Returns the plans and the buffer size.
+fn seq_plans(seed: u64, files: usize, size: usize, past_end: bool) -> (Vec<Plan>, u64) {
+    let mut r = rng(seed);
+    let mut next = vec![0u64; files];
+    let (mut at, mut v) = (0u64, Vec::new());
+    let end = |f: usize| if past_end { size as u64 } else { size as u64 - (64 << 10) };
+    while (0..files).any(|f| next[f] < end(f)) {
+        for f in 0..files {
+            for _ in 0..8 {
+                if next[f] >= end(f) {
+                    break;
+                }
+                let len = if r.random_range(0..10) == 0 {
+                    r.random_range(1..=20_000)
+                } else {
+                    512 * r.random_range(1..=64)
+                };
+                at += r.random_range(0..300);
+                v.push(Plan { file: f, off: next[f], at, len });
+                next[f] += len as u64;
+                at += len as u64;
+            }
+        }
+    }
+    (v, at + 1)
+}
+
+#[test]
+fn sequential_gathered_reads_go_in_runs_and_land_exactly() {
+    let d = tempfile::tempdir().unwrap();
+    // Not a multiple of anything: the last requests of each file end past it.
+    let size = (1 << 20) + 4321;
+    let datas: Vec<Vec<u8>> = (0..3).map(|i| random_bytes(130 + i, size)).collect();
+    let files: Vec<Arc<FileHandle>> = datas
+        .iter()
+        .enumerate()
+        .map(|(i, data)| {
+            Arc::new(FileHandle::open(write_file(d.path(), &format!("s{i}"), data)).unwrap())
+        })
+        .collect();
+    // The third handle's descriptor now refers to a file of the same size opened write-only:
+    // its runs fail as a whole and each of its pieces again on its own, with EBADF.
+    let wo_path = write_file(d.path(), "write-only", &datas[2]);
+    let wo = std::fs::OpenOptions::new().write(true).open(wo_path).unwrap();
+    // SAFETY: replaces a descriptor this test owns (through the handle) with another open one.
+    assert!(unsafe { libc::dup2(wo.as_raw_fd(), files[2].buffered_fd().as_raw_fd()) } >= 0);
+    for (runs, threads) in [(true, 2), (true, 1), (false, 2)] {
+        let drv = driver(Config { gather_adjacent_runs: runs, ..gather_config(threads, 64) }, 500);
+        let (plans, total) = seq_plans(131 + threads as u64, files.len(), size, true);
+        let mut dev = drv.alloc_device(0, total as usize).unwrap();
+        let poison = random_bytes(132, total as usize);
+        dev.copy_from_host(0, &poison).unwrap();
+        let mut want = poison.clone();
+        let (mut short, mut failed) = (0, 0);
+        for (cookie, state, at_event) in run_batch(&drv, &files, &plans, dev.addr(), Op::Read) {
+            let p = plans[cookie as usize];
+            match (p.file, state) {
+                (0 | 1, BatchState::Complete(n)) => {
+                    let end = (p.off as usize + p.len).min(size);
+                    assert_eq!(n, end - p.off as usize, "runs {runs} {p:?}");
+                    short += usize::from(n < p.len);
+                    let src = &datas[p.file][p.off as usize..end];
+                    assert!(at_event[..n] == *src, "runs {runs} {p:?}: wrong or late bytes");
+                    want[p.at as usize..p.at as usize + n].copy_from_slice(src);
+                }
+                (2, BatchState::Failed(e)) => {
+                    assert_eq!(e.errno(), Some(libc::EBADF), "{e}");
+                    assert!(e.to_string().contains("s2"), "the error names the file: {e}");
+                    failed += 1;
+                }
+                (f, s) => panic!("runs {runs} file {f} {p:?}: unexpected {s:?}"),
+            }
+        }
+        assert_eq!(failed, plans.iter().filter(|p| p.file == 2).count(), "runs {runs}");
+        assert!(short >= 1, "no request ran past the end of a file");
+        let back = sim_bytes_now(dev.addr(), total as usize);
+        assert!(back == want, "runs {runs}: bytes differ, or a short or failed read wrote more");
+        let c = drv.engine().counters();
+        assert!(c.gathered_reads > 0, "runs {runs} threads {threads}: nothing was gathered");
+        if runs {
+            assert!(c.adjacent_pieces > 0, "threads {threads}: no two pieces shared a read");
+        } else {
+            assert_eq!(c.adjacent_pieces, 0, "gather_adjacent_runs is off");
+        }
+    }
+}
+
+#[test]
+fn sequential_gathered_writes_go_in_runs_and_reach_the_file_exactly() {
+    let d = tempfile::tempdir().unwrap();
+    let size = 1 << 20;
+    let poisons: Vec<Vec<u8>> = (0..3).map(|i| random_bytes(140 + i, size)).collect();
+    for (runs, threads) in [(true, 2), (true, 1), (false, 2)] {
+        let paths: Vec<_> = poisons
+            .iter()
+            .enumerate()
+            .map(|(i, p)| write_file(d.path(), &format!("w{runs}{threads}-{i}"), p))
+            .collect();
+        let files: Vec<Arc<FileHandle>> = paths.iter().map(|p| open_rw(p)).collect();
+        // The third handle's descriptor now refers to a file opened read-only: its runs fail
+        // as a whole and each of its pieces again on its own, with EBADF.
+        let ro_path = write_file(d.path(), &format!("ro{runs}{threads}"), b"");
+        let ro = std::fs::File::open(&ro_path).unwrap();
+        // SAFETY: replaces a descriptor this test owns (through the handle) with another one.
+        assert!(unsafe { libc::dup2(ro.as_raw_fd(), files[2].buffered_fd().as_raw_fd()) } >= 0);
+        let config = Config {
+            gather_writes: true,
+            gather_adjacent_runs: runs,
+            ..gather_config(threads, 64)
+        };
+        let drv = driver(config, 500);
+        let (plans, total) = seq_plans(141 + threads as u64, files.len(), size, false);
+        let mut dev = drv.alloc_device(0, total as usize).unwrap();
+        let src = random_bytes(142, total as usize);
+        dev.copy_from_host(0, &src).unwrap();
+        let mut want = poisons.clone();
+        let mut failed = 0;
+        for (cookie, state, _) in run_batch(&drv, &files, &plans, dev.addr(), Op::Write) {
+            let p = plans[cookie as usize];
+            match (p.file, state) {
+                (0 | 1, BatchState::Complete(n)) => {
+                    assert_eq!(n, p.len, "runs {runs} {p:?}");
+                    want[p.file][p.off as usize..p.off as usize + p.len]
+                        .copy_from_slice(&src[p.at as usize..p.at as usize + p.len]);
+                }
+                (2, BatchState::Failed(e)) => {
+                    assert_eq!(e.errno(), Some(libc::EBADF), "{e}");
+                    failed += 1;
+                }
+                (f, s) => panic!("runs {runs} file {f} {p:?}: unexpected {s:?}"),
+            }
+        }
+        assert_eq!(failed, plans.iter().filter(|p| p.file == 2).count(), "runs {runs}");
+        for (i, path) in paths.iter().enumerate() {
+            assert!(std::fs::read(path).unwrap() == want[i], "runs {runs}: file {i} differs");
+        }
+        assert!(std::fs::read(&ro_path).unwrap().is_empty(), "the read-only file was written");
+        let c = drv.engine().counters();
+        assert!(c.gathered_writes > 0, "runs {runs} threads {threads}: nothing was gathered");
+        if runs {
+            assert!(c.adjacent_pieces > 0, "threads {threads}: no two pieces shared a write");
+        } else {
+            assert_eq!(c.adjacent_pieces, 0, "gather_adjacent_runs is off");
+        }
+    }
+}

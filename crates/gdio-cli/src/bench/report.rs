@@ -69,6 +69,9 @@ pub struct OpResult {
     /// Small writes out of GPU memory of the timed iterations that went in gathered groups
     /// (`gather_writes`).
     pub gathered_writes: u64,
+    /// Gathered pieces of the timed iterations that went in one `pread`/`pwrite` with the
+    /// piece before them (`gather_adjacent_runs`).
+    pub adjacent_pieces: u64,
     /// Where the engine's workers spent the timed iterations.
     pub workers: WorkerShares,
     /// Page cache dropped before each iteration.
@@ -157,6 +160,7 @@ impl BenchReport {
                     (r.gathered_reads, "small reads gathered"),
                     (r.scattered_reads, "gathered reads sent by the scatter kernel"),
                     (r.gathered_writes, "small writes gathered"),
+                    (r.adjacent_pieces, "gathered pieces in one call with the one before"),
                 ]
                 .iter()
                 .filter(|(n, _)| *n > 0)

@@ -99,6 +99,7 @@ struct Moved {
     gathered_reads: u64,
     scattered_reads: u64,
     gathered_writes: u64,
+    adjacent_pieces: u64,
     time: gdio::engine::WorkerTime,
 }
 
@@ -126,6 +127,7 @@ impl Moved {
         self.gathered_reads += d(after.gathered_reads, before.gathered_reads);
         self.scattered_reads += d(after.scattered_reads, before.scattered_reads);
         self.gathered_writes += d(after.gathered_writes, before.gathered_writes);
+        self.adjacent_pieces += d(after.adjacent_pieces, before.adjacent_pieces);
         self.time = self.time.plus(&after.worker_time.since(&before.worker_time));
     }
 }
@@ -387,6 +389,7 @@ impl<'a> Bench<'a> {
             gathered_reads: moved.gathered_reads,
             scattered_reads: moved.scattered_reads,
             gathered_writes: moved.gathered_writes,
+            adjacent_pieces: moved.adjacent_pieces,
             workers: self.worker_shares(m.seconds.iter().sum(), moved.time),
             cold: self.args.cold,
             fsync_seconds: None,

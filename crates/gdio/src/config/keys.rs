@@ -51,6 +51,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("gather_scatter", KeyKind::Bool),
     ("gather_writes", KeyKind::Bool),
     ("gather_write_disk_min_bytes", KeyKind::Count),
+    ("gather_adjacent_runs", KeyKind::Bool),
     ("batch_queue_group", KeyKind::Count),
     ("completion_spin_us", KeyKind::Count),
     ("completion_poll_us", KeyKind::Count),
@@ -266,6 +267,7 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "gather_batch_copy" => config.gather_batch_copy = as_bool(origin, key, value)?,
         "gather_scatter" => config.gather_scatter = as_bool(origin, key, value)?,
         "gather_writes" => config.gather_writes = as_bool(origin, key, value)?,
+        "gather_adjacent_runs" => config.gather_adjacent_runs = as_bool(origin, key, value)?,
         "gather_write_disk_min_bytes" => {
             config.gather_write_disk_min_bytes = as_usize(origin, key, value)?
         }
@@ -383,6 +385,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "gather_batch_copy" => config.gather_batch_copy.into(),
         "gather_scatter" => config.gather_scatter.into(),
         "gather_writes" => config.gather_writes.into(),
+        "gather_adjacent_runs" => config.gather_adjacent_runs.into(),
         "gather_write_disk_min_bytes" => config.gather_write_disk_min_bytes.into(),
         "completion_spin_us" => config.completion_spin_us.into(),
         "completion_poll_us" => config.completion_poll_us.into(),

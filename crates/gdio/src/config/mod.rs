@@ -194,6 +194,12 @@ pub struct Config {
     /// 1.75 / 1.68 and sequential × 64 2.13 / 2.24 against 1.96 / 1.75. Into tmpfs gathering
     /// won from 4 KiB (sessions 27–28).
     pub gather_write_disk_min_bytes: usize,
+    /// Pieces of a gathered group that lie next to each other both in one file and in the
+    /// group's bounce buffer (consecutive requests of a sequential reader or writer) are read
+    /// or written with one `pread`/`pwrite` per run instead of one per piece; reads are placed
+    /// in file order first so that such runs form. A run that fails is done again piece by
+    /// piece, so each request still gets its own result. Off: one call per piece.
+    pub gather_adjacent_runs: bool,
     /// A batch submission (`Driver::batch`, `cuFileBatchIOSubmit`) hands its entries to the
     /// workers in groups of this many: one trip through the workers' queue and one round of
     /// wake-ups per group instead of per entry, and a queue deep enough at once for each worker
@@ -388,6 +394,7 @@ impl Default for Config {
             gather_scatter: true,
             gather_writes: true,
             gather_write_disk_min_bytes: 48 << 10,
+            gather_adjacent_runs: true,
             batch_queue_group: 64,
             completion_spin_us: 1000,
             completion_poll_us: 4,

@@ -1,12 +1,15 @@
 //! Gathering small reads into GPU memory: when several small single-task reads to one GPU are
 //! already queued, one worker reads them, of any requests, into consecutive places of one
-//! bounce buffer and sends them with one scatter kernel (`gather_scatter`) or one batched
+//! bounce buffer (in file order, with one `pread` per run of pieces next to each other in a
+//! file, `gather_adjacent_runs`) and sends them with one scatter kernel (`gather_scatter`) or one batched
 //! copy, and one completion marker, instead of a copy call and a marker per piece. Each
 //! request still finishes when its own piece has landed (the group's marker), and a piece that
 //! fails to read fails only its own request. Which requests may be gathered, reads or (with
 //! `gather_writes`) writes, is [`GatherShape::candidate`]; a group of writes is
 //! `gather_write.rs`.
 
+use std::ops::Range;
+use std::os::fd::BorrowedFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -44,6 +47,9 @@ pub(crate) struct GatherShape {
     /// Writes into files that are not memory-backed join only from this many bytes
     /// (`gather_write_disk_min_bytes`).
     pub write_disk_min_bytes: usize,
+    /// One `pread`/`pwrite` per run of pieces next to each other in a file and in the bounce
+    /// buffer (`gather_adjacent_runs`).
+    pub adjacent_runs: bool,
 }
 
 impl GatherShape {
@@ -57,6 +63,7 @@ impl GatherShape {
             scatter: config.gather_scatter,
             writes: config.gather_writes,
             write_disk_min_bytes: config.gather_write_disk_min_bytes,
+            adjacent_runs: config.gather_adjacent_runs,
         }
     }
 
@@ -72,9 +79,7 @@ impl GatherShape {
         let op_ok = match job.op {
             Op::Read => !job.page_cache_dma,
             Op::Write => {
-                self.writes
-                    && (job.len >= self.write_disk_min_bytes as u64
-                        || job.file().info().is_memory_backed())
+                self.writes && (job.len >= self.write_disk_min_bytes as u64 || job.into_memory)
             }
         };
         if !self.enabled()
@@ -134,6 +139,40 @@ pub(crate) fn place(
     (placed, rest)
 }
 
+/// `placed` as runs of pieces that follow each other both in one file (the same handle, each
+/// starting where the one before ends) and in the bounce buffer: the consecutive requests of a
+/// sequential reader or writer. Each range indexes `placed`; every piece is in exactly one
+/// run, in order. With `merge` false every piece is a run of its own.
+pub(crate) fn adjacent_runs(placed: &[Placed], merge: bool) -> Vec<Range<usize>> {
+    let mut runs = Vec::new();
+    let mut start = 0;
+    for i in 1..=placed.len() {
+        let joins = merge && i < placed.len() && {
+            let (before, b_task, b_at) = &placed[i - 1];
+            let (job, task, at) = &placed[i];
+            before.file_id() == job.file_id()
+                && b_task.offset + b_task.len == task.offset
+                && b_at + b_task.len as usize == *at
+        };
+        if !joins {
+            runs.push(start..i);
+            start = i;
+        }
+    }
+    runs
+}
+
+/// How the `n` bytes that one read of a run brought split among its pieces of `lens` bytes,
+/// in order: a read comes up short only at the end of the file (one that shrank since the
+/// request was checked), so the pieces past it get nothing.
+fn run_shares(mut n: usize, lens: impl Iterator<Item = usize>) -> impl Iterator<Item = usize> {
+    lens.map(move |len| {
+        let got = n.min(len);
+        n -= got;
+        got
+    })
+}
+
 /// A piece read into the group's bounce buffer, waiting for its copy.
 struct Piece {
     job: Arc<Job>,
@@ -158,31 +197,57 @@ pub(crate) fn run_group(
     let Some(slot) = group_slot(jobs, lane, counters) else { return Vec::new() };
     let cap = lane.buffer_size().min(shape.max_bytes);
     let base = lane.buffers[slot].as_mut_ptr();
-    // Places first (each piece at the next aligned offset after the one before), then every
-    // read at once: one io_uring submission when the worker's ring serves them, else `pread`s.
+    // Places first (each piece at the next aligned offset after the one before; in file order
+    // when runs are merged, so that a sequential reader's pieces follow each other), then
+    // every read at once: one per run of adjacent pieces, through one io_uring submission when
+    // the worker's ring serves them, else `pread`s.
+    let mut order = jobs.to_vec();
+    if shape.adjacent_runs {
+        order.sort_by_key(|job| (job.file_id(), job.offset));
+    }
     let (placed, rest) =
-        place(jobs, cap, |job, task| transfer::read_path(job, task, true) == ReadPath::Buffered);
+        place(&order, cap, |job, task| transfer::read_path(job, task, true) == ReadPath::Buffered);
+    let runs = adjacent_runs(&placed, shape.adjacent_runs);
+    counters.adjacent_pieces.fetch_add((placed.len() - runs.len()) as u64, Ordering::Relaxed);
     let read_from = Instant::now();
-    let results: Vec<Result<usize, i32>> = match ring.for_reads(placed.len(), Shape::Gathered) {
+    let spans: Vec<(BorrowedFd<'_>, u64, usize, *mut u8)> = runs
+        .iter()
+        .map(|run| {
+            let (job, task, at) = &placed[run.start];
+            let len = placed[run.clone()].iter().map(|(_, t, _)| t.len as usize).sum();
+            // SAFETY: a run's pieces follow each other in the buffer, the last ending at most
+            // at `cap <= buffer size`.
+            (job.file().buffered_fd(), task.offset, len, unsafe { base.add(*at) })
+        })
+        .collect();
+    let run_results: Vec<Result<usize, i32>> = match ring.for_reads(spans.len(), Shape::Gathered) {
         Some(r) => {
-            let reads: Vec<uring::Read<'_>> = placed
+            let reads: Vec<uring::Read<'_>> = spans
                 .iter()
-                .map(|(job, task, at)| uring::Read {
-                    fd: job.file().buffered_fd(),
-                    offset: task.offset,
-                    len: task.len as usize,
-                    // SAFETY: `at + len <= cap <= buffer size`.
-                    dst: unsafe { base.add(*at) },
-                })
+                .map(|&(fd, offset, len, dst)| uring::Read { fd, offset, len, dst })
                 .collect();
-            // SAFETY: the pieces' ranges are disjoint and inside the bounce buffer, whose
+            // SAFETY: the runs' ranges are disjoint and inside the bounce buffer, whose
             // previous copy is done (slot taken above); nothing else touches them until their
             // copies are queued.
             unsafe { r.read_all(&reads) }
         }
-        None => placed
+        None => spans
             .iter()
-            .map(|(job, task, at)| {
+            .map(|&(fd, offset, len, dst)| {
+                // SAFETY: as above, one run at a time.
+                unsafe { posix::pread_full_raw(fd, dst, len, offset) }
+            })
+            .collect(),
+    };
+    let mut results: Vec<Result<usize, i32>> = Vec::with_capacity(placed.len());
+    for (run, r) in runs.iter().zip(run_results) {
+        match r {
+            Ok(n) => results.extend(
+                run_shares(n, placed[run.clone()].iter().map(|(_, t, _)| t.len as usize)).map(Ok),
+            ),
+            Err(errno) if run.len() == 1 => results.push(Err(errno)),
+            // Each piece again on its own, so that only those that fail report the error.
+            Err(_) => results.extend(placed[run.clone()].iter().map(|(job, task, at)| {
                 // SAFETY: as above, one piece at a time.
                 unsafe {
                     posix::pread_full_raw(
@@ -192,9 +257,9 @@ pub(crate) fn run_group(
                         task.offset,
                     )
                 }
-            })
-            .collect(),
-    };
+            })),
+        }
+    }
     counters.time.add(Phase::FileIo, read_from);
     let mut pieces: Vec<Piece> = Vec::with_capacity(placed.len());
     for ((job, task, at), r) in placed.into_iter().zip(results) {
@@ -274,3 +339,6 @@ pub(crate) fn run_group(
     }
     rest
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,7 +2,8 @@
 //! writes from one GPU are already queued, one worker copies them, of any requests, into
 //! consecutive places of one bounce buffer (one batched copy with `gather_batch_copy`, else a
 //! copy call each), waits once for the copies to land, and then writes each piece to its
-//! file, instead of one device→host copy, one wait and one `pwrite` per request in turn. Each
+//! file (pieces next to each other in one file with one `pwrite`, `gather_adjacent_runs`),
+//! instead of one device→host copy, one wait and one `pwrite` per request in turn. Each
 //! request finishes with its own piece: a copy that fails fails the whole group with nothing
 //! written; a piece that fails to write fails only its own request.
 
@@ -10,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::gather::{group_slot, place, GatherShape};
+use super::gather::{adjacent_runs, group_slot, place, GatherShape};
 use super::job::{Counters, Job, TaskResult};
 use super::lane::Lane;
 use super::plan::Task;
@@ -70,27 +71,55 @@ pub(crate) fn run_group(
         return rest;
     }
     counters.gathered_writes.fetch_add(placed.len() as u64, Ordering::Relaxed);
-    // Each request finishes as soon as its own piece is in its file.
-    for (job, task, at) in placed {
-        let file = job.file();
-        // SAFETY: `base + at` holds the piece's `task.len` bytes, copied from the device and
-        // waited for above. Buffered: candidates never insist on O_DIRECT.
-        let written = timed(Some(&counters.time), Phase::FileIo, || unsafe {
-            transfer::write_range(
-                file,
-                base.add(at),
-                task.offset,
-                task.len,
-                false,
-                transfer::direct_align(file),
-            )
-        });
-        match written {
-            Ok(_) => {
-                job.finish(task, TaskResult { bytes: task.len, ..TaskResult::default() }, None)
-            }
-            Err((bytes, e)) => {
-                job.finish(task, TaskResult { bytes, ..TaskResult::default() }, Some(e))
+    // Each run of pieces next to each other in one file goes with one `pwrite`, and its
+    // requests finish as soon as it is in the file. A run that fails is written again piece by
+    // piece (the same bytes), so that each request gets its own result.
+    let runs = adjacent_runs(&placed, shape.adjacent_runs);
+    counters.adjacent_pieces.fetch_add((placed.len() - runs.len()) as u64, Ordering::Relaxed);
+    for run in runs {
+        let whole = run.len() > 1 && {
+            let (job, task, at) = &placed[run.start];
+            let len = placed[run.clone()].iter().map(|(_, t, _)| t.len).sum();
+            let file = job.file();
+            // SAFETY: the run's pieces follow each other from `base + at`, copied from the
+            // device and waited for above. Buffered: candidates never insist on O_DIRECT.
+            timed(Some(&counters.time), Phase::FileIo, || unsafe {
+                transfer::write_range(
+                    file,
+                    base.add(*at),
+                    task.offset,
+                    len,
+                    false,
+                    transfer::direct_align(file),
+                )
+            })
+            .is_ok()
+        };
+        for (job, task, at) in &placed[run] {
+            let written = if whole {
+                Ok(0)
+            } else {
+                let file = job.file();
+                // SAFETY: `base + at` holds the piece's `task.len` bytes, copied from the
+                // device and waited for above.
+                timed(Some(&counters.time), Phase::FileIo, || unsafe {
+                    transfer::write_range(
+                        file,
+                        base.add(*at),
+                        task.offset,
+                        task.len,
+                        false,
+                        transfer::direct_align(file),
+                    )
+                })
+            };
+            match written {
+                Ok(_) => {
+                    job.finish(*task, TaskResult { bytes: task.len, ..TaskResult::default() }, None)
+                }
+                Err((bytes, e)) => {
+                    job.finish(*task, TaskResult { bytes, ..TaskResult::default() }, Some(e))
+                }
             }
         }
     }

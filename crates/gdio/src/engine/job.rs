@@ -59,6 +59,9 @@ pub(crate) struct Counters {
     pub scattered_reads: AtomicU64,
     /// Writes that went in a gathered group (`gather_writes`).
     pub gathered_writes: AtomicU64,
+    /// Gathered pieces read or written in one call with the piece before them
+    /// (`gather_adjacent_runs`).
+    pub adjacent_pieces: AtomicU64,
     /// One-task reads spread over free workers (`split_min_bytes`).
     pub split_reads: AtomicU64,
     /// Tasks the completion watcher finished (before their workers looked).
@@ -220,6 +223,10 @@ pub struct Job {
     /// A one-task read split over free workers (`split_min_bytes`): its caller waits for
     /// pieces that run side by side, so the completion watcher finishes them however many.
     pub(crate) split: bool,
+    /// A write into a memory-backed file (tmpfs, ramfs), noted when the job is made: workers
+    /// look at queued jobs that may be done already, whose file the submitter may have
+    /// dropped, so nothing that decides how to run a job may read its file later.
+    pub(crate) into_memory: bool,
     counters: Option<Arc<Counters>>,
     notifier: Option<Arc<Notifier>>,
     state: Mutex<State>,
@@ -264,6 +271,15 @@ impl Job {
         counters: Option<Arc<Counters>>,
     ) -> Job {
         let done = tasks.is_empty();
+        let into_memory = op == Op::Write && {
+            let f: &FileHandle = match &file {
+                // SAFETY: the submitter keeps the handle alive until the job is done, which is
+                // after it is made.
+                JobFile::Borrowed(p) => unsafe { &**p },
+                JobFile::Shared(f) => f,
+            };
+            f.info().is_memory_backed()
+        };
         Job {
             op,
             file,
@@ -276,6 +292,7 @@ impl Job {
             buffered_chunk: u64::MAX,
             direct_in_flight: 1,
             split: false,
+            into_memory,
             counters,
             notifier: None,
             state: Mutex::new(State { done, ..State::default() }),
@@ -318,6 +335,15 @@ impl Job {
             // only call this while running a task, which is before that.
             JobFile::Borrowed(p) => unsafe { &**p },
             JobFile::Shared(f) => f,
+        }
+    }
+
+    /// Which file handle this job is on, as a number: equal for jobs on the same handle. Reads
+    /// nothing behind the handle, so it may be asked of a job that is done.
+    pub(crate) fn file_id(&self) -> usize {
+        match &self.file {
+            JobFile::Borrowed(p) => *p as usize,
+            JobFile::Shared(f) => Arc::as_ptr(f) as usize,
         }
     }
 

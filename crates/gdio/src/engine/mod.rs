@@ -83,6 +83,9 @@ pub struct EngineCounters {
     /// Small writes out of GPU memory that went in a gathered group (`gather_writes`: one
     /// bounce buffer and one wait for the device→host copies of many requests).
     pub gathered_writes: u64,
+    /// Gathered pieces (reads or writes) that went in one `pread`/`pwrite` with the piece
+    /// before them, next to it in the same file (`gather_adjacent_runs`): the calls saved.
+    pub adjacent_pieces: u64,
     /// Reads (or pieces of reads) that workers issued through their io_uring (`io_engine`).
     pub io_uring_reads: u64,
     /// One-task reads into GPU memory split over free workers (`split_min_bytes`).
@@ -260,6 +263,7 @@ impl Engine {
             gathered_reads: c.gathered_reads.load(Ordering::Relaxed),
             scattered_reads: c.scattered_reads.load(Ordering::Relaxed),
             gathered_writes: c.gathered_writes.load(Ordering::Relaxed),
+            adjacent_pieces: c.adjacent_pieces.load(Ordering::Relaxed),
             split_reads: c.split_reads.load(Ordering::Relaxed),
             watcher_finished: c.watcher_finished.load(Ordering::Relaxed),
             inline_requests: c.inline_requests.load(Ordering::Relaxed),
