@@ -555,11 +555,11 @@ fn seq_plans(seed: u64, files: usize, size: usize, past_end: bool) -> (Vec<Plan>
     let mut r = rng(seed);
     let mut next = vec![0u64; files];
     let (mut at, mut v) = (0u64, Vec::new());
-    let end = |f: usize| if past_end { size as u64 } else { size as u64 - (64 << 10) };
-    while (0..files).any(|f| next[f] < end(f)) {
-        for f in 0..files {
+    let end = if past_end { size as u64 } else { size as u64 - (64 << 10) };
+    while next.iter().any(|n| *n < end) {
+        for (f, next) in next.iter_mut().enumerate() {
             for _ in 0..8 {
-                if next[f] >= end(f) {
+                if *next >= end {
                     break;
                 }
                 let len = if r.random_range(0..10) == 0 {
@@ -568,8 +568,8 @@ fn seq_plans(seed: u64, files: usize, size: usize, past_end: bool) -> (Vec<Plan>
                     512 * r.random_range(1..=64)
                 };
                 at += r.random_range(0..300);
-                v.push(Plan { file: f, off: next[f], at, len });
-                next[f] += len as u64;
+                v.push(Plan { file: f, off: *next, at, len });
+                *next += len as u64;
                 at += len as u64;
             }
         }
