@@ -1,11 +1,11 @@
 //! Gathering small reads into GPU memory: when several small single-task reads to one GPU are
 //! already queued, one worker reads them, of any requests, into consecutive places of one
 //! bounce buffer (in file order, with one `pread` per run of pieces next to each other in a
-//! file, `gather_adjacent_runs`) and sends them with one scatter kernel (`gather_scatter`) or one batched
-//! copy, and one completion marker, instead of a copy call and a marker per piece. Each
-//! request still finishes when its own piece has landed (the group's marker), and a piece that
-//! fails to read fails only its own request. Which requests may be gathered, reads or (with
-//! `gather_writes`) writes, is [`GatherShape::candidate`]; a group of writes is
+//! file, `gather_adjacent_runs`) and sends them with one scatter kernel (`gather_scatter`) or
+//! one batched copy, and one completion marker, instead of a copy call and a marker per piece.
+//! Each request still finishes when its own piece has landed (the group's marker), and a piece
+//! that fails to read fails only its own request. Which requests may be gathered, reads or
+//! (with `gather_writes`) writes, is [`GatherShape::candidate`]; a group of writes is
 //! `gather_write.rs`.
 
 use std::ops::Range;
