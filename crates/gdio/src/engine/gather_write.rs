@@ -17,6 +17,7 @@ use super::lane::Lane;
 use super::plan::Task;
 use super::transfer;
 use super::worker_time::{timed, Phase};
+use crate::error::Error;
 
 /// Runs the tasks of `jobs` (all [`GatherShape::candidate`] writes from `lane`'s GPU) as one
 /// group. Returns the tasks that did not fit in the group's bounce buffer: the caller runs
@@ -80,38 +81,17 @@ pub(crate) fn run_group(
         let whole = run.len() > 1 && {
             let (job, task, at) = &placed[run.start];
             let len = placed[run.clone()].iter().map(|(_, t, _)| t.len).sum();
-            let file = job.file();
             // SAFETY: the run's pieces follow each other from `base + at`, copied from the
-            // device and waited for above. Buffered: candidates never insist on O_DIRECT.
-            timed(Some(&counters.time), Phase::FileIo, || unsafe {
-                transfer::write_range(
-                    file,
-                    base.add(*at),
-                    task.offset,
-                    len,
-                    false,
-                    transfer::direct_align(file),
-                )
-            })
-            .is_ok()
+            // device and waited for above.
+            unsafe { write_from(job, base.add(*at), task.offset, len, counters) }.is_ok()
         };
         for (job, task, at) in &placed[run] {
             let written = if whole {
                 Ok(0)
             } else {
-                let file = job.file();
                 // SAFETY: `base + at` holds the piece's `task.len` bytes, copied from the
                 // device and waited for above.
-                timed(Some(&counters.time), Phase::FileIo, || unsafe {
-                    transfer::write_range(
-                        file,
-                        base.add(*at),
-                        task.offset,
-                        task.len,
-                        false,
-                        transfer::direct_align(file),
-                    )
-                })
+                unsafe { write_from(job, base.add(*at), task.offset, task.len, counters) }
             };
             match written {
                 Ok(_) => {
@@ -124,4 +104,24 @@ pub(crate) fn run_group(
         }
     }
     rest
+}
+
+/// Writes `len` bytes at `src` to `job`'s file at `offset`, buffered (candidates never insist
+/// on `O_DIRECT`), timed as file I/O: the bytes that reached the file, or with the error those
+/// that did.
+///
+/// # Safety
+/// `src` must be valid for reads of `len` bytes.
+unsafe fn write_from(
+    job: &Job,
+    src: *const u8,
+    offset: u64,
+    len: u64,
+    counters: &Counters,
+) -> Result<u64, (u64, Error)> {
+    let file = job.file();
+    // SAFETY: the caller's range covers these bytes.
+    timed(Some(&counters.time), Phase::FileIo, || unsafe {
+        transfer::write_range(file, src, offset, len, false, transfer::direct_align(file))
+    })
 }
