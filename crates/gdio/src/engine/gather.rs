@@ -9,7 +9,6 @@
 //! `gather_write.rs`.
 
 use std::ops::Range;
-use std::os::fd::BorrowedFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -201,41 +200,44 @@ pub(crate) fn run_group(
     // when runs are merged, so that a sequential reader's pieces follow each other), then
     // every read at once: one per run of adjacent pieces, through one io_uring submission when
     // the worker's ring serves them, else `pread`s.
-    let mut order = jobs.to_vec();
-    if shape.adjacent_runs {
-        order.sort_by_key(|job| (job.file_id(), job.offset));
-    }
+    let sorted;
+    let order = if shape.adjacent_runs {
+        let mut v = jobs.to_vec();
+        v.sort_by_key(|job| (job.file_id(), job.offset));
+        sorted = v;
+        &sorted
+    } else {
+        jobs
+    };
     let (placed, rest) =
-        place(&order, cap, |job, task| transfer::read_path(job, task, true) == ReadPath::Buffered);
+        place(order, cap, |job, task| transfer::read_path(job, task, true) == ReadPath::Buffered);
     let runs = adjacent_runs(&placed, shape.adjacent_runs);
     counters.adjacent_pieces.fetch_add((placed.len() - runs.len()) as u64, Ordering::Relaxed);
     let read_from = Instant::now();
-    let spans: Vec<(BorrowedFd<'_>, u64, usize, *mut u8)> = runs
+    let reads: Vec<uring::Read<'_>> = runs
         .iter()
         .map(|run| {
             let (job, task, at) = &placed[run.start];
-            let len = placed[run.clone()].iter().map(|(_, t, _)| t.len as usize).sum();
-            // SAFETY: a run's pieces follow each other in the buffer, the last ending at most
-            // at `cap <= buffer size`.
-            (job.file().buffered_fd(), task.offset, len, unsafe { base.add(*at) })
+            uring::Read {
+                fd: job.file().buffered_fd(),
+                offset: task.offset,
+                len: placed[run.clone()].iter().map(|(_, t, _)| t.len as usize).sum(),
+                // SAFETY: a run's pieces follow each other in the buffer, the last ending at
+                // most at `cap <= buffer size`.
+                dst: unsafe { base.add(*at) },
+            }
         })
         .collect();
-    let run_results: Vec<Result<usize, i32>> = match ring.for_reads(spans.len(), Shape::Gathered) {
-        Some(r) => {
-            let reads: Vec<uring::Read<'_>> = spans
-                .iter()
-                .map(|&(fd, offset, len, dst)| uring::Read { fd, offset, len, dst })
-                .collect();
-            // SAFETY: the runs' ranges are disjoint and inside the bounce buffer, whose
-            // previous copy is done (slot taken above); nothing else touches them until their
-            // copies are queued.
-            unsafe { r.read_all(&reads) }
-        }
-        None => spans
+    let run_results: Vec<Result<usize, i32>> = match ring.for_reads(reads.len(), Shape::Gathered) {
+        // SAFETY: the runs' ranges are disjoint and inside the bounce buffer, whose previous
+        // copy is done (slot taken above); nothing else touches them until their copies are
+        // queued.
+        Some(r) => unsafe { r.read_all(&reads) },
+        None => reads
             .iter()
-            .map(|&(fd, offset, len, dst)| {
+            .map(|r| {
                 // SAFETY: as above, one run at a time.
-                unsafe { posix::pread_full_raw(fd, dst, len, offset) }
+                unsafe { posix::pread_full_raw(r.fd, r.dst, r.len, r.offset) }
             })
             .collect(),
     };

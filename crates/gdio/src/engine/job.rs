@@ -271,16 +271,7 @@ impl Job {
         counters: Option<Arc<Counters>>,
     ) -> Job {
         let done = tasks.is_empty();
-        let into_memory = op == Op::Write && {
-            let f: &FileHandle = match &file {
-                // SAFETY: the submitter keeps the handle alive until the job is done, which is
-                // after it is made.
-                JobFile::Borrowed(p) => unsafe { &**p },
-                JobFile::Shared(f) => f,
-            };
-            f.info().is_memory_backed()
-        };
-        Job {
+        let mut job = Job {
             op,
             file,
             buf,
@@ -292,14 +283,17 @@ impl Job {
             buffered_chunk: u64::MAX,
             direct_in_flight: 1,
             split: false,
-            into_memory,
+            into_memory: false,
             counters,
             notifier: None,
             state: Mutex::new(State { done, ..State::default() }),
             made: Instant::now(),
             done: AtomicBool::new(done),
             cv: Condvar::new(),
-        }
+        };
+        // The submitter holds the file while the job is made.
+        job.into_memory = op == Op::Write && job.file().info().is_memory_backed();
+        job
     }
 
     /// The engine's worker clock, when this job counts into an engine's counters.

@@ -5,6 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use rand::{RngCore, SeedableRng};
+
 use super::run_shares;
 use crate::file::fault::{self, FaultPlan};
 use crate::gpu::sim::SimRuntime;
@@ -21,17 +23,11 @@ fn a_runs_bytes_go_to_its_pieces_in_order() {
     assert!(shares(5, &[]).is_empty());
 }
 
-/// Bytes from a seed (xorshift): different for every seed and offset, never all one value.
+/// Random bytes from a seed.
 fn bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    let mut v = vec![0u8; len];
+    rand::rngs::StdRng::seed_from_u64(seed).fill_bytes(&mut v);
+    v
 }
 
 /// 48 sequential requests of 4–28 KiB from file offset 0, each at its own place of a device
