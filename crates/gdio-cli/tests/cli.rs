@@ -319,8 +319,24 @@ fn write_mode_never_touches_the_input_and_refuses_untrusted_sizes() {
     assert_eq!(v["results"][0]["verified"], true);
     assert!(v["results"][0]["limit_gbps"].as_f64().unwrap() > 0.0);
     assert!(v["limits"]["host_write_gbps"].as_f64().unwrap() > 0.0);
+    // Large buffered writes into the output, at most the default `file_writers` at once.
+    let most = v["results"][0]["most_writers_at_once"].as_u64().unwrap();
+    assert!((1..=4).contains(&most), "{most} writers at once");
     assert_eq!(std::fs::read(&f).unwrap(), data);
     assert_eq!(listing(dir.path()), ["data-14.bin"], "the bench left its output beside the input");
+    // Eight 1 MiB writes in flight take turns one at a time with `file_writers` 1, and the
+    // text report says so.
+    let o = gdio()
+        .env("GDIO_FILE_WRITERS", "1")
+        .args(["bench", "--mode", "write", "--target", "host", "--io-size", "1M"])
+        .args(["--queue-depth", "8", "--iterations", "1", "--file"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("at most 1 large buffered writes into the file at once"), "{text}");
+    assert_eq!(std::fs::read(&f).unwrap(), data);
     for p in ["/proc/self/status", "/sys/kernel/mm/transparent_hugepage/enabled"] {
         if !std::path::Path::new(p).exists() {
             continue;

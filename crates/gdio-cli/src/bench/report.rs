@@ -79,6 +79,10 @@ pub struct OpResult {
     /// For writes: seconds of the fsync after the last iteration (not in `seconds`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fsync_seconds: Option<f64>,
+    /// For writes: the most buffered writes of 1 MiB or more the engine had in flight into the
+    /// output file at once (`FileHandle::most_writers_at_once`; `file_writers` caps it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub most_writers_at_once: Option<usize>,
     /// Backend that served the I/O.
     pub backend: String,
     /// The limit this row is measured against (reads: the pinned host→device copy, or for
@@ -178,6 +182,12 @@ impl BenchReport {
             );
             if let Some(f) = r.fsync_seconds {
                 outln!("{:<6} fsync after the last write: {f:.3} s (not in the GB/s)", "");
+            }
+            if let Some(n) = r.most_writers_at_once.filter(|n| *n > 0) {
+                outln!(
+                    "{:<6} at most {n} large buffered writes into the file at once (file_writers)",
+                    ""
+                );
             }
             if r.workers.verdict().is_some() {
                 outln!("{:<6} {}", "", r.workers.line());

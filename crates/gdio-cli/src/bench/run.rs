@@ -393,6 +393,7 @@ impl<'a> Bench<'a> {
             workers: self.worker_shares(m.seconds.iter().sum(), moved.time),
             cold: self.args.cold,
             fsync_seconds: None,
+            most_writers_at_once: None,
             backend,
             limit_gbps: limit,
             ratio_to_limit: limit.filter(|l| *l > 0.0).map(|l| gbps / l),
@@ -595,6 +596,7 @@ impl<'a> Bench<'a> {
         let backend = backend_for(&self.driver, wfile, self.kind(), true, self.mem.addr(), size);
         let mut r = self.result("write", m, shape, verified, backend, Some(limit), moved);
         r.fsync_seconds = Some(fsync);
+        r.most_writers_at_once = Some(wfile.most_writers_at_once());
         Ok(r)
     }
 

@@ -39,6 +39,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("rdma_dynamic_routing_order", KeyKind::RoutingOrder),
     ("threads", KeyKind::Count),
     ("write_threads", KeyKind::Count),
+    ("file_writers", KeyKind::Count),
     ("task_size", KeyKind::Count),
     ("bounce_buffer_size", KeyKind::Count),
     ("buffered_chunk_size", KeyKind::Count),
@@ -120,6 +121,7 @@ pub const MAX_SIZE: u64 = 1 << 30;
 pub const BOUNDS: &[(&str, Bound)] = &[
     ("threads", Bound::new(1, 1024)),
     ("write_threads", Bound::new(1, 1024)),
+    ("file_writers", Bound::new(0, 1024)),
     // Any positive size, as KvikIO takes: the engine makes tasks of at least a page and bounce
     // buffers of whole pages (`Config::task_bytes`, `Config::bounce_buffer_bytes`).
     ("task_size", Bound::new(1, MAX_SIZE)),
@@ -254,6 +256,7 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         }
         "threads" => config.threads = as_usize(origin, key, value)?,
         "write_threads" => config.write_threads = as_usize(origin, key, value)?,
+        "file_writers" => config.file_writers = as_usize(origin, key, value)?,
         "task_size" => config.task_size = as_usize(origin, key, value)?,
         "bounce_buffer_size" => config.bounce_buffer_size = as_usize(origin, key, value)?,
         "buffered_chunk_size" => config.buffered_chunk_size = as_usize(origin, key, value)?,
@@ -374,6 +377,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "rdma_dynamic_routing_order" => config.rdma_dynamic_routing_order.clone().into(),
         "threads" => config.threads.into(),
         "write_threads" => config.write_threads.into(),
+        "file_writers" => config.file_writers.into(),
         "task_size" => config.task_size.into(),
         "bounce_buffer_size" => config.bounce_buffer_size.into(),
         "buffered_chunk_size" => config.buffered_chunk_size.into(),
@@ -458,6 +462,8 @@ mod tests {
             ("threads", serde_json::json!(0)),
             ("threads", serde_json::json!(1025)),
             ("write_threads", serde_json::json!(0)),
+            ("file_writers", serde_json::json!(1025)),
+            ("file_writers", serde_json::json!(-1)),
             ("save_writes_in_flight", serde_json::json!(0)),
             ("save_writes_in_flight", serde_json::json!(257)),
             ("save_files_in_flight", serde_json::json!(0)),

@@ -129,6 +129,16 @@ pub struct Config {
     /// Workers one write request uses at most (buffered writes to one file serialize on the
     /// file's lock in ext4 and xfs, so more writers only add contention).
     pub write_threads: usize,
+    /// Buffered writes of 1 MiB or more ([`crate::file::FILE_WRITERS_MIN_BYTES`]) in flight
+    /// into one open file at once, over all its requests (`write_threads` caps one request;
+    /// sixteen 4 MiB writes in flight otherwise reach the file from every worker); 0: no
+    /// limit. Buffered writes into one file take its inode lock one at a time, so more
+    /// writers only contend for it. On the H200 (BENCHMARKS.md session 30 run 4,
+    /// `bench/write-threads-probe.c`, 8 GiB into one fresh file in 4 MiB calls): ext4 1 writer
+    /// 2.76 GB/s, 2 4.00, 4 3.78, 8 3.53, 12 3.24, 16 3.31; tmpfs 1 writer 3.16, 2–16
+    /// 2.21–2.53; and `gdio bench` 4 MiB × 16 into ext4 with 4 workers in all wrote 4.19 / 4.89
+    /// against 3.23 / 3.67 GB/s with the default 12. 4 as `write_threads`.
+    pub file_writers: usize,
     /// A request is split into tasks of this many bytes; the engine's tasks are at least 4 KiB
     /// and rounded up to the file's `O_DIRECT` alignment ([`Config::task_bytes`]).
     pub task_size: usize,
@@ -382,6 +392,7 @@ impl Default for Config {
             ],
             threads: default_threads(),
             write_threads: 4,
+            file_writers: 4,
             task_size: 8 << 20,
             bounce_buffer_size: 4 << 20,
             buffered_chunk_size: 4 << 20,

@@ -122,6 +122,14 @@ unsafe fn write_from(
     let file = job.file();
     // SAFETY: the caller's range covers these bytes.
     timed(Some(&counters.time), Phase::FileIo, || unsafe {
-        transfer::write_range(file, src, offset, len, false, transfer::direct_align(file))
+        transfer::write_range(
+            file,
+            src,
+            offset,
+            len,
+            false,
+            transfer::direct_align(file),
+            job.file_writers,
+        )
     })
 }

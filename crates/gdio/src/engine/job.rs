@@ -218,6 +218,8 @@ pub struct Job {
     pub(crate) page_cache_dma: bool,
     /// Bytes per buffered read into a bounce buffer.
     pub(crate) buffered_chunk: u64,
+    /// Large buffered writes into one file in flight at once (`file_writers`; 0: no limit).
+    pub(crate) file_writers: usize,
     /// `O_DIRECT` reads a worker keeps in flight for this job's cold ranges in GPU memory.
     pub(crate) direct_in_flight: usize,
     /// A one-task read split over free workers (`split_min_bytes`): its caller waits for
@@ -281,6 +283,7 @@ impl Job {
             direct,
             page_cache_dma: false,
             buffered_chunk: u64::MAX,
+            file_writers: 0,
             direct_in_flight: 1,
             split: false,
             into_memory: false,

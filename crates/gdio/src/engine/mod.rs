@@ -409,6 +409,7 @@ impl Engine {
             Some(self.counters.clone()),
         );
         job.buffered_chunk = self.config.buffered_chunk_size.max(4096) as u64;
+        job.file_writers = self.config.file_writers;
         job.direct_in_flight = self.config.direct_reads_in_flight.clamp(1, 64);
         job.page_cache_dma = self.config.page_cache_dma && op == Op::Read;
         job.split = split;

@@ -8,7 +8,7 @@ use super::ring::{Shape, WorkerRing};
 use super::worker_time::{timed, Phase};
 use crate::error::{Error, Result};
 use crate::file::uring::{self, Ring};
-use crate::file::{posix, residency, FileHandle};
+use crate::file::{posix, residency, FileHandle, FILE_WRITERS_MIN_BYTES};
 
 /// The alignment a job's direct pieces use: the larger of the DIO offset and memory alignment.
 pub(crate) fn direct_align(file: &FileHandle) -> u64 {
@@ -204,7 +204,9 @@ unsafe fn direct_range_result(
 
 /// Writes `[off, off+len)` from `src`, the aligned middle with `O_DIRECT` when `direct` and
 /// `src` lines up. Returns the direct bytes. On error nothing more is written, and the error
-/// comes with the bytes of this range that reached the file.
+/// comes with the bytes of this range that reached the file. A buffered `pwrite` of at least
+/// [`FILE_WRITERS_MIN_BYTES`] first waits for its turn among `writers` into the file
+/// (`file_writers`; 0: none waits, each is only counted).
 ///
 /// # Safety
 /// `src` must be valid for reads of `len` bytes.
@@ -215,8 +217,11 @@ pub(crate) unsafe fn write_range(
     len: u64,
     direct: bool,
     align: u64,
+    writers: usize,
 ) -> std::result::Result<u64, (u64, Error)> {
     let buffered = |src: *const u8, off: u64, len: u64| -> std::result::Result<(), (u64, Error)> {
+        // Counted even with no limit, so that the handle tells how crowded its writes were.
+        let _turn = (len >= FILE_WRITERS_MIN_BYTES).then(|| file.write_turn(writers));
         // SAFETY: the caller's range covers these bytes.
         unsafe { posix::pwrite_all_raw(file.buffered_fd(), src, len as usize, off) }.map_err(
             |(done, e)| {
@@ -298,7 +303,9 @@ pub(crate) fn write_from_host(job: &Job, task: Task) -> (TaskResult, Option<Erro
     let src = (job.buf.addr + task.rel) as *const u8;
     let direct = matches!(job.direct, DirectChoice::Always);
     // SAFETY: the task lies inside the job's buffer, valid until the job is done.
-    match unsafe { write_range(file, src, task.offset, task.len, direct, direct_align(file)) } {
+    match unsafe {
+        write_range(file, src, task.offset, task.len, direct, direct_align(file), job.file_writers)
+    } {
         Ok(direct_bytes) => (TaskResult { bytes: task.len, direct_bytes, mapped_bytes: 0 }, None),
         Err((done, e)) => (TaskResult { bytes: done, ..TaskResult::default() }, Some(e)),
     }
@@ -470,7 +477,7 @@ fn write_chunks(job: &Job, task: Task, lane: &mut Lane, res: &mut TaskResult) ->
             timed(job.clock(), Phase::BufferWait, || lane.stream.wait(p.0))?;
             // SAFETY: the pinned range holds `p.3` bytes copied from the device (waited for above).
             match timed(job.clock(), Phase::FileIo, || unsafe {
-                write_range(file, p.1, p.2, p.3, direct, align)
+                write_range(file, p.1, p.2, p.3, direct, align, job.file_writers)
             }) {
                 Ok(d) => {
                     res.direct_bytes += d;

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::info::{FileInfo, FileType};
 use super::open::{self, Allowed};
 use super::probe;
+use super::write_gate::{WriteGate, WriteTurn};
 use crate::error::{Error, ErrorKind, Result};
 
 /// How to open a file.
@@ -61,6 +62,11 @@ impl OpenOptions {
     }
 }
 
+/// Buffered writes of at least this many bytes count against `file_writers`; smaller ones
+/// (gathered pieces, many callers' small writes) were not measured with a limit and go as they
+/// come.
+pub const FILE_WRITERS_MIN_BYTES: u64 = 1 << 20;
+
 /// An open file: one buffered descriptor, an optional `O_DIRECT` twin, and what the one-time
 /// probe found. Shared by reference among worker threads (`pread`/`pwrite` take offsets).
 #[derive(Debug)]
@@ -71,6 +77,8 @@ pub struct FileHandle {
     options: OpenOptions,
     /// Bytes written past the probed size raise this, so reads see the new end.
     size: AtomicU64,
+    /// Large buffered writes in flight into this file (`file_writers`).
+    writers: WriteGate,
 }
 
 impl FileHandle {
@@ -120,7 +128,7 @@ impl FileHandle {
         let (direct, direct_info) = open::try_open_direct(path, &buffered, options.write);
         let info = probe::probe(path, buffered.as_fd(), direct_info)?;
         let size = AtomicU64::new(info.size);
-        Ok(FileHandle { buffered, direct, info, options, size })
+        Ok(FileHandle { buffered, direct, info, options, size, writers: WriteGate::default() })
     }
 
     /// A handle from parts opened elsewhere in the crate ([`FileHandle::from_fd`]).
@@ -131,7 +139,7 @@ impl FileHandle {
         options: OpenOptions,
     ) -> FileHandle {
         let size = AtomicU64::new(info.size);
-        FileHandle { buffered, direct, info, options, size }
+        FileHandle { buffered, direct, info, options, size, writers: WriteGate::default() }
     }
 
     /// What the probe found.
@@ -175,6 +183,19 @@ impl FileHandle {
 
     pub(crate) fn note_written_end(&self, end: u64) {
         self.size.fetch_max(end, Ordering::AcqRel);
+    }
+
+    /// Waits until fewer than `limit` large buffered writes into this file are in flight (0:
+    /// no limit) and counts this one in until the turn is dropped (`file_writers`).
+    pub(crate) fn write_turn(&self, limit: usize) -> WriteTurn<'_> {
+        self.writers.enter(limit)
+    }
+
+    /// The most large buffered writes (of at least [`FILE_WRITERS_MIN_BYTES`]) that the
+    /// engine had in flight into this handle at once: at most the config's `file_writers`
+    /// when that is not 0. Tells whether writes into one file were held back, or crowded it.
+    pub fn most_writers_at_once(&self) -> usize {
+        self.writers.most_at_once()
     }
 
     /// Checks that `[offset, offset + len)` is a range a file can have: its end neither

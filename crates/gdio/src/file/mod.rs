@@ -11,9 +11,10 @@ pub mod posix;
 pub mod probe;
 pub mod residency;
 pub mod uring;
+mod write_gate;
 
 pub use from_fd::FdRefusal;
-pub use handle::{FileHandle, OpenOptions, MAX_FILE_END};
+pub use handle::{FileHandle, OpenOptions, FILE_WRITERS_MIN_BYTES, MAX_FILE_END};
 pub use info::{AlignSource, DirectIo, FileInfo, FileType, FsInfo};
 pub use open::MAX_CONFIG_BYTES;
 pub use probe::probe_path;
