@@ -45,7 +45,9 @@ impl Drop for WriteTurn<'_> {
         let mut inside = self.gate.inside.lock().unwrap_or_else(|e| e.into_inner());
         *inside -= 1;
         drop(inside);
-        self.gate.left.notify_one();
+        // Every waiter looks again: handles shared by drivers of different `file_writers`
+        // wait with different limits, and the one woken alone might not be one that fits.
+        self.gate.left.notify_all();
     }
 }
 
@@ -106,5 +108,26 @@ mod tests {
             waiter.join().unwrap();
         });
         assert_eq!(gate.most_at_once(), 1);
+    }
+
+    #[test]
+    fn a_writer_that_fits_gets_in_though_one_with_a_smaller_limit_waits_too() {
+        let gate = WriteGate::default();
+        let (h1, h2, h3) = (gate.enter(0), gate.enter(0), gate.enter(0));
+        std::thread::scope(|s| {
+            let narrow = s.spawn(|| drop(gate.enter(1)));
+            let wide = s.spawn(|| drop(gate.enter(3)));
+            std::thread::sleep(Duration::from_millis(20));
+            drop(h1);
+            // Two inside: the writer whose limit is 3 fits, the one whose limit is 1 does not.
+            let t = std::time::Instant::now();
+            while !wide.is_finished() && t.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert!(wide.is_finished(), "a writer that fits was left waiting");
+            assert!(!narrow.is_finished(), "a writer got in past a limit of 1");
+            drop((h2, h3));
+            narrow.join().unwrap();
+        });
     }
 }
