@@ -161,6 +161,11 @@ pub(crate) fn adjacent_runs(placed: &[Placed], merge: bool) -> Vec<Range<usize>>
     runs
 }
 
+/// The bytes of the pieces `run` of `placed` (one call reads or writes them all).
+pub(crate) fn run_bytes(placed: &[Placed], run: Range<usize>) -> u64 {
+    placed[run].iter().map(|(_, t, _)| t.len).sum()
+}
+
 /// How the `n` bytes that one read of a run brought split among its pieces of `lens` bytes,
 /// in order: a read comes up short only at the end of the file (one that shrank since the
 /// request was checked), so the pieces past it get nothing.
@@ -221,7 +226,7 @@ pub(crate) fn run_group(
             uring::Read {
                 fd: job.file().buffered_fd(),
                 offset: task.offset,
-                len: placed[run.clone()].iter().map(|(_, t, _)| t.len as usize).sum(),
+                len: run_bytes(&placed, run.clone()) as usize,
                 // SAFETY: a run's pieces follow each other in the buffer, the last ending at
                 // most at `cap <= buffer size`.
                 dst: unsafe { base.add(*at) },

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::gather::{adjacent_runs, group_slot, place, GatherShape};
+use super::gather::{adjacent_runs, group_slot, place, run_bytes, GatherShape};
 use super::job::{Counters, Job, TaskResult};
 use super::lane::Lane;
 use super::plan::Task;
@@ -80,7 +80,7 @@ pub(crate) fn run_group(
     for run in runs {
         let whole = run.len() > 1 && {
             let (job, task, at) = &placed[run.start];
-            let len = placed[run.clone()].iter().map(|(_, t, _)| t.len).sum();
+            let len = run_bytes(&placed, run.clone());
             // SAFETY: the run's pieces follow each other from `base + at`, copied from the
             // device and waited for above.
             unsafe { write_from(job, base.add(*at), task.offset, len, counters) }.is_ok()
