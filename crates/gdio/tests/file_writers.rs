@@ -148,12 +148,12 @@ fn small_writes_do_not_count_against_file_writers() {
 #[test]
 fn file_writers_is_read_from_the_environment_and_bounded() {
     let vars = |v: &str| vec![("GDIO_FILE_WRITERS".to_string(), v.to_string())];
-    assert_eq!(Config::default().file_writers, 4);
+    assert_eq!(Config::default().file_writers, 2);
     let l = Config::load_from_vars(vars("0")).unwrap();
     assert_eq!(l.config().file_writers, 0);
     let e = Config::load_from_vars(vars("1025")).unwrap_err();
     assert!(e.to_string().contains("file_writers"), "{e}");
-    let mut l = Config::load_from_vars(vars("2")).unwrap();
+    let mut l = Config::load_from_vars(vars("3")).unwrap();
     assert!(l.set("file_writers", -1).is_err());
-    assert_eq!(l.config().file_writers, 2, "a refused value changed the config");
+    assert_eq!(l.config().file_writers, 3, "a refused value changed the config");
 }

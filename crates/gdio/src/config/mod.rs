@@ -137,7 +137,11 @@ pub struct Config {
     /// `bench/write-threads-probe.c`, 8 GiB into one fresh file in 4 MiB calls): ext4 1 writer
     /// 2.76 GB/s, 2 4.00, 4 3.78, 8 3.53, 12 3.24, 16 3.31; tmpfs 1 writer 3.16, 2–16
     /// 2.21–2.53; and `gdio bench` 4 MiB × 16 into ext4 with 4 workers in all wrote 4.19 / 4.89
-    /// against 3.23 / 3.67 GB/s with the default 12. 4 as `write_threads`.
+    /// against 3.23 / 3.67 GB/s with the default 12. `gdio bench --mode write` out of GPU
+    /// memory into a 4 GiB ext4 file (session 31 run 1), limit 2 / 4 / none, GB/s: 4 MiB × 16
+    /// 4.17, 4.07 / 3.55, 4.19 / 3.54, 3.35; 1 GiB × 2 3.57, 4.24 / 3.39, 4.14 / 3.37, 3.93;
+    /// 1 MiB × 32 4.48 / 3.88 / 4.26; on tmpfs every limit inside the others' spread. With 2
+    /// the ext4 write table from 4 MiB up went from 0.87–0.88 to 1.00–1.18 × the plain `pwrite`.
     pub file_writers: usize,
     /// A request is split into tasks of this many bytes; the engine's tasks are at least 4 KiB
     /// and rounded up to the file's `O_DIRECT` alignment ([`Config::task_bytes`]).
@@ -396,7 +400,7 @@ impl Default for Config {
             ],
             threads: default_threads(),
             write_threads: 4,
-            file_writers: 4,
+            file_writers: 2,
             task_size: 8 << 20,
             bounce_buffer_size: 4 << 20,
             buffered_chunk_size: 4 << 20,
