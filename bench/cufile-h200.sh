@@ -38,6 +38,9 @@ TEST_SITE=
 if [ -f .whl/kvikio-test-deps-cp312.tar.xz ]; then
   mkdir -p /tmp/kt-site && tar -C /tmp/kt-site -xJf .whl/kvikio-test-deps-cp312.tar.xz
   TEST_SITE=/tmp/kt-site
+else
+  echo "WARNING: no .whl/kvikio-test-deps-cp312.tar.xz: KvikIO's HTTP and S3 tests will fail on" \
+    "ModuleNotFoundError (run bash bench/kvikio-test-deps.sh on the build machine and carry .whl)"
 fi
 # KvikIO refuses cuFile async I/O without a cuFile config file (a client-side check).
 CFG=${CUFILE_ENV_PATH_JSON:-/etc/cufile.json}
