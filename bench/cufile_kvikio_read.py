@@ -4,6 +4,8 @@ through libcufile's cuFileRead, which is gdio's under LD_PRELOAD). One JSON line
 count on stdout.
 
 usage: cufile_kvikio_read.py on|off PATH THREADS[,THREADS...] ITERATIONS
+"verified" compares the first and last MiB with the file; VERIFY_ALL=1 compares every byte of
+the last pass (1 GiB at a time, after the timing).
 """
 import json
 import os
@@ -40,6 +42,14 @@ def main():
                 times.append(time.perf_counter() - t)
             assert got == size, f"short read: {got} of {size}"
         ok = buf[: 1 << 20].get().tobytes() == head and buf[size - (1 << 20):].get().tobytes() == tail
+        if os.environ.get("VERIFY_ALL") == "1":
+            with open(path, "rb") as f:
+                for at in range(0, size, 1 << 30):
+                    want = f.read(1 << 30)
+                    if buf[at:at + len(want)].get().tobytes() != want:
+                        ok = False
+                        print(f"bytes differ in the GiB at {at}", file=sys.stderr)
+                        break
         times.sort()
         med = times[len(times) // 2]
         print(json.dumps({

@@ -123,7 +123,8 @@ impl Summary {
         format!(
             "synchronous I/O: {} reads, {} writes, {} bytes asked (mean {} bytes), up to {} in \
              flight at once ({:.1} on average, a call {:.3} ms), {:.3} s with any in flight \
-             ({:.2} GB/s); the engine split {} reads over free workers; {}",
+             ({:.2} GB/s); the engine split {} reads over free workers ({} pieces read into another worker's \
+             buffer); {}",
             self.reads,
             self.writes,
             self.bytes,
@@ -134,6 +135,7 @@ impl Summary {
             secs,
             gbps,
             engine.split_reads,
+            engine.split_pieces_helped,
             WorkerShares::new(threads, secs, engine.worker_time).line(),
         )
     }
@@ -166,11 +168,18 @@ mod tests {
         // However late the sleeps wake, the gap of at least 50 ms between the calls is not busy.
         assert!(s.busy + Duration::from_millis(50) <= total, "{s:?} of {total:?}");
         let time = gdio::engine::WorkerTime { file_io_ns: 80_000_000, ..Default::default() };
-        let engine = EngineCounters { split_reads: 3, worker_time: time, ..Default::default() };
+        let engine = EngineCounters {
+            split_reads: 3,
+            split_pieces_helped: 5,
+            worker_time: time,
+            ..Default::default()
+        };
         let line = s.line(4, &engine);
         assert!(line.starts_with("synchronous I/O: 2 reads, 1 writes, 160 bytes asked"), "{line}");
         assert!(line.contains("up to 2 in flight") && line.contains("4 workers"), "{line}");
-        assert!(line.contains("the engine split 3 reads over free workers; 4 workers"), "{line}");
+        let split = "the engine split 3 reads over free workers (5 pieces read into another \
+                     worker's buffer); 4 workers";
+        assert!(line.contains(split), "{line}");
         let average = s.calls.as_secs_f64() / s.busy.as_secs_f64();
         assert!(line.contains(&format!("({average:.1} on average, a call ")), "{line}");
         assert!(average > 1.0 && average <= 2.0, "{s:?}");

@@ -61,6 +61,9 @@ pub struct OpResult {
     /// One-task reads into GPU memory of the timed iterations that the engine split over its
     /// free workers (`split_min_bytes`).
     pub split_reads: u64,
+    /// Pieces of those split reads that a worker read into another worker's bounce buffer
+    /// (`split_into_one_buffer`; `EngineCounters::split_pieces_helped`).
+    pub split_pieces_helped: u64,
     /// Small reads into GPU memory of the timed iterations that went in gathered groups
     /// (`gather_max_pieces`).
     pub gathered_reads: u64,
@@ -161,6 +164,7 @@ impl BenchReport {
                     (r.inline_requests, "requests run by their callers"),
                     (r.inline_busy, "small ones sent to the workers for a crowd of callers"),
                     (r.split_reads, "reads split over free workers"),
+                    (r.split_pieces_helped, "pieces read into another worker's buffer"),
                     (r.gathered_reads, "small reads gathered"),
                     (r.scattered_reads, "gathered reads sent by the scatter kernel"),
                     (r.gathered_writes, "small writes gathered"),

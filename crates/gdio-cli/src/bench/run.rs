@@ -95,6 +95,8 @@ struct Moved {
     inline_busy: u64,
     /// Reads split over free workers.
     split_reads: u64,
+    /// Pieces of split reads read into another worker's buffer.
+    split_pieces_helped: u64,
     /// Small reads gathered, and those of them the scatter kernel sent.
     gathered_reads: u64,
     scattered_reads: u64,
@@ -124,6 +126,7 @@ impl Moved {
         self.inline_requests += d(after.inline_requests, before.inline_requests);
         self.inline_busy += d(after.inline_busy, before.inline_busy);
         self.split_reads += d(after.split_reads, before.split_reads);
+        self.split_pieces_helped += d(after.split_pieces_helped, before.split_pieces_helped);
         self.gathered_reads += d(after.gathered_reads, before.gathered_reads);
         self.scattered_reads += d(after.scattered_reads, before.scattered_reads);
         self.gathered_writes += d(after.gathered_writes, before.gathered_writes);
@@ -386,6 +389,7 @@ impl<'a> Bench<'a> {
             inline_requests: moved.inline_requests,
             inline_busy: moved.inline_busy,
             split_reads: moved.split_reads,
+            split_pieces_helped: moved.split_pieces_helped,
             gathered_reads: moved.gathered_reads,
             scattered_reads: moved.scattered_reads,
             gathered_writes: moved.gathered_writes,

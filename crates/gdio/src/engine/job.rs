@@ -64,6 +64,9 @@ pub(crate) struct Counters {
     pub adjacent_pieces: AtomicU64,
     /// One-task reads spread over free workers (`split_min_bytes`).
     pub split_reads: AtomicU64,
+    /// Pieces of split reads that a worker other than the task's owner read into the owner's
+    /// bounce buffer (`split_into_one_buffer`).
+    pub split_pieces_helped: AtomicU64,
     /// Tasks the completion watcher finished (before their workers looked).
     pub watcher_finished: AtomicU64,
     /// Requests into or out of GPU memory run on their calling threads.
@@ -225,6 +228,10 @@ pub struct Job {
     /// A one-task read split over free workers (`split_min_bytes`): its caller waits for
     /// pieces that run side by side, so the completion watcher finishes them however many.
     pub(crate) split: bool,
+    /// The pieces of a split read that go into one bounce buffer of the worker that claims the
+    /// task (`split_into_one_buffer`); the job then has one task and is queued for as many
+    /// workers as pieces.
+    pub(crate) split_read: Option<super::split_read::SplitRead>,
     /// A write into a memory-backed file (tmpfs, ramfs), noted when the job is made: workers
     /// look at queued jobs that may be done already, whose file the submitter may have
     /// dropped, so nothing that decides how to run a job may read its file later.
@@ -286,6 +293,7 @@ impl Job {
             file_writers: 0,
             direct_in_flight: 1,
             split: false,
+            split_read: None,
             into_memory: false,
             counters,
             notifier: None,
@@ -302,6 +310,13 @@ impl Job {
     /// The engine's worker clock, when this job counts into an engine's counters.
     pub(crate) fn clock(&self) -> Option<&super::worker_time::Clock> {
         self.counters.as_deref().map(|c| &c.time)
+    }
+
+    /// Counts `n` pieces of this job's split read read by a helping worker.
+    pub(crate) fn count_helped_pieces(&self, n: u64) {
+        if let Some(c) = self.counters.as_deref().filter(|_| n > 0) {
+            c.split_pieces_helped.fetch_add(n, Ordering::Relaxed);
+        }
     }
 
     /// Completion of this job also notifies `n`.

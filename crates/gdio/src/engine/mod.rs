@@ -25,6 +25,7 @@ mod numa;
 pub mod plan;
 mod pool;
 mod ring;
+mod split_read;
 mod transfer;
 mod watcher;
 mod worker_shares;
@@ -90,6 +91,9 @@ pub struct EngineCounters {
     pub io_uring_reads: u64,
     /// One-task reads into GPU memory split over free workers (`split_min_bytes`).
     pub split_reads: u64,
+    /// Pieces of split reads read by a worker other than the one that copied the task, into
+    /// that worker's bounce buffer (`split_into_one_buffer`): how much the free workers helped.
+    pub split_pieces_helped: u64,
     /// Tasks the completion watcher finished the moment their copies landed, before their
     /// workers looked (`completion_watcher`; requests of one or two tasks, and split reads).
     pub watcher_finished: u64,
@@ -265,6 +269,7 @@ impl Engine {
             gathered_writes: c.gathered_writes.load(Ordering::Relaxed),
             adjacent_pieces: c.adjacent_pieces.load(Ordering::Relaxed),
             split_reads: c.split_reads.load(Ordering::Relaxed),
+            split_pieces_helped: c.split_pieces_helped.load(Ordering::Relaxed),
             watcher_finished: c.watcher_finished.load(Ordering::Relaxed),
             inline_requests: c.inline_requests.load(Ordering::Relaxed),
             inline_busy: c.inline_busy.load(Ordering::Relaxed),
@@ -387,13 +392,19 @@ impl Engine {
         let align = transfer::direct_align(fh);
         let mut tasks = plan::split(offset, len, self.config.task_bytes() as u64, align);
         let mut split = false;
+        let mut split_read = None;
         // Reads into GPU memory are counted in flight by their pool, and a one-task one may be
         // split over its free workers.
         let gpu_read = op == Op::Read && matches!(buf.kind, MemoryKind::Device { .. });
         let pool = gpu_read.then(|| self.pool_for(buf.kind));
         if let (1, Some(pool)) = (tasks.len(), pool) {
             if let Some(size) = self.split_size(len, pool) {
-                tasks = plan::split(offset, len, size, align);
+                let pieces = plan::split(offset, len, size, align);
+                if self.splits_into_one_buffer(offset, len, align) {
+                    split_read = Some(split_read::SplitRead::new(pieces));
+                } else {
+                    tasks = pieces;
+                }
                 split = true;
                 self.counters.split_reads.fetch_add(1, Ordering::Relaxed);
             }
@@ -413,6 +424,7 @@ impl Engine {
         job.direct_in_flight = self.config.direct_reads_in_flight.clamp(1, 64);
         job.page_cache_dma = self.config.page_cache_dma && op == Op::Read;
         job.split = split;
+        job.split_read = split_read;
         if let Some(pool) = pool {
             job.hold_open(pool.open_read());
         }
@@ -437,13 +449,27 @@ impl Engine {
         (pieces >= 2).then(|| len.div_ceil(pieces).next_multiple_of(4096))
     }
 
+    /// Whether the pieces of a split read of `len` bytes at `offset` go into one bounce buffer
+    /// (`split_into_one_buffer`): the task fits one buffer wherever a direct read would place
+    /// it, it goes through bounce buffers (not `page_cache_dma`), and its pieces are read with
+    /// `pread` (not `io_engine` `io_uring`, which reads a worker's own chunks).
+    fn splits_into_one_buffer(&self, offset: u64, len: u64, align: u64) -> bool {
+        let c = &self.config;
+        c.split_into_one_buffer
+            && !c.page_cache_dma
+            && c.io_engine != crate::config::IoEngine::IoUring
+            && offset % align.max(1) + len <= c.bounce_buffer_bytes() as u64
+    }
+
     /// Queues a job for the workers (`threads`, for writes `write_threads`), or holds it in
     /// `bulk` when one is given.
     fn queue(&self, job: &Arc<Job>, bulk: Option<&mut Bulk>) -> Result<()> {
         let pool = self.pool_for(job.buf.kind);
         let cap =
             if job.op == Op::Write { self.config.write_threads.max(1) } else { pool.threads() };
-        let workers = job.tasks.len().min(cap);
+        // A read split into one buffer is one task, and one worker for each of its pieces.
+        let tasks = job.split_read.as_ref().map_or(job.tasks.len(), |s| s.pieces());
+        let workers = tasks.min(cap);
         let queued = match bulk {
             Some(b) => {
                 // One held group per pool (a batch may hold I/Os for several GPUs).
@@ -903,6 +929,41 @@ mod tests {
     }
 
     #[test]
+    fn a_split_read_goes_into_one_buffer_only_where_its_task_fits_one_and_the_key_is_on() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        std::fs::write(&p, vec![9u8; 1 << 20]).unwrap();
+        let f = Arc::new(FileHandle::open(&p).unwrap());
+        let dev =
+            BufferRef { addr: 1 << 40, len: 16 << 20, kind: MemoryKind::Device { ordinal: 0 } };
+        // (tasks, pieces into one buffer) of a read of `len` at `off` with `config`.
+        let shape = |config: Config, off: u64, len: u64| {
+            let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(1, Duration::ZERO));
+            let e = Engine::new(rt, &Config { threads: 4, task_size: 8 << 20, ..config });
+            e.prepare_gpu(0).unwrap();
+            e.wait_idle(4);
+            let job = e.job(Op::Read, JobFile::Shared(f.clone()), dev, off, len);
+            (job.tasks.len(), job.split_read.as_ref().map(|s| s.pieces()))
+        };
+        let on = || Config { split_min_bytes: 1 << 20, ..Config::default() };
+        assert_eq!(shape(on(), 0, 4 << 20), (1, Some(4)), "4 MiB fits a 4 MiB buffer");
+        assert_eq!(shape(on(), 4096, 4 << 20), (1, Some(4)), "buffered: no shift");
+        assert_eq!(shape(on(), 0, 8 << 20), (4, None), "8 MiB does not: pieces of their own");
+        let off = Config { split_into_one_buffer: false, ..on() };
+        assert_eq!(shape(off, 0, 4 << 20), (4, None), "the key off");
+        let mapped = Config { page_cache_dma: true, ..on() };
+        assert_eq!(shape(mapped, 0, 4 << 20), (4, None), "page-cache DMA reads no buffer");
+        let uring = Config { io_engine: crate::config::IoEngine::IoUring, ..on() };
+        assert_eq!(shape(uring, 0, 4 << 20), (4, None), "io_uring reads a worker's own chunks");
+        // The same with an unaligned start that O_DIRECT would shift past the buffer's end.
+        let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(1, Duration::ZERO));
+        let e = Engine::new(rt, &Config { threads: 4, ..on() });
+        assert!(e.splits_into_one_buffer(0, 4 << 20, 4096));
+        assert!(!e.splits_into_one_buffer(512, 4 << 20, 4096), "shifted past the buffer");
+        assert!(e.splits_into_one_buffer(512, (4 << 20) - 512, 4096));
+    }
+
+    #[test]
     fn a_read_is_split_only_over_workers_that_other_reads_in_flight_leave() {
         let e = engine(2 << 20);
         e.prepare_gpu(0).unwrap();
@@ -1036,7 +1097,9 @@ mod tests {
         let split = job(Op::Read, 4 << 20);
         let (two, three) = (job(Op::Read, 8 << 20), job(Op::Read, 12 << 20));
         let write = job(Op::Write, 4 << 20);
-        assert_eq!((split.tasks.len(), split.split), (4, true), "1 MiB pieces over 4 free workers");
+        // 1 MiB pieces over 4 free workers, into one bounce buffer: one task, four workers.
+        let pieces = split.split_read.as_ref().map(|s| s.pieces());
+        assert_eq!((split.tasks.len(), split.split, pieces), (1, true, Some(4)));
         assert_eq!((two.tasks.len(), three.tasks.len(), three.split), (2, 3, false));
         assert_eq!((write.tasks.len(), write.split), (1, false), "writes are never split");
         assert!(lane::is_watched(&two) && lane::is_watched(&write));

@@ -502,6 +502,11 @@ fn worker_main(shared: Arc<Shared>) {
             }
             run_task(&job, task, &mut lanes, &shared, &mut ring);
         }
+        if let Some(split) = &job.split_read {
+            // Queued for a piece of a read whose task another worker claimed: read pieces
+            // into that worker's buffer (nothing left once this worker claimed it itself).
+            job.count_helped_pieces(split.help(&job));
+        }
         for job in host_run.drain(..) {
             while let Some(task) = job.claim() {
                 run_task(&job, task, &mut lanes, &shared, &mut ring);

@@ -5,6 +5,7 @@ use super::job::{DirectChoice, Job, TaskResult};
 use super::lane::Lane;
 use super::plan::{pieces, Task};
 use super::ring::{Shape, WorkerRing};
+use super::split_read::SplitRead;
 use super::worker_time::{timed, Phase};
 use crate::error::{Error, Result};
 use crate::file::uring::{self, Ring};
@@ -97,6 +98,22 @@ unsafe fn read_range(
         }
         direct_range_result(file, (dst as usize, off, len), &got, align)
     }
+}
+
+/// Reads one piece of a split task (`split_into_one_buffer`) into `dst`: [`read_range`] with
+/// the file's direct alignment.
+///
+/// # Safety
+/// `dst` must be valid for writes of `len` bytes, and no other thread may touch them meanwhile.
+pub(crate) unsafe fn read_piece(
+    file: &FileHandle,
+    dst: *mut u8,
+    off: u64,
+    len: u64,
+    direct: bool,
+) -> Result<(u64, u64)> {
+    // SAFETY: the caller's range.
+    unsafe { read_range(file, dst, off, len, direct, direct_align(file)) }
 }
 
 /// [`read_range`] of every range of `ranges` (buffer address, file offset, length) at once
@@ -374,6 +391,15 @@ fn read_chunks(
     let file = job.file();
     let align = direct_align(file);
     let direct = path == ReadPath::Direct;
+    if let Some(split) = &job.split_read {
+        // Direct pieces keep aligned file offsets on aligned buffer addresses, as chunks do.
+        let shift = if direct { task.offset % align } else { 0 };
+        if shift + task.len <= lane.buffer_size() as u64 {
+            return read_split(job, task, lane, split, (shift, direct), ran);
+        }
+        // The task does not fit one buffer after all: this worker reads it alone.
+        split.close();
+    }
     // Cold ranges: several O_DIRECT reads at once, each into its own bounce buffer.
     if direct {
         lane.ensure_buffers(job.direct_in_flight + 1)?;
@@ -430,6 +456,42 @@ fn read_chunks(
         }
     }
     Ok(())
+}
+
+/// The owner's side of a split task (`split_into_one_buffer`): one bounce buffer for the
+/// whole task, pieces read into it by this worker and the free ones the job was queued for,
+/// then one copy of every byte read.
+fn read_split(
+    job: &Job,
+    task: Task,
+    lane: &mut Lane,
+    split: &SplitRead,
+    (shift, direct): (u64, bool),
+    ran: &mut Ran,
+) -> Result<()> {
+    let slot = match timed(job.clock(), Phase::BufferWait, || lane.take_slot()) {
+        Ok(slot) => slot,
+        Err(e) => {
+            split.close();
+            return Err(e);
+        }
+    };
+    // SAFETY: `shift + task.len <= buffer size` (checked by the caller); the slot's previous
+    // copy is done.
+    let base = unsafe { lane.buffers[slot].as_mut_ptr().add(shift as usize) };
+    let (result, error) = split.run(job, base as usize, direct);
+    if result.bytes > 0 {
+        let dst = job.buf.addr + task.rel;
+        ran.last = Some(timed(job.clock(), Phase::CopyQueue, || -> Result<_> {
+            // SAFETY: the device range lies inside the job's buffer; every piece's reader is
+            // done with the pinned source, which stays untouched until the slot's marker is
+            // waited for.
+            unsafe { lane.stream.copy_to_device(dst, base as *const u8, result.bytes as usize)? };
+            Ok((lane.record(slot)?, slot))
+        })?);
+    }
+    ran.result = result;
+    error.map_or(Ok(()), Err)
 }
 
 /// Reads every chunk at once: the first on this thread, the others on scoped threads (a

@@ -369,15 +369,23 @@ fn the_completion_watcher_leaves_requests_of_many_tasks_to_their_workers() {
 #[test]
 fn eio_inside_a_split_read_fails_it_in_any_piece_and_the_next_read_is_right() {
     // One 1 MiB task, split into 4 pieces of 256 KiB over idle workers: the bad byte lies in
-    // each piece in turn, and whichever worker runs that piece meets it.
+    // each piece in turn, and whichever worker runs that piece meets it; pieces in buffers of
+    // their readers (64 KiB buffers: the task does not fit one) and in one buffer.
+    for one_buffer in [false, true] {
+        eio_inside_a_split_read(one_buffer);
+    }
+}
+
+fn eio_inside_a_split_read(one_buffer: bool) {
     let d = tempfile::tempdir().unwrap();
     let data = random_bytes(7, 3 << 20);
     let p = file(d.path(), "split", &data);
     let config = Config {
         threads: 4,
         task_size: 1 << 20,
-        bounce_buffer_size: 64 << 10,
+        bounce_buffer_size: if one_buffer { 1 << 20 } else { 64 << 10 },
         split_min_bytes: 256 << 10,
+        split_into_one_buffer: one_buffer,
         direct_io: DirectIoPolicy::Off,
         ..Config::default()
     };
@@ -394,8 +402,15 @@ fn eio_inside_a_split_read_fails_it_in_any_piece_and_the_next_read_is_right() {
         let inj = inject(&p, FaultPlan { eio_at: Some(bad), ..Default::default() }).unwrap();
         let mut dev = DeviceBuffer::new(drv.runtime(), 0, 1 << 20).unwrap();
         settle();
+        dev.copy_from_host(0, &vec![0x3C; 1 << 20]).unwrap();
         let e = drv.read(&f, base, &mut dev, 0, 1 << 20).unwrap_err();
         assert_eq!(e.errno(), Some(libc::EIO), "{e}");
+        // Whatever landed before the error is the file's; nothing else was touched.
+        let mut seen = vec![0u8; 1 << 20];
+        dev.copy_to_host(0, &mut seen).unwrap();
+        for (i, (&b, &want)) in seen.iter().zip(&data[base as usize..]).enumerate() {
+            assert!(b == want || b == 0x3C, "one buffer {one_buffer}: byte {i} is neither");
+        }
         assert_eq!(e.path(), Some(p.as_path()));
         let (off, len) = e.range().unwrap();
         assert!(off <= bad && bad < off + len, "range {off}+{len} misses {bad}: {e}");
@@ -411,4 +426,64 @@ fn eio_inside_a_split_read_fails_it_in_any_piece_and_the_next_read_is_right() {
     }
     let c = drv.engine().counters();
     assert!(c.split_reads >= 8, "{c:?}");
+    if !one_buffer {
+        assert_eq!(c.split_pieces_helped, 0, "pieces in their readers' buffers: {c:?}");
+    }
+}
+
+/// `split_into_one_buffer`: the pieces of a split read go into the bounce buffer of the worker
+/// that claimed the task, read by it and by the free workers the job was queued for (every
+/// read sleeps 2 ms, so the others take pieces while the first reads), and the task lands in
+/// one copy. Random unaligned offsets and lengths, the end of the file included, buffered and
+/// `O_DIRECT`; guard bytes around every destination stay untouched.
+#[test]
+fn split_reads_into_one_buffer_land_exactly_with_pieces_read_by_other_workers() {
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(23, (5 << 20) + 1234);
+    let p = file(d.path(), "one-buffer", &data);
+    let slow =
+        FaultPlan { read_delay: Some(std::time::Duration::from_millis(2)), ..Default::default() };
+    let _armed = inject(&p, slow).unwrap();
+    let mut r = rand::rngs::StdRng::seed_from_u64(29);
+    for (direct, one_buffer) in
+        [(DirectIoPolicy::Off, true), (DirectIoPolicy::On, true), (DirectIoPolicy::Off, false)]
+    {
+        let config = Config {
+            threads: 4,
+            task_size: 1 << 20,
+            bounce_buffer_size: (1 << 20) + 4096,
+            split_min_bytes: 128 << 10,
+            split_into_one_buffer: one_buffer,
+            direct_io: direct,
+            ..Config::default()
+        };
+        let drv = sim_driver_warm(config, std::time::Duration::from_micros(20));
+        let f = rw(&p);
+        for i in 0..12 {
+            let len = rand::Rng::random_range(&mut r, (256 << 10) + 1..=1 << 20);
+            // The last reads run past the end of the file.
+            let off = if i >= 10 {
+                data.len() as u64 - rand::Rng::random_range(&mut r, 1..len as u64)
+            } else {
+                rand::Rng::random_range(&mut r, 0..(data.len() - len) as u64)
+            };
+            drv.engine().wait_idle(4);
+            let mut dev = DeviceBuffer::new(drv.runtime(), 0, len + 128).unwrap();
+            dev.copy_from_host(0, &vec![0xC3; len + 128]).unwrap();
+            let n = drv.read(&f, off, &mut dev, 64, len).unwrap();
+            let want = &data[off as usize..(off as usize + len).min(data.len())];
+            assert_eq!(n, want.len(), "{direct:?} {one_buffer}: {off}+{len}");
+            let mut back = vec![0u8; len + 128];
+            dev.copy_to_host(0, &mut back).unwrap();
+            assert!(back[64..64 + n] == *want, "{direct:?} {one_buffer}: bytes differ {off}+{len}");
+            assert!(back[..64].iter().chain(&back[64 + n..]).all(|&b| b == 0xC3), "guards");
+        }
+        let c = drv.engine().counters();
+        assert!(c.split_reads >= 10, "{direct:?} {one_buffer}: {c:?}");
+        if one_buffer {
+            assert!(c.split_pieces_helped >= 10, "{direct:?}: others read no pieces: {c:?}");
+        } else {
+            assert_eq!(c.split_pieces_helped, 0, "{c:?}");
+        }
+    }
 }

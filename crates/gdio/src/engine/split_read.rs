@@ -1,0 +1,175 @@
+//! A one-task read into GPU memory split over free workers into one bounce buffer
+//! (`split_into_one_buffer`): the worker that claims the task (the owner) takes a bounce buffer
+//! of its lane and publishes it; the free workers the job was queued for read pieces of the
+//! task into their places of that buffer; the owner reads pieces too, waits for the others'
+//! and queues one host→device copy of the whole task. The reads run side by side as with
+//! pieces of their own, but the link sees one large copy instead of one per piece (on the
+//! H200 a 2 MiB copy moved 0.93 × what a 4 MiB copy did, BENCHMARKS.md session 20 run 2).
+//!
+//! Protocol, all lock-free but the results: a piece is read by whoever takes its index
+//! (`next`), and only once the buffer is published; the owner takes every index it can and
+//! then waits until every taken piece is counted `done`, so no helper touches the buffer or
+//! the file after the owner moves on (the job is not done before then). An owner that cannot
+//! get a buffer closes the read instead, and helpers then leave without reading.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use super::job::{Job, TaskResult};
+use super::plan::Task;
+use crate::error::{Error, Result};
+
+/// What reading one piece came to: bytes read and of them direct, or the error; `None` until
+/// read.
+type PieceOutcome = Option<Result<(u64, u64)>>;
+
+/// The pieces of one split task and who read what.
+#[derive(Debug)]
+pub(crate) struct SplitRead {
+    /// The pieces, relative to the job (`rel` from the job's start, as its tasks).
+    pieces: Vec<Task>,
+    /// Where piece offsets start: the owner's bounce buffer plus the task's in-buffer shift;
+    /// 0 until published.
+    base: AtomicUsize,
+    /// The owner reads with `O_DIRECT` (published with `base`).
+    direct: AtomicBool,
+    /// The owner gave up before publishing: helpers leave.
+    closed: AtomicBool,
+    /// The next piece index to take.
+    next: AtomicUsize,
+    /// Pieces read (successfully or not).
+    done: AtomicUsize,
+    /// Each piece's outcome: bytes read (and of which direct), or the error.
+    results: Mutex<Vec<PieceOutcome>>,
+}
+
+impl SplitRead {
+    /// The split of a task into `pieces` (from [`super::plan::split`], so boundaries after
+    /// the first are aligned).
+    pub(crate) fn new(pieces: Vec<Task>) -> SplitRead {
+        let n = pieces.len();
+        SplitRead {
+            pieces,
+            base: AtomicUsize::new(0),
+            direct: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            next: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            results: Mutex::new((0..n).map(|_| None).collect()),
+        }
+    }
+
+    /// How many pieces (and so workers) the task is split into.
+    pub(crate) fn pieces(&self) -> usize {
+        self.pieces.len()
+    }
+
+    /// The owner cannot read into one buffer: helpers leave without reading.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+
+    /// Takes the next piece, if any is left.
+    fn take(&self) -> Option<usize> {
+        let i = self.next.fetch_add(1, Ordering::AcqRel);
+        (i < self.pieces.len()).then_some(i)
+    }
+
+    /// Reads piece `i` into its place after `base`, records the outcome and counts it done.
+    fn read_piece(&self, job: &Job, i: usize, base: usize, direct: bool) {
+        let p = self.pieces[i];
+        let first = self.pieces[0].rel;
+        let r = super::worker_time::timed(job.clock(), super::worker_time::Phase::FileIo, || {
+            // SAFETY: the published buffer holds the whole task after `base` (checked by the
+            // owner against its buffer size); each piece's range is disjoint from the others';
+            // the owner does not touch the buffer again until every taken piece is done.
+            unsafe {
+                super::transfer::read_piece(
+                    job.file(),
+                    (base + (p.rel - first) as usize) as *mut u8,
+                    p.offset,
+                    p.len,
+                    direct,
+                )
+            }
+        });
+        self.results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+        self.done.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// A worker the job was queued for, finding its task claimed: waits until the owner
+    /// publishes its buffer (or closes the read, or the job is over), then reads every piece
+    /// it can take. Returns the pieces it read.
+    pub(crate) fn help(&self, job: &Job) -> u64 {
+        let mut spins = 0u32;
+        let base = loop {
+            let base = self.base.load(Ordering::Acquire);
+            if base != 0 {
+                break base;
+            }
+            if self.closed.load(Ordering::Acquire)
+                || job.is_done()
+                || self.next.load(Ordering::Acquire) >= self.pieces.len()
+            {
+                return 0;
+            }
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        };
+        let direct = self.direct.load(Ordering::Acquire);
+        let mut read = 0;
+        while let Some(i) = self.take() {
+            self.read_piece(job, i, base, direct);
+            read += 1;
+        }
+        read
+    }
+
+    /// The owner: publishes `base` (the task's first byte in its bounce buffer), reads every
+    /// piece it can take, waits for the pieces others took, and returns what the task read:
+    /// bytes up to the first short or failed piece, and that piece's error.
+    pub(crate) fn run(&self, job: &Job, base: usize, direct: bool) -> (TaskResult, Option<Error>) {
+        self.direct.store(direct, Ordering::Release);
+        self.base.store(base, Ordering::Release);
+        while let Some(i) = self.take() {
+            self.read_piece(job, i, base, direct);
+        }
+        super::worker_time::timed(job.clock(), super::worker_time::Phase::FileIo, || {
+            let mut spins = 0u32;
+            while self.done.load(Ordering::Acquire) < self.pieces.len() {
+                spins += 1;
+                if spins < 64 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        });
+        let mut results = self.results.lock().unwrap_or_else(|e| e.into_inner());
+        let mut res = TaskResult::default();
+        for (p, r) in self.pieces.iter().zip(results.iter_mut()) {
+            match r.take() {
+                Some(Ok((got, d))) => {
+                    res.bytes += got;
+                    res.direct_bytes += d;
+                    if got < p.len {
+                        break;
+                    }
+                }
+                Some(Err(e)) => return (res, Some(e)),
+                None => {
+                    let what = "a piece of a split read was counted done but not read";
+                    let e = Error::new(crate::error::ErrorKind::Io, what)
+                        .with_path(job.file().path())
+                        .with_range(p.offset, p.len);
+                    return (res, Some(e));
+                }
+            }
+        }
+        (res, None)
+    }
+}
