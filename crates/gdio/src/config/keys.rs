@@ -63,6 +63,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("inline_max_callers", KeyKind::Count),
     ("split_min_bytes", KeyKind::Count),
     ("split_into_one_buffer", KeyKind::Bool),
+    ("split_pieces_per_worker", KeyKind::Count),
     ("copy_streams", KeyKind::Count),
     ("own_stream_max_bytes", KeyKind::Count),
     ("pool_per_gpu", KeyKind::Bool),
@@ -141,6 +142,7 @@ pub const BOUNDS: &[(&str, Bound)] = &[
     ("inline_max_bytes", Bound::new(0, MAX_SIZE)),
     ("inline_max_callers", Bound::new(0, 4096)),
     ("split_min_bytes", Bound::new(0, MAX_SIZE)),
+    ("split_pieces_per_worker", Bound::new(1, 64)),
     ("copy_streams", Bound::new(0, 64)),
     ("own_stream_max_bytes", Bound::new(0, MAX_SIZE)),
     ("save_writes_in_flight", Bound::new(1, 256)),
@@ -285,6 +287,9 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "batch_queue_group" => config.batch_queue_group = as_usize(origin, key, value)?,
         "split_min_bytes" => config.split_min_bytes = as_usize(origin, key, value)?,
         "split_into_one_buffer" => config.split_into_one_buffer = as_bool(origin, key, value)?,
+        "split_pieces_per_worker" => {
+            config.split_pieces_per_worker = as_usize(origin, key, value)?;
+        }
         "copy_streams" => config.copy_streams = as_usize(origin, key, value)?,
         "own_stream_max_bytes" => config.own_stream_max_bytes = as_usize(origin, key, value)?,
         "pool_per_gpu" => config.pool_per_gpu = as_bool(origin, key, value)?,
@@ -403,6 +408,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "batch_queue_group" => config.batch_queue_group.into(),
         "split_min_bytes" => config.split_min_bytes.into(),
         "split_into_one_buffer" => config.split_into_one_buffer.into(),
+        "split_pieces_per_worker" => config.split_pieces_per_worker.into(),
         "copy_streams" => config.copy_streams.into(),
         "own_stream_max_bytes" => config.own_stream_max_bytes.into(),
         "pool_per_gpu" => config.pool_per_gpu.into(),

@@ -275,6 +275,11 @@ pub struct Config {
     /// the H200). Only where the task fits one bounce buffer and goes through bounce buffers
     /// read with `pread` (not `page_cache_dma`, not `io_engine` `io_uring`).
     pub split_into_one_buffer: bool,
+    /// With `split_into_one_buffer`, each worker's share of a split read is cut into this
+    /// many pieces, taken one at a time by whichever worker is free: a worker that starts late
+    /// takes fewer, and the worker that copies the task waits at most about one piece for the
+    /// others. The copy stays one per task however many pieces.
+    pub split_pieces_per_worker: usize,
     /// Streams per GPU that a pool's workers queue their copies on, in turn. 0: a stream per
     /// worker, so every worker's copies share the link at once and each lands when those
     /// beside it do; N: the copies of the workers on one stream run one after another in the
@@ -431,6 +436,7 @@ impl Default for Config {
             inline_max_callers: default_threads(),
             split_min_bytes: 2 << 20,
             split_into_one_buffer: true,
+            split_pieces_per_worker: 1,
             copy_streams: 1,
             own_stream_max_bytes: 1 << 20,
             pool_per_gpu: false,

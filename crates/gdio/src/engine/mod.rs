@@ -401,7 +401,16 @@ impl Engine {
             if let Some(size) = self.split_size(len, pool) {
                 let pieces = plan::split(offset, len, size, align);
                 if self.splits_into_one_buffer(offset, len, align) {
-                    split_read = Some(split_read::SplitRead::new(pieces));
+                    // Each worker's share in `split_pieces_per_worker` pieces, taken one at a
+                    // time by whoever is free first.
+                    let per = self.config.split_pieces_per_worker.max(1) as u64;
+                    let piece = size.div_ceil(per).next_multiple_of(4096);
+                    let fine = if per > 1 {
+                        plan::split(offset, len, piece, align)
+                    } else {
+                        pieces.clone()
+                    };
+                    split_read = Some(split_read::SplitRead::new(fine, pieces.len()));
                 } else {
                     tasks = pieces;
                 }
@@ -468,7 +477,7 @@ impl Engine {
         let cap =
             if job.op == Op::Write { self.config.write_threads.max(1) } else { pool.threads() };
         // A read split into one buffer is one task, and one worker for each of its pieces.
-        let tasks = job.split_read.as_ref().map_or(job.tasks.len(), |s| s.pieces());
+        let tasks = job.split_read.as_ref().map_or(job.tasks.len(), |s| s.workers());
         let workers = tasks.min(cap);
         let queued = match bulk {
             Some(b) => {
@@ -943,7 +952,7 @@ mod tests {
             e.prepare_gpu(0).unwrap();
             e.wait_idle(4);
             let job = e.job(Op::Read, JobFile::Shared(f.clone()), dev, off, len);
-            (job.tasks.len(), job.split_read.as_ref().map(|s| s.pieces()))
+            (job.tasks.len(), job.split_read.as_ref().map(|s| s.workers()))
         };
         let on = || Config { split_min_bytes: 1 << 20, ..Config::default() };
         assert_eq!(shape(on(), 0, 4 << 20), (1, Some(4)), "4 MiB fits a 4 MiB buffer");
@@ -955,6 +964,14 @@ mod tests {
         assert_eq!(shape(mapped, 0, 4 << 20), (4, None), "page-cache DMA reads no buffer");
         let uring = Config { io_engine: crate::config::IoEngine::IoUring, ..on() };
         assert_eq!(shape(uring, 0, 4 << 20), (4, None), "io_uring reads a worker's own chunks");
+        // Two pieces per worker's share: 8 pieces of 512 KiB for the 4 workers.
+        let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(1, Duration::ZERO));
+        let e = Engine::new(rt, &Config { threads: 4, split_pieces_per_worker: 2, ..on() });
+        e.prepare_gpu(0).unwrap();
+        e.wait_idle(4);
+        let job = e.job(Op::Read, JobFile::Shared(f.clone()), dev, 0, 4 << 20);
+        let s = job.split_read.as_ref().unwrap();
+        assert_eq!((job.tasks.len(), s.workers(), s.pieces()), (1, 4, 8));
         // The same with an unaligned start that O_DIRECT would shift past the buffer's end.
         let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(1, Duration::ZERO));
         let e = Engine::new(rt, &Config { threads: 4, ..on() });
@@ -1098,7 +1115,7 @@ mod tests {
         let (two, three) = (job(Op::Read, 8 << 20), job(Op::Read, 12 << 20));
         let write = job(Op::Write, 4 << 20);
         // 1 MiB pieces over 4 free workers, into one bounce buffer: one task, four workers.
-        let pieces = split.split_read.as_ref().map(|s| s.pieces());
+        let pieces = split.split_read.as_ref().map(|s| s.workers());
         assert_eq!((split.tasks.len(), split.split, pieces), (1, true, Some(4)));
         assert_eq!((two.tasks.len(), three.tasks.len(), three.split), (2, 3, false));
         assert_eq!((write.tasks.len(), write.split), (1, false), "writes are never split");

@@ -28,6 +28,8 @@ type PieceOutcome = Option<Result<(u64, u64)>>;
 pub(crate) struct SplitRead {
     /// The pieces, relative to the job (`rel` from the job's start, as its tasks).
     pieces: Vec<Task>,
+    /// Workers the job is queued for (the claimer and its helpers), at most one per piece.
+    workers: usize,
     /// Where piece offsets start: the owner's bounce buffer plus the task's in-buffer shift;
     /// 0 until published.
     base: AtomicUsize,
@@ -45,10 +47,13 @@ pub(crate) struct SplitRead {
 
 impl SplitRead {
     /// The split of a task into `pieces` (from [`super::plan::split`], so boundaries after
-    /// the first are aligned).
-    pub(crate) fn new(pieces: Vec<Task>) -> SplitRead {
+    /// the first are aligned) for `workers` workers: with more pieces than workers, whoever
+    /// reads faster takes more of them, and the claimer waits at most about one piece for the
+    /// last helper (`split_pieces_per_worker`).
+    pub(crate) fn new(pieces: Vec<Task>, workers: usize) -> SplitRead {
         let n = pieces.len();
         SplitRead {
+            workers: workers.clamp(1, n.max(1)),
             pieces,
             base: AtomicUsize::new(0),
             direct: AtomicBool::new(false),
@@ -59,9 +64,15 @@ impl SplitRead {
         }
     }
 
-    /// How many pieces (and so workers) the task is split into.
+    /// How many pieces the task is split into.
+    #[cfg(test)]
     pub(crate) fn pieces(&self) -> usize {
         self.pieces.len()
+    }
+
+    /// How many workers the job is queued for.
+    pub(crate) fn workers(&self) -> usize {
+        self.workers
     }
 
     /// The owner cannot read into one buffer: helpers leave without reading.

@@ -435,7 +435,8 @@ fn eio_inside_a_split_read(one_buffer: bool) {
 /// that claimed the task, read by it and by the free workers the job was queued for (every
 /// read sleeps 2 ms, so the others take pieces while the first reads), and the task lands in
 /// one copy. Random unaligned offsets and lengths, the end of the file included, buffered and
-/// `O_DIRECT`; guard bytes around every destination stay untouched.
+/// `O_DIRECT`, one piece per worker or three; guard bytes around every destination stay
+/// untouched.
 #[test]
 fn split_reads_into_one_buffer_land_exactly_with_pieces_read_by_other_workers() {
     let d = tempfile::tempdir().unwrap();
@@ -445,15 +446,20 @@ fn split_reads_into_one_buffer_land_exactly_with_pieces_read_by_other_workers() 
         FaultPlan { read_delay: Some(std::time::Duration::from_millis(2)), ..Default::default() };
     let _armed = inject(&p, slow).unwrap();
     let mut r = rand::rngs::StdRng::seed_from_u64(29);
-    for (direct, one_buffer) in
-        [(DirectIoPolicy::Off, true), (DirectIoPolicy::On, true), (DirectIoPolicy::Off, false)]
-    {
+    for (direct, one_buffer, per) in [
+        (DirectIoPolicy::Off, true, 1),
+        (DirectIoPolicy::On, true, 1),
+        (DirectIoPolicy::Off, true, 3),
+        (DirectIoPolicy::On, true, 3),
+        (DirectIoPolicy::Off, false, 1),
+    ] {
         let config = Config {
             threads: 4,
             task_size: 1 << 20,
             bounce_buffer_size: (1 << 20) + 4096,
             split_min_bytes: 128 << 10,
             split_into_one_buffer: one_buffer,
+            split_pieces_per_worker: per,
             direct_io: direct,
             ..Config::default()
         };
