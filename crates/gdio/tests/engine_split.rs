@@ -1,7 +1,8 @@
 //! `split_min_bytes`: a one-task read into GPU memory spread over idle workers lands the same
 //! bytes as the file holds, at random unaligned offsets and lengths (end of file included),
-//! with the split on and off, while other reads keep workers busy; bytes around every
-//! destination stay untouched.
+//! with the split on and off and into one bounce buffer, while other reads keep workers busy;
+//! bytes around every destination stay untouched. The keys of the one-buffer split read from
+//! the environment and bounded.
 
 mod common;
 
@@ -17,11 +18,13 @@ fn split_reads_land_exactly_with_the_split_on_and_off() {
     for (what, dir) in dirs() {
         let p = write_file(dir.path(), "split", &data);
         let f = Arc::new(FileHandle::open(&p).unwrap());
-        for split in [0usize, 1 << 20, 2 << 20] {
+        // 1 MiB bounce buffers: pieces in their readers' buffers; 8 MiB: into one buffer.
+        let cases = [(0usize, 1 << 20), (1 << 20, 1 << 20), (2 << 20, 1 << 20), (1 << 20, 8 << 20)];
+        for (split, bounce) in cases {
             let config = Config {
                 threads: 6,
                 task_size: 8 << 20,
-                bounce_buffer_size: 1 << 20,
+                bounce_buffer_size: bounce,
                 split_min_bytes: split,
                 ..Config::default()
             };
@@ -32,7 +35,7 @@ fn split_reads_land_exactly_with_the_split_on_and_off() {
             std::thread::scope(|s| {
                 for t in 0..2u64 {
                     let (drv, f, data) = (drv.clone(), f.clone(), &data);
-                    let seed: u64 = r.random();
+                    let seed: u64 = r.random::<u64>() ^ bounce as u64;
                     s.spawn(move || {
                         let mut r = rng(seed + t);
                         for _ in 0..6 {
@@ -68,4 +71,25 @@ fn split_reads_land_exactly_with_the_split_on_and_off() {
             }
         }
     }
+}
+
+#[test]
+fn the_one_buffer_keys_are_read_from_the_environment_and_bounded() {
+    let vars = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+    let d = Config::default();
+    assert!(d.split_into_one_buffer);
+    assert_eq!(d.split_pieces_per_worker, 4);
+    let l = Config::load_from_vars(vars("GDIO_SPLIT_INTO_ONE_BUFFER", "false")).unwrap();
+    assert!(!l.config().split_into_one_buffer);
+    let l = Config::load_from_vars(vars("GDIO_SPLIT_PIECES_PER_WORKER", "2")).unwrap();
+    assert_eq!(l.config().split_pieces_per_worker, 2);
+    for bad in ["0", "65", "two"] {
+        let e = Config::load_from_vars(vars("GDIO_SPLIT_PIECES_PER_WORKER", bad)).unwrap_err();
+        assert!(e.to_string().contains("split_pieces_per_worker"), "{bad}: {e}");
+    }
+    let e = Config::load_from_vars(vars("GDIO_SPLIT_INTO_ONE_BUFFER", "maybe")).unwrap_err();
+    assert!(e.to_string().contains("SPLIT_INTO_ONE_BUFFER"), "{e}");
+    let mut l = Config::load_from_vars(vars("GDIO_SPLIT_PIECES_PER_WORKER", "3")).unwrap();
+    assert!(l.set("split_pieces_per_worker", 0).is_err());
+    assert_eq!(l.config().split_pieces_per_worker, 3, "a refused value changed the config");
 }

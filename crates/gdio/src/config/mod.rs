@@ -271,14 +271,22 @@ pub struct Config {
     /// The pieces of a split read (`split_min_bytes`) go into one bounce buffer of the worker
     /// that claims the task, and the task goes to the GPU in one copy, instead of each piece
     /// into a buffer of its reader with a copy of its own: the reads still run side by side,
-    /// and the link moves one large copy (a 2 MiB copy moves 0.93 × what a 4 MiB one does on
-    /// the H200). Only where the task fits one bounce buffer and goes through bounce buffers
-    /// read with `pread` (not `page_cache_dma`, not `io_engine` `io_uring`).
+    /// and the link moves one large copy. Only where the task fits one bounce buffer and goes
+    /// through bounce buffers read with `pread` (not `page_cache_dma`, not `io_engine`
+    /// `io_uring`). H200 (BENCHMARKS.md session 32 runs 3 and 4, ABBA, eight reps): KvikIO
+    /// compat OFF through gdio's libcufile at 8 threads 46.5–48.5 GB/s against 43.7–45.2 off
+    /// (a call 0.71 ms against 0.75–0.77), 16 threads the same (50.3–50.5, the link's
+    /// ceiling for 4 MiB copies), `gdio bench` 4 MiB × 8 37.8–46.2 against 41.3–44.1 (means
+    /// 2–3 % lower, one slow rep in each run), the default bench the same.
     pub split_into_one_buffer: bool,
     /// With `split_into_one_buffer`, each worker's share of a split read is cut into this
     /// many pieces, taken one at a time by whichever worker is free: a worker that starts late
     /// takes fewer, and the worker that copies the task waits at most about one piece for the
-    /// others. The copy stays one per task however many pieces.
+    /// others. The copy stays one per task however many pieces. H200 (BENCHMARKS.md session
+    /// 32 runs 5 and 6, on a machine slower than runs 3 and 4): KvikIO compat OFF at 8 threads
+    /// 4 pieces 35.5–43.8 GB/s (means 39.5, 38.9) against 1 piece 34.3–39.6 (37.6, 36.4),
+    /// `gdio bench` 4 MiB × 8 +3 to +5 % on the means, 16 threads the same; 2 pieces no
+    /// better than 1.
     pub split_pieces_per_worker: usize,
     /// Streams per GPU that a pool's workers queue their copies on, in turn. 0: a stream per
     /// worker, so every worker's copies share the link at once and each lands when those
@@ -436,7 +444,7 @@ impl Default for Config {
             inline_max_callers: default_threads(),
             split_min_bytes: 2 << 20,
             split_into_one_buffer: true,
-            split_pieces_per_worker: 1,
+            split_pieces_per_worker: 4,
             copy_streams: 1,
             own_stream_max_bytes: 1 << 20,
             pool_per_gpu: false,
