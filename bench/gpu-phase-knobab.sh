@@ -12,6 +12,8 @@
 # engine's workers spent the time, the verdict). The shape rows read KNOBAB_BENCH_FILE (default
 # the tmpfs file; a path that does not exist is made by `gdio bench`) with KNOBAB_BENCH_ARGS
 # added (as "--cold --size 1G --keep"); KNOBAB_DEFAULT_BENCH=0 leaves out the default bench.
+# Every rep runs the settings in the order given; bench/gpu-phase-abba.sh balances the order
+# (session 32 run 1 found the first place of each pair read up to 12 % lower).
 # usage (through bench/gpu-session.sh knobab): bench/gpu-phase-knobab.sh OUTDIR
 set -uo pipefail
 out=${1:-/tmp/knobab}; mkdir -p "$out"

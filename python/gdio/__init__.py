@@ -240,7 +240,8 @@ def stats() -> dict[str, Any]:
     fallback, by cause) and ``fallbacks`` (I/Os a fallback served for a fastpath, by the
     fastpath's reason); ``engine``, how the engine moved the bytes (``buffered_read_bytes``,
     ``direct_read_bytes``, ``page_cache_dma_bytes``, the writes likewise, ``gathered_reads``
-    and of them ``scattered_reads`` (sent by the scatter kernel), ``split_reads``,
+    and of them ``scattered_reads`` (sent by the scatter kernel), ``split_reads`` and
+    ``split_pieces_helped`` (pieces of split reads read into another worker's bounce buffer),
     ``inline_requests``, ``inline_busy`` (small requests sent to the workers for a crowd of
     more than ``inline_max_callers`` callers), ``caller_lanes_made``...) and where its workers' time went
     (``worker_time``: ``file_io_ns``, ``buffer_wait_ns``, ``copy_queue_ns``, ``draining_ns``,
