@@ -71,7 +71,7 @@ impl GatherShape {
     }
 
     /// The group `job` may join (its GPU and its direction): a buffered-capable read of one
-    /// small task into GPU memory, or with `gather_writes` a buffered write of one small task
+    /// small task into GPU memory (not split over workers), or with `gather_writes` a buffered write of one small task
     /// out of GPU memory (into a file on disk, of at least `write_disk_min_bytes`). Reads and
     /// writes never share a group.
     pub(crate) fn candidate(&self, job: &Job) -> Option<(usize, Op)> {
@@ -81,9 +81,12 @@ impl GatherShape {
                 self.writes && (job.len >= self.write_disk_min_bytes as u64 || job.into_memory)
             }
         };
+        // A read split into one buffer (`split_into_one_buffer`) is one task too, but its
+        // workers read it together: never gathered.
         if !self.enabled()
             || !op_ok
             || job.tasks.len() != 1
+            || job.split_read.is_some()
             || job.len > self.piece_size.min(self.max_bytes) as u64
             || matches!(job.direct, DirectChoice::Always)
         {

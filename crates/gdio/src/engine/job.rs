@@ -229,8 +229,8 @@ pub struct Job {
     /// pieces that run side by side, so the completion watcher finishes them however many.
     pub(crate) split: bool,
     /// The pieces of a split read that go into one bounce buffer of the worker that claims the
-    /// task (`split_into_one_buffer`); the job then has one task and is queued for as many
-    /// workers as pieces.
+    /// task (`split_into_one_buffer`); the job then has one task and is queued for the workers
+    /// its split counted.
     pub(crate) split_read: Option<super::split_read::SplitRead>,
     /// A write into a memory-backed file (tmpfs, ramfs), noted when the job is made: workers
     /// look at queued jobs that may be done already, whose file the submitter may have

@@ -476,7 +476,7 @@ impl Engine {
         let pool = self.pool_for(job.buf.kind);
         let cap =
             if job.op == Op::Write { self.config.write_threads.max(1) } else { pool.threads() };
-        // A read split into one buffer is one task, and one worker for each of its pieces.
+        // A read split into one buffer is one task, queued for the workers its split counted.
         let tasks = job.split_read.as_ref().map_or(job.tasks.len(), |s| s.workers());
         let workers = tasks.min(cap);
         let queued = match bulk {
@@ -972,6 +972,21 @@ mod tests {
         let job = e.job(Op::Read, JobFile::Shared(f.clone()), dev, 0, 4 << 20);
         let s = job.split_read.as_ref().unwrap();
         assert_eq!((job.tasks.len(), s.workers(), s.pieces()), (1, 4, 8));
+        // A small read split into one buffer is never gathered, however small the pieces.
+        let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(1, Duration::ZERO));
+        let tiny = Config { threads: 4, split_min_bytes: 16 << 10, ..Config::default() };
+        let e = Engine::new(rt, &tiny);
+        e.prepare_gpu(0).unwrap();
+        e.wait_idle(4);
+        let job = e.job(Op::Read, JobFile::Shared(f.clone()), dev, 0, 64 << 10);
+        assert!(job.split_read.is_some(), "64 KiB over 16 KiB pieces");
+        assert_eq!(gather::GatherShape::from_config(&tiny).candidate(&job), None);
+        // The same read unsplit (no worker started yet, none free) is a candidate: the split
+        // alone keeps it out.
+        let e = Engine::new(Arc::new(SimRuntime::new(1, Duration::ZERO)), &tiny);
+        let job = e.job(Op::Read, JobFile::Shared(f.clone()), dev, 0, 64 << 10);
+        assert!(job.split_read.is_none());
+        assert!(gather::GatherShape::from_config(&tiny).candidate(&job).is_some());
         // The same with an unaligned start that O_DIRECT would shift past the buffer's end.
         let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(1, Duration::ZERO));
         let e = Engine::new(rt, &Config { threads: 4, ..on() });

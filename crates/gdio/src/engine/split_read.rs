@@ -3,8 +3,9 @@
 //! of its lane and publishes it; the free workers the job was queued for read pieces of the
 //! task into their places of that buffer; the owner reads pieces too, waits for the others'
 //! and queues one host→device copy of the whole task. The reads run side by side as with
-//! pieces of their own, but the link sees one large copy instead of one per piece (on the
-//! H200 a 2 MiB copy moved 0.93 × what a 4 MiB copy did, BENCHMARKS.md session 20 run 2).
+//! pieces of their own, but the link sees one large copy instead of one per piece (H200,
+//! KvikIO's 4 MiB reads from 8 threads through gdio's libcufile: 46.5–48.5 GB/s against
+//! 43.7–45.2 with a copy per piece, BENCHMARKS.md session 32).
 //!
 //! Protocol, all lock-free but the results: a piece is read by whoever takes its index
 //! (`next`), and only once the buffer is published; the owner takes every index it can and
