@@ -71,9 +71,9 @@ impl GatherShape {
     }
 
     /// The group `job` may join (its GPU and its direction): a buffered-capable read of one
-    /// small task into GPU memory (not split over workers), or with `gather_writes` a buffered write of one small task
-    /// out of GPU memory (into a file on disk, of at least `write_disk_min_bytes`). Reads and
-    /// writes never share a group.
+    /// small task into GPU memory (not split over workers), or with `gather_writes` a buffered
+    /// write of one small task out of GPU memory (into a file on disk, of at least
+    /// `write_disk_min_bytes`). Reads and writes never share a group.
     pub(crate) fn candidate(&self, job: &Job) -> Option<(usize, Op)> {
         let op_ok = match job.op {
             Op::Read => !job.page_cache_dma,

@@ -405,11 +405,7 @@ impl Engine {
                     // time by whoever is free first.
                     let per = self.config.split_pieces_per_worker.max(1) as u64;
                     let piece = size.div_ceil(per).next_multiple_of(4096);
-                    let fine = if per > 1 {
-                        plan::split(offset, len, piece, align)
-                    } else {
-                        pieces.clone()
-                    };
+                    let fine = plan::split(offset, len, piece, align);
                     split_read = Some(split_read::SplitRead::new(fine, pieces.len()));
                 } else {
                     tasks = pieces;

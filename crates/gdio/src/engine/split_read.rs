@@ -27,7 +27,8 @@ type PieceOutcome = Option<Result<(u64, u64)>>;
 /// The pieces of one split task and who read what.
 #[derive(Debug)]
 pub(crate) struct SplitRead {
-    /// The pieces, relative to the job (`rel` from the job's start, as its tasks).
+    /// The pieces; `rel` counts from the job's start, which is its one task's start and so
+    /// the published `base`.
     pieces: Vec<Task>,
     /// Workers the job is queued for (the claimer and its helpers), at most one per piece.
     workers: usize,
@@ -90,7 +91,6 @@ impl SplitRead {
     /// Reads piece `i` into its place after `base`, records the outcome and counts it done.
     fn read_piece(&self, job: &Job, i: usize, base: usize, direct: bool) {
         let p = self.pieces[i];
-        let first = self.pieces[0].rel;
         let r = super::worker_time::timed(job.clock(), super::worker_time::Phase::FileIo, || {
             // SAFETY: the published buffer holds the whole task after `base` (checked by the
             // owner against its buffer size); each piece's range is disjoint from the others';
@@ -98,7 +98,7 @@ impl SplitRead {
             unsafe {
                 super::transfer::read_piece(
                     job.file(),
-                    (base + (p.rel - first) as usize) as *mut u8,
+                    (base + p.rel as usize) as *mut u8,
                     p.offset,
                     p.len,
                     direct,
@@ -113,25 +113,17 @@ impl SplitRead {
     /// publishes its buffer (or closes the read, or the job is over), then reads every piece
     /// it can take. Returns the pieces it read.
     pub(crate) fn help(&self, job: &Job) -> u64 {
-        let mut spins = 0u32;
-        let base = loop {
-            let base = self.base.load(Ordering::Acquire);
-            if base != 0 {
-                break base;
-            }
-            if self.closed.load(Ordering::Acquire)
+        let mut base = 0;
+        spin_until(|| {
+            base = self.base.load(Ordering::Acquire);
+            base != 0
+                || self.closed.load(Ordering::Acquire)
                 || job.is_done()
                 || self.next.load(Ordering::Acquire) >= self.pieces.len()
-            {
-                return 0;
-            }
-            spins += 1;
-            if spins < 64 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        };
+        });
+        if base == 0 {
+            return 0;
+        }
         let direct = self.direct.load(Ordering::Acquire);
         let mut read = 0;
         while let Some(i) = self.take() {
@@ -151,15 +143,7 @@ impl SplitRead {
             self.read_piece(job, i, base, direct);
         }
         super::worker_time::timed(job.clock(), super::worker_time::Phase::FileIo, || {
-            let mut spins = 0u32;
-            while self.done.load(Ordering::Acquire) < self.pieces.len() {
-                spins += 1;
-                if spins < 64 {
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::yield_now();
-                }
-            }
+            spin_until(|| self.done.load(Ordering::Acquire) == self.pieces.len())
         });
         let mut results = self.results.lock().unwrap_or_else(|e| e.into_inner());
         let mut res = TaskResult::default();
@@ -183,5 +167,19 @@ impl SplitRead {
             }
         }
         (res, None)
+    }
+}
+
+/// Waits on another worker that is reading right now (a piece, or the claimer about to
+/// publish its buffer): a few busy polls, then yielding the core between polls.
+fn spin_until(mut done: impl FnMut() -> bool) {
+    let mut spins = 0u32;
+    while !done() {
+        spins += 1;
+        if spins < 64 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
     }
 }
