@@ -53,11 +53,16 @@ fn bench_main_job_verifies_and_cleans_up() {
         let w = &r["workers"];
         assert!(w["threads"].as_u64().unwrap() >= 1, "{w}");
         let share = |k: &str| w[k].as_f64().unwrap();
-        for k in ["file_io", "buffer_wait", "copy_queue", "draining", "idle", "inline"] {
+        for k in
+            ["file_io", "buffer_wait", "split_wait", "copy_queue", "draining", "idle", "inline"]
+        {
             assert!(share(k) >= 0.0, "{k}: {w}");
         }
-        let busy =
-            share("file_io") + share("buffer_wait") + share("copy_queue") + share("draining");
+        let busy = share("file_io")
+            + share("buffer_wait")
+            + share("split_wait")
+            + share("copy_queue")
+            + share("draining");
         assert!(busy == 0.0 || (busy + share("idle") - 1.0).abs() < 1e-9 || busy > 1.0, "{w}");
         assert!(share("file_io") + share("inline") > 0.0, "nobody did the I/O: {w}");
         // The completion watcher serves copies to GPUs only.
@@ -848,10 +853,11 @@ fn simulated_gpu_bench_verifies_every_path_through_device_memory() {
             assert_eq!(r["verified"], true, "{args:?}: {r}");
             // Shares of the workers' time: each in [0, 1], together at most the whole.
             let w = &r["workers"];
-            let shares: Vec<f64> = ["file_io", "buffer_wait", "copy_queue", "draining", "idle"]
-                .iter()
-                .map(|k| w[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {w}")))
-                .collect();
+            let shares: Vec<f64> =
+                ["file_io", "buffer_wait", "split_wait", "copy_queue", "draining", "idle"]
+                    .iter()
+                    .map(|k| w[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {w}")))
+                    .collect();
             assert!(shares.iter().all(|x| (0.0..=1.0).contains(x)), "{args:?}: {w}");
             assert!(shares.iter().sum::<f64>() <= 1.01, "{args:?}: {w}");
         }

@@ -12,6 +12,10 @@
 //! then waits until every taken piece is counted `done`, so no helper touches the buffer or
 //! the file after the owner moves on (the job is not done before then). An owner that cannot
 //! get a buffer closes the read instead, and helpers then leave without reading.
+//!
+//! Both waits (a helper's for the buffer, the owner's for the pieces others still read) count
+//! as [`super::WorkerTime::split_wait_ns`], so `gdio bench` and the libcufile's summary say
+//! when the workers of split reads spend their time waiting on each other.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -114,12 +118,14 @@ impl SplitRead {
     /// it can take. Returns the pieces it read.
     pub(crate) fn help(&self, job: &Job) -> u64 {
         let mut base = 0;
-        spin_until(|| {
-            base = self.base.load(Ordering::Acquire);
-            base != 0
-                || self.closed.load(Ordering::Acquire)
-                || job.is_done()
-                || self.next.load(Ordering::Acquire) >= self.pieces.len()
+        super::worker_time::timed(job.clock(), super::worker_time::Phase::SplitWait, || {
+            spin_until(|| {
+                base = self.base.load(Ordering::Acquire);
+                base != 0
+                    || self.closed.load(Ordering::Acquire)
+                    || job.is_done()
+                    || self.next.load(Ordering::Acquire) >= self.pieces.len()
+            })
         });
         if base == 0 {
             return 0;
@@ -142,7 +148,7 @@ impl SplitRead {
         while let Some(i) = self.take() {
             self.read_piece(job, i, base, direct);
         }
-        super::worker_time::timed(job.clock(), super::worker_time::Phase::FileIo, || {
+        super::worker_time::timed(job.clock(), super::worker_time::Phase::SplitWait, || {
             spin_until(|| self.done.load(Ordering::Acquire) == self.pieces.len())
         });
         let mut results = self.results.lock().unwrap_or_else(|e| e.into_inner());

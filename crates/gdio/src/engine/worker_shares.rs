@@ -17,6 +17,9 @@ pub struct WorkerShares {
     pub file_io: f64,
     /// Waiting for a bounce buffer whose copy was still in flight (behind the GPU link).
     pub buffer_wait: f64,
+    /// Workers of split reads waiting on each other (a helper for the claimer's buffer, the
+    /// claimer for the pieces others read; `split_into_one_buffer`).
+    pub split_wait: f64,
     /// Queueing copies and recording their markers (driver calls).
     pub copy_queue: f64,
     /// Nothing queued, waiting for copies in flight to land.
@@ -44,12 +47,14 @@ impl WorkerShares {
         let share = |ns: u64| if total > 0.0 { ns as f64 / 1e9 / total } else { 0.0 };
         let (file_io, buffer_wait) = (share(time.file_io_ns), share(time.buffer_wait_ns));
         let (copy_queue, draining) = (share(time.copy_queue_ns), share(time.draining_ns));
-        let busy = file_io + buffer_wait + copy_queue + draining;
+        let split_wait = share(time.split_wait_ns);
+        let busy = file_io + buffer_wait + split_wait + copy_queue + draining;
         WorkerShares {
             threads,
             worker_seconds: total,
             file_io,
             buffer_wait,
+            split_wait,
             copy_queue,
             draining,
             idle: if busy > 0.0 { (1.0 - busy).max(0.0) } else { 0.0 },
@@ -67,6 +72,11 @@ impl WorkerShares {
         let busy = [
             (self.file_io, "file I/O (the kernel's copy out of the page cache, or the disk)"),
             (self.buffer_wait, "the GPU link (copies in flight held the bounce buffers)"),
+            (
+                self.split_wait,
+                "split reads: their workers waiting on each other (a claimer's buffer, or the \
+                 last pieces); fewer pieces per worker or no split into one buffer may help",
+            ),
             (self.copy_queue, "queueing copies in the GPU driver"),
             (self.inline, "the callers, running their small requests inline"),
             (
@@ -81,7 +91,8 @@ impl WorkerShares {
     /// One line: the shares in percent, the mean landing time and the verdict.
     pub fn line(&self) -> String {
         let pct = |x: f64| format!("{:.0}%", x * 100.0);
-        let mut s = if self.file_io + self.buffer_wait + self.copy_queue + self.draining == 0.0 {
+        let busy = self.file_io + self.buffer_wait + self.split_wait + self.copy_queue;
+        let mut s = if busy + self.draining == 0.0 {
             format!(
                 "the callers ran every request inline ({} of {} workers' time); the workers had \
                  none",
@@ -90,11 +101,16 @@ impl WorkerShares {
             )
         } else {
             format!(
-                "{} workers: file I/O {}, waiting for buffers {}, queueing copies {}, draining \
-                 {}, idle {}{}",
+                "{} workers: file I/O {}, waiting for buffers {}{}, queueing copies {}, \
+                 draining {}, idle {}{}",
                 self.threads,
                 pct(self.file_io),
                 pct(self.buffer_wait),
+                if self.split_wait > 0.0 {
+                    format!(", waiting on split partners {}", pct(self.split_wait))
+                } else {
+                    String::new()
+                },
                 pct(self.copy_queue),
                 pct(self.draining),
                 pct(self.idle),
@@ -158,6 +174,13 @@ mod tests {
         // Buffers: the GPU link.
         let link = WorkerTime { buffer_wait_ns: 5_000_000_000, file_io_ns: 1_000_000_000, ..t };
         assert!(WorkerShares::new(4, 2.0, link).verdict().is_some_and(|v| v.contains("GPU link")));
+        // Split reads' workers waiting on each other: named in the line and the verdict.
+        let split = WorkerTime { split_wait_ns: 5_000_000_000, file_io_ns: 1_000_000_000, ..t };
+        let w = WorkerShares::new(4, 2.0, split);
+        assert_eq!((w.split_wait, w.idle), (0.625, 0.0), "{w:?}");
+        assert!(w.verdict().is_some_and(|v| v.starts_with("split reads")));
+        assert!(w.line().contains("waiting on split partners 62%"), "{}", w.line());
+        assert!(!WorkerShares::new(4, 2.0, t).line().contains("split"), "no split, no word");
         // Callers that ran everything inline: the workers had nothing.
         let inline = WorkerTime { inline_ns: 40_000_000_000, ..WorkerTime::default() };
         let w = WorkerShares::new(4, 2.0, inline);

@@ -1,6 +1,6 @@
 //! Where the workers' time goes: file I/O, waiting for a bounce buffer whose copy is still in
-//! flight, queueing copies, or waiting for the last copies to land (the rest of a worker's
-//! time is idle or bookkeeping); and how long a task's last copy took to land
+//! flight, waiting on the other workers of a split read, queueing copies, or waiting for the
+//! last copies to land (the rest of a worker's time is idle or bookkeeping); and how long a task's last copy took to land
 //! after it was queued. The answer to "why is this shape slow": workers that are mostly idle
 //! want more requests in flight, workers that mostly wait for buffers are behind the GPU link,
 //! workers that mostly read are behind the CPU's copy out of the page cache (or the disk).
@@ -36,6 +36,10 @@ pub struct WorkerTime {
     pub file_io_ns: u64,
     /// Waiting for a bounce buffer: its previous copy to or from the GPU was still in flight.
     pub buffer_wait_ns: u64,
+    /// Workers of a read split into one bounce buffer (`split_into_one_buffer`) waiting on
+    /// each other: a helper for the claimer to publish its buffer, the claimer for the pieces
+    /// the helpers are still reading.
+    pub split_wait_ns: u64,
     /// Queueing copies to or from the GPU and recording their markers (driver calls).
     pub copy_queue_ns: u64,
     /// Nothing queued, copies in flight: waiting for them to land.
@@ -67,6 +71,7 @@ impl WorkerTime {
         WorkerTime {
             file_io_ns: self.file_io_ns.saturating_sub(before.file_io_ns),
             buffer_wait_ns: self.buffer_wait_ns.saturating_sub(before.buffer_wait_ns),
+            split_wait_ns: self.split_wait_ns.saturating_sub(before.split_wait_ns),
             copy_queue_ns: self.copy_queue_ns.saturating_sub(before.copy_queue_ns),
             draining_ns: self.draining_ns.saturating_sub(before.draining_ns),
             inline_ns: self.inline_ns.saturating_sub(before.inline_ns),
@@ -84,6 +89,7 @@ impl WorkerTime {
         WorkerTime {
             file_io_ns: self.file_io_ns + other.file_io_ns,
             buffer_wait_ns: self.buffer_wait_ns + other.buffer_wait_ns,
+            split_wait_ns: self.split_wait_ns + other.split_wait_ns,
             copy_queue_ns: self.copy_queue_ns + other.copy_queue_ns,
             draining_ns: self.draining_ns + other.draining_ns,
             inline_ns: self.inline_ns + other.inline_ns,
@@ -122,6 +128,7 @@ fn mean_ms(ns: u64, count: u64) -> Option<f64> {
 pub(crate) enum Phase {
     FileIo,
     BufferWait,
+    SplitWait,
     CopyQueue,
     Draining,
     Inline,
@@ -132,6 +139,7 @@ pub(crate) enum Phase {
 pub(crate) struct Clock {
     file_io: AtomicU64,
     buffer_wait: AtomicU64,
+    split_wait: AtomicU64,
     copy_queue: AtomicU64,
     draining: AtomicU64,
     inline: AtomicU64,
@@ -153,6 +161,7 @@ impl Clock {
         let total = match phase {
             Phase::FileIo => &self.file_io,
             Phase::BufferWait => &self.buffer_wait,
+            Phase::SplitWait => &self.split_wait,
             Phase::CopyQueue => &self.copy_queue,
             Phase::Draining => &self.draining,
             Phase::Inline => &self.inline,
@@ -187,6 +196,7 @@ impl Clock {
         WorkerTime {
             file_io_ns: r(&self.file_io),
             buffer_wait_ns: r(&self.buffer_wait),
+            split_wait_ns: r(&self.split_wait),
             copy_queue_ns: r(&self.copy_queue),
             draining_ns: r(&self.draining),
             inline_ns: r(&self.inline),
@@ -226,11 +236,13 @@ mod tests {
         let t = Instant::now();
         std::thread::sleep(std::time::Duration::from_millis(2));
         c.add(Phase::Draining, t);
+        c.add(Phase::SplitWait, t);
         c.landed(t);
         c.landed(t);
         let d = c.snapshot().since(&a);
         assert_eq!(d.file_io_ns, 0);
         assert!(d.draining_ns >= 2_000_000);
+        assert!(d.split_wait_ns >= 2_000_000 && a.split_wait_ns == 0, "{d:?}");
         assert_eq!(d.copies_landed, 2);
         assert!(d.mean_landing_ms().is_some_and(|ms| ms >= 2.0));
         assert_eq!(d.plus(&d).copies_landed, 4);

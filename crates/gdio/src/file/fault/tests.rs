@@ -436,7 +436,7 @@ fn eio_inside_a_split_read(one_buffer: bool) {
 /// read sleeps 2 ms, so the others take pieces while the first reads), and the task lands in
 /// one copy. Random unaligned offsets and lengths, the end of the file included, buffered and
 /// `O_DIRECT`, one piece per worker or three; guard bytes around every destination stay
-/// untouched.
+/// untouched; the waits of the split's workers on each other are timed.
 #[test]
 fn split_reads_into_one_buffer_land_exactly_with_pieces_read_by_other_workers() {
     let d = tempfile::tempdir().unwrap();
@@ -486,10 +486,14 @@ fn split_reads_into_one_buffer_land_exactly_with_pieces_read_by_other_workers() 
         }
         let c = drv.engine().counters();
         assert!(c.split_reads >= 10, "{direct:?} {one_buffer}: {c:?}");
+        // Every split read's claimer waits for the pieces others took (timed even when they
+        // are done already); pieces in buffers of their own wait on nobody.
+        let waited = c.worker_time.split_wait_ns;
         if one_buffer {
             assert!(c.split_pieces_helped >= 10, "{direct:?}: others read no pieces: {c:?}");
+            assert!(waited > 0, "{direct:?}: no split wait timed: {c:?}");
         } else {
-            assert_eq!(c.split_pieces_helped, 0, "{c:?}");
+            assert_eq!((c.split_pieces_helped, waited), (0, 0), "{c:?}");
         }
     }
 }
