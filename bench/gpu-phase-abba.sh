@@ -29,7 +29,8 @@ row() { # size depth
   "$GDIO" bench --json --file "$shm" --mode read --iterations 3 --io-size "$1" --queue-depth "$2" 2>>"$out/stderr.txt" | python3 -c "
 import json, sys
 r = json.load(sys.stdin)['results'][0]
-print(f\"{r['gbps']:.2f} split {r.get('split_reads')} helped {r.get('split_pieces_helped')} verified {r['verified']}\")"
+w = r.get('workers', {})
+print(f\"{r['gbps']:.2f} split {r.get('split_reads')} helped {r.get('split_pieces_helped')} split_wait {100 * w.get('split_wait', 0):.0f}% idle {100 * w.get('idle', 0):.0f}% verified {r['verified']}\")"
 }
 one() { # setting rep
   local v=$1 rep=$2 t shape

@@ -6,6 +6,9 @@
 # reading KVROW_FILE (the 8 GiB ext4 file, page-cached first) with compat mode ON, and with
 # compat mode OFF through gdio's libcufile (LD_PRELOAD), three timed passes each
 # (bench/cufile_kvikio_read.py), and OFF ÷ ON. Stops starting reps after KVROW_BUDGET_S (300) s.
+# Then (KVROW_WHY=1, the default) one more compat-OFF pass per thread count with the library's
+# summary at CUFILE_LOGGING_LEVEL=INFO: calls in flight, a call's time, where the workers' time
+# went (file I/O, buffers, split partners, draining, idle) and how long copies took to land.
 #   bash bench/gpu-phase-kvrow.sh LOGDIR   (repo root; through bench/gpu-session.sh kvrow)
 # needs: LIB (gdio's libcufile, default .dev/lib/libcufile.so.0), KvikIO and CuPy on PYTHONPATH.
 set -uo pipefail
@@ -30,3 +33,10 @@ for rep in $(seq "${KVROW_REPS:-3}"); do
     echo "rep $rep t$t KvikIO ON ${on:-failed} | OFF on gdio ${off:-failed} | ratio $ratio"
   done
 done | tee "$out/kvrow.txt"
+[ "${KVROW_WHY:-1}" = 1 ] || exit 0
+for t in ${KVROW_THREADS:-8 16}; do
+  rm -f "$out/why-t$t.log"
+  CUFILE_LOGGING_LEVEL=INFO CUFILE_LOGFILE_PATH="$out/why-t$t.log" LD_PRELOAD=$lib \
+    python3 bench/cufile_kvikio_read.py off "$f" "$t" 1 >/dev/null 2>>"$out/stderr.txt"
+  echo "why t$t: $(grep -h 'synchronous I/O' "$out/why-t$t.log" 2>/dev/null | sed 's/.*synchronous I\/O: //')"
+done | tee -a "$out/kvrow.txt"

@@ -18,7 +18,7 @@ d=json.load(sys.stdin)
 for r in d['results']:
     w=r['workers']; pct=lambda x: f'{100*x:3.0f}%'
     land=w.get('landing_ms'); land=f'{land:.3f}' if land is not None else '-'
-    print(f\"{r['op']:5} {r['gbps']:6.2f} GB/s {r.get('ratio_to_limit') or 0:.2f}x ver {str(r['verified'])[0]} | {w['threads']} workers: io {pct(w['file_io'])} bufwait {pct(w['buffer_wait'])} copyq {pct(w['copy_queue'])} drain {pct(w['draining'])} idle {pct(w['idle'])} inline {pct(w['inline'])} land {land} ms\")
+    print(f\"{r['op']:5} {r['gbps']:6.2f} GB/s {r.get('ratio_to_limit') or 0:.2f}x ver {str(r['verified'])[0]} | {w['threads']} workers: io {pct(w['file_io'])} bufwait {pct(w['buffer_wait'])} splitwait {pct(w.get('split_wait', 0))} copyq {pct(w['copy_queue'])} drain {pct(w['draining'])} idle {pct(w['idle'])} inline {pct(w['inline'])} land {land} ms\")
 "; }
 gdio() { (export ${v//,/ }; exec "${BIN:-$GDIO}" "$@"); }
 for rep in $(seq "${WHY_REPS:-1}"); do
