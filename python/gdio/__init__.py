@@ -244,8 +244,9 @@ def stats() -> dict[str, Any]:
     ``split_pieces_helped`` (pieces of split reads read into another worker's bounce buffer),
     ``inline_requests``, ``inline_busy`` (small requests sent to the workers for a crowd of
     more than ``inline_max_callers`` callers), ``caller_lanes_made``...) and where its workers' time went
-    (``worker_time``: ``file_io_ns``, ``buffer_wait_ns``, ``split_wait_ns``, ``copy_queue_ns``, ``draining_ns``,
-    ``inline_ns``, ``landing_ns`` over ``copies_landed``). Take two and subtract to see one
+    (``worker_time``: ``file_io_ns``, ``buffer_wait_ns``, ``split_wait_ns`` (split reads' workers
+    waiting on each other), ``copy_queue_ns``, ``draining_ns``, ``inline_ns``, ``landing_ns``
+    over ``copies_landed``). Take two and subtract to see one
     step's share, as ``gdio bench`` does."""
     import json
 

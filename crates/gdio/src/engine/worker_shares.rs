@@ -74,8 +74,8 @@ impl WorkerShares {
             (self.buffer_wait, "the GPU link (copies in flight held the bounce buffers)"),
             (
                 self.split_wait,
-                "split reads: their workers waiting on each other (a claimer's buffer, or the \
-                 last pieces); fewer pieces per worker or no split into one buffer may help",
+                "split reads: their workers waiting on each other for a claimer's buffer or \
+                 the last pieces (`split_pieces_per_worker`, `split_into_one_buffer`)",
             ),
             (self.copy_queue, "queueing copies in the GPU driver"),
             (self.inline, "the callers, running their small requests inline"),

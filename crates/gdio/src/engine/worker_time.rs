@@ -1,9 +1,11 @@
 //! Where the workers' time goes: file I/O, waiting for a bounce buffer whose copy is still in
 //! flight, waiting on the other workers of a split read, queueing copies, or waiting for the
-//! last copies to land (the rest of a worker's time is idle or bookkeeping); and how long a task's last copy took to land
-//! after it was queued. The answer to "why is this shape slow": workers that are mostly idle
-//! want more requests in flight, workers that mostly wait for buffers are behind the GPU link,
-//! workers that mostly read are behind the CPU's copy out of the page cache (or the disk).
+//! last copies to land (the rest of a worker's time is idle or bookkeeping); and how long a
+//! task's last copy took to land after it was queued. The answer to "why is this shape slow":
+//! workers that are mostly idle want more requests in flight, workers that mostly wait for
+//! buffers are behind the GPU link, workers that mostly read are behind the CPU's copy out of
+//! the page cache (or the disk), workers of split reads that mostly wait on each other are
+//! held by their slowest piece or by the claimer's buffer.
 //!
 //! Each phase is timed once per chunk or per wait (two clock reads), not per byte, and only on
 //! the engine's worker threads; a caller that runs its own small request inline (no hand-off)
