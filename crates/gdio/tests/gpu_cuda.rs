@@ -554,3 +554,50 @@ fn gpu_work_on_gpu_1_makes_no_context_on_gpu_0() {
     assert_eq!(drv.write(&f, 4096, &dev, 0, 1 << 20).unwrap(), 1 << 20);
     assert!(!primary_context_active(0), "gdio made a context on GPU 0 for work on GPU 1");
 }
+
+/// A marker's landing, asked from another thread (as the completion watcher asks it): not
+/// reached while a large copy runs behind a long queue, reached once the stream is past it,
+/// still answering after its stream is gone; forks name their root's queue. The bytes copied
+/// are checked.
+#[test]
+fn gpu_landings_answer_from_any_thread_and_outlive_their_stream() {
+    let Some(rt) = cuda() else { return };
+    let len = 256usize << 20;
+    let data = random_bytes(77, len);
+    let pinned = rt.alloc_pinned(0, len).unwrap();
+    // SAFETY: a fresh pinned allocation of `len` bytes, freed at the end.
+    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), pinned, len) };
+    let dev = rt.alloc_device(0, len).unwrap();
+    let mut root = rt.new_stream(0, 1).unwrap();
+    let mut s = root.fork(2).unwrap();
+    // SAFETY: both ranges hold `len` bytes and live until the stream is synchronized below.
+    unsafe {
+        for _ in 0..8 {
+            s.copy_to_device(dev, pinned, len).unwrap();
+        }
+    }
+    s.record(1).unwrap();
+    let landing = s.landing(1).expect("CUDA streams share their markers");
+    assert!(s.landing(0).is_none(), "slot 0 was never recorded");
+    let asked = landing.clone();
+    // 2 GiB behind the marker: far more than the microseconds this thread takes to ask.
+    assert!(!std::thread::spawn(move || asked.reached()).join().unwrap());
+    s.wait(1).unwrap();
+    let asked = landing.clone();
+    assert!(std::thread::spawn(move || asked.reached()).join().unwrap());
+    root.record(0).unwrap();
+    assert_eq!(root.landing(0).unwrap().queue(), landing.queue(), "a fork queues on its root");
+    let mut back = vec![0u8; len];
+    // SAFETY: `back` holds `len` bytes; `dev` is a `len`-byte device allocation.
+    unsafe { s.copy_to_host(back.as_mut_ptr(), dev, len).unwrap() };
+    s.synchronize().unwrap();
+    assert!(back == data, "the bytes copied differ");
+    drop((s, root));
+    assert!(landing.reached(), "a landing keeps its events after its stream");
+    drop(landing);
+    // SAFETY: allocated above by this runtime, freed once.
+    unsafe {
+        rt.free_device(0, dev);
+        rt.free_pinned(pinned, len);
+    }
+}

@@ -245,6 +245,15 @@ pub struct Config {
     /// H200 it read 1 MiB × 32 5–9 % and 16 MiB × 8 4–25 % faster and Python's `preadv` 15 %
     /// faster; larger requests are left to their workers (BENCHMARKS.md, session 11).
     pub completion_watcher: bool,
+    /// The completion watcher learns that a watched task's copies landed by asking the marker
+    /// its worker records after them anyway (for CUDA a `cuEventQuery`, at most one per copy
+    /// stream not yet reached per look), instead of reading a progress word the stream writes
+    /// after them (`cuStreamWriteValue32`): one stream operation after each copy instead of
+    /// two. H200, `bench/pagecache-dma-probe.c` (BENCHMARKS.md session 34 run 3): the ring of
+    /// 4 MiB `pread` + copy at 12 threads 50.3–50.5 GB/s with an event after each copy,
+    /// 49.1–49.9 with an event and a written word; out of `cuMemHostAlloc` buffers 52.2–52.9
+    /// against 50.6–50.8. Runtimes whose markers cannot be shared use the word.
+    pub completion_watch_events: bool,
     /// On a machine of several NUMA nodes, engine workers run on the CPUs of the node of the
     /// GPU they move bytes for (their pinned bounce buffers are then allocated there too).
     pub numa_affinity: bool,
@@ -439,6 +448,7 @@ impl Default for Config {
             completion_poll_us: 4,
             completion_callbacks: false,
             completion_watcher: true,
+            completion_watch_events: true,
             numa_affinity: true,
             inline_max_bytes: 256 << 10,
             inline_max_callers: default_threads(),

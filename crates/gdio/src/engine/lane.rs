@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use super::copy_queue::CopyQueues;
 use super::job::{Job, TaskResult};
 use super::plan::Task;
-use super::watcher::Watcher;
+use super::watcher::{Mark, WatchBy, Watcher};
 use crate::error::{Error, Result};
 use crate::gpu::{GpuRuntime, GpuStream, PinnedBuffer, ProgressWord};
 
@@ -117,9 +117,11 @@ pub struct Lane {
     polling: Polling,
     /// The stream finishes deferred tasks with a callback (turned off if the runtime has none).
     callbacks: bool,
-    /// The engine's completion watcher and this lane's stream's progress word: the stream
-    /// sets the word to each marker's sequence number, the watcher finishes tasks by it.
-    watch: Option<(Arc<Watcher>, ProgressWord)>,
+    /// The engine's completion watcher and this lane's stream's progress word (where the
+    /// runtime has one): the watcher finishes tasks by the markers recorded after their copies
+    /// ([`WatchBy::Events`], where the stream shares them) or by the word, which the stream
+    /// then sets to each marker's sequence number.
+    watch: Option<(Arc<Watcher>, Option<ProgressWord>)>,
 }
 
 impl Lane {
@@ -147,16 +149,16 @@ impl Lane {
             Some(s) => s,
             None => runtime.new_stream(ordinal, max)?,
         };
-        // Without a progress word (the runtime has none, or it could not be made) the worker
-        // finishes this lane's tasks itself, as with the watcher off.
-        let watch = match watcher.map(|w| (w, stream.progress())) {
-            Some((w, Ok(Some(word)))) => Some((w.clone(), word)),
-            Some((_, Err(e))) => {
-                tracing::debug!(error = %e, "no progress word; the worker finishes its tasks");
+        // The word is made here even when the watcher asks markers: a stream that cannot share
+        // its markers falls back to it. Without either (the runtime has no word, or it could
+        // not be made) the worker finishes this lane's tasks itself, as with the watcher off.
+        let watch = watcher.and_then(|w| {
+            let word = stream.progress().unwrap_or_else(|e| {
+                tracing::debug!(error = %e, "no progress word for the completion watcher");
                 None
-            }
-            _ => None,
-        };
+            });
+            (word.is_some() || w.by() == WatchBy::Events).then(|| (w.clone(), word))
+        });
         let buffers = (0..count)
             .map(|_| PinnedBuffer::new(runtime, ordinal, size))
             .collect::<Result<Vec<_>>>()?;
@@ -251,7 +253,7 @@ impl Lane {
                 cb.finish(None);
             }));
         }
-        self.watch_tasks(seq, std::slice::from_ref(&d));
+        self.watch_tasks(seq, slot, std::slice::from_ref(&d));
         self.in_flight.push_back(InFlight { seq, slot, task: d });
     }
 
@@ -280,29 +282,44 @@ impl Lane {
                 }
             }));
         }
-        self.watch_tasks(seq, &tasks);
+        self.watch_tasks(seq, slot, &tasks);
         self.in_flight.extend(tasks.into_iter().map(|task| InFlight { seq, slot, task }));
     }
 
-    /// Hands the tasks of `tasks` (finished by marker `seq`, just recorded) whose jobs are
-    /// small ([`WATCH_MAX_TASKS`]) to the completion watcher, if this lane has one: queues the
-    /// write of `seq` into the stream's progress word behind their copies first. Large jobs
-    /// cost nothing here, not even that write.
-    fn watch_tasks(&mut self, seq: u64, tasks: &[Arc<Deferred>]) {
+    /// Hands the tasks of `tasks` (finished by marker `seq`, just recorded in `slot`) whose
+    /// jobs are small ([`is_watched`]) to the completion watcher, if this lane has one, with
+    /// that marker ([`WatchBy::Events`]) or, where the stream cannot share it (or the watcher
+    /// reads words), behind the write of `seq` into the stream's progress word, queued after
+    /// their copies first. Large jobs cost nothing here, not even that write.
+    fn watch_tasks(&mut self, seq: u64, slot: usize, tasks: &[Arc<Deferred>]) {
         let small = |d: &&Arc<Deferred>| is_watched(&d.job);
-        if self.watch.is_none() || !tasks.iter().any(|d| small(&d)) {
+        let Some((watcher, word)) = self.watch.clone() else { return };
+        if !tasks.iter().any(|d| small(&d)) {
             return;
         }
-        if let Err(e) = self.stream.signal(seq as u32) {
-            // The marker stands; the worker finishes this lane's tasks from now on.
-            tracing::debug!(error = %e, "no progress word; the worker finishes its tasks");
-            self.watch = None;
-            return;
-        }
-        if let Some((watcher, word)) = &self.watch {
-            for d in tasks.iter().filter(small) {
-                watcher.watch(word, seq as u32, d.clone());
+        let landing = match watcher.by() {
+            WatchBy::Events => self.stream.landing(slot),
+            WatchBy::Word => None,
+        };
+        let mark = match (landing, word) {
+            (Some(landing), _) => Mark::Event(landing),
+            (None, Some(word)) => match self.stream.signal(seq as u32) {
+                Ok(()) => Mark::Word(word, seq as u32),
+                Err(e) => {
+                    // The marker stands; the worker finishes this lane's tasks from now on.
+                    tracing::debug!(error = %e, "no progress word; the worker finishes its tasks");
+                    self.watch = None;
+                    return;
+                }
+            },
+            (None, None) => {
+                tracing::debug!("no shared marker and no progress word; the worker finishes");
+                self.watch = None;
+                return;
             }
+        };
+        for d in tasks.iter().filter(small) {
+            watcher.watch(mark.clone(), d.clone());
         }
     }
 

@@ -177,6 +177,7 @@ impl Engine {
             },
             callbacks: config.completion_callbacks,
             watcher: config.completion_watcher,
+            watch_events: config.completion_watch_events,
             poll_for_work: may_poll_while_idle(&config),
             copy_streams: config.copy_streams,
             own_stream_max: config.own_stream_max_bytes,

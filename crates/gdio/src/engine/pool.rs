@@ -19,7 +19,7 @@ use super::numa::{self, GpuNodes};
 use super::plan::Task;
 use super::ring::{IoChoice, WorkerRing};
 use super::transfer::{self, ReadPath};
-use super::watcher::Watcher;
+use super::watcher::{WatchBy, Watcher};
 use super::worker_time::{self, timed, Phase};
 use crate::error::{Error, Result};
 use crate::gpu::GpuRuntime;
@@ -39,6 +39,9 @@ pub(crate) struct LaneShape {
     pub callbacks: bool,
     /// A completion watcher finishes tasks by their streams' progress words.
     pub watcher: bool,
+    /// The watcher asks the markers recorded after the copies instead of a progress word
+    /// (`completion_watch_events`).
+    pub watch_events: bool,
     /// An idle worker polls the queue for the polling's `spin` before it sleeps
     /// ([`super::may_poll_while_idle`]).
     pub poll_for_work: bool,
@@ -166,7 +169,8 @@ impl Pool {
     pub(crate) fn new(spec: PoolSpec, name: &str) -> Pool {
         let watcher = spec.shape.watcher.then(|| {
             let name = format!("{name}-watch");
-            Arc::new(Watcher::new(spec.shape.polling, &name, spec.counters.clone()))
+            let by = if spec.shape.watch_events { WatchBy::Events } else { WatchBy::Word };
+            Arc::new(Watcher::new(spec.shape.polling, by, &name, spec.counters.clone()))
         });
         Pool {
             shared: Arc::new(Shared {

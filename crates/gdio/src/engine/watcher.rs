@@ -1,10 +1,13 @@
 //! The completion watcher (`completion_watcher`): one engine thread that finishes a task the
-//! moment its copies land, by watching the progress word its lane's stream sets in stream
-//! order ([`crate::gpu::ProgressWord`]). Without it a task is finished by its worker, which
-//! notices only between two chunks: a request then waits up to one more `pread` (a few hundred
+//! moment its copies land. Without it a task is finished by its worker, which notices only
+//! between two chunks: a request then waits up to one more `pread` (a few hundred
 //! microseconds) after its bytes are on the GPU, which a request of one or two tasks pays in
-//! full. Unlike a completion callback, the word holds nothing up: no host function sits in the
-//! stream.
+//! full. Unlike a completion callback, the watcher holds nothing up: no host function sits in
+//! the stream. It learns of a landing in one of two ways ([`WatchBy`]): by asking the marker
+//! the worker recorded after the copies ([`crate::gpu::Landing`], the default:
+//! `completion_watch_events`), or by reading the progress word the stream sets in stream order
+//! after them ([`crate::gpu::ProgressWord`]: one more stream operation per copy, which costs
+//! the link; runtimes whose markers cannot be shared).
 //!
 //! The watcher only finishes tasks; buffer reuse still waits on the lane's markers, and the
 //! worker still finishes any task the watcher has not reached (each task finishes once).
@@ -16,12 +19,29 @@ use std::time::{Duration, Instant};
 
 use super::job::Counters;
 use super::lane::{Deferred, Polling};
-use crate::gpu::ProgressWord;
+use crate::gpu::{Landing, ProgressWord};
 
-/// A task waiting for its stream's word to reach `seq`.
+/// How the watcher learns that a task's copies landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WatchBy {
+    /// By the marker recorded after them (`completion_watch_events`).
+    Events,
+    /// By the stream's progress word, written after them.
+    Word,
+}
+
+/// What a watched task's landing is told by.
+#[derive(Clone)]
+pub(super) enum Mark {
+    /// The stream's progress word reaching this sequence number.
+    Word(ProgressWord, u32),
+    /// The marker recorded after the task's copies.
+    Event(Landing),
+}
+
+/// A task waiting for its copies to land.
 struct Watched {
-    word: ProgressWord,
-    seq: u32,
+    mark: Mark,
     task: Arc<Deferred>,
 }
 
@@ -51,6 +71,7 @@ pub(crate) struct Watcher {
     /// [`NOT_STARTED`], [`RUNNING`] or [`NO_THREAD`].
     state: AtomicU8,
     name: String,
+    by: WatchBy,
 }
 
 const NOT_STARTED: u8 = 0;
@@ -59,9 +80,14 @@ const RUNNING: u8 = 1;
 const NO_THREAD: u8 = 2;
 
 impl Watcher {
-    /// A watcher that checks its tasks' words every `polling.every` while any is waiting,
-    /// counting the tasks it finishes in `counters`.
-    pub(crate) fn new(polling: Polling, name: &str, counters: Arc<Counters>) -> Watcher {
+    /// A watcher that checks its tasks' landings every `polling.every` while any is waiting,
+    /// told `by` markers or words, counting the tasks it finishes in `counters`.
+    pub(crate) fn new(
+        polling: Polling,
+        by: WatchBy,
+        name: &str,
+        counters: Arc<Counters>,
+    ) -> Watcher {
         Watcher {
             shared: Arc::new(Shared {
                 inbox: Mutex::new(Inbox { tasks: Vec::new(), shutdown: false }),
@@ -74,16 +100,23 @@ impl Watcher {
             handle: Mutex::new(None),
             state: AtomicU8::new(NOT_STARTED),
             name: name.to_owned(),
+            by,
         }
     }
 
-    /// Finishes `task` once `word` reaches `seq` (unless its worker finished it first).
-    pub(super) fn watch(&self, word: &ProgressWord, seq: u32, task: Arc<Deferred>) {
+    /// How this watcher wants to be told of landings.
+    pub(super) fn by(&self) -> WatchBy {
+        self.by
+    }
+
+    /// Finishes `task` once `mark` says its copies landed (unless its worker finished it
+    /// first).
+    pub(super) fn watch(&self, mark: Mark, task: Arc<Deferred>) {
         if self.state.load(Ordering::Acquire) != RUNNING && !self.start() {
             return;
         }
         let mut inbox = self.shared.inbox.lock().unwrap_or_else(|p| p.into_inner());
-        inbox.tasks.push(Watched { word: word.clone(), seq, task });
+        inbox.tasks.push(Watched { mark, task });
         self.shared.waiting.store(inbox.tasks.len(), Ordering::Release);
         drop(inbox);
         self.shared.cv.notify_one();
@@ -132,6 +165,9 @@ const BACKOFF: Duration = Duration::from_micros(50);
 
 fn run(shared: &Shared) {
     let mut watched: Vec<Watched> = Vec::new();
+    // The queues whose oldest marker asked this look was not reached: their later markers
+    // are not asked (one driver query per queue per look, not one per task).
+    let mut behind: Vec<usize> = Vec::new();
     // When a task last finished or arrived.
     let mut moved = Instant::now();
     loop {
@@ -154,11 +190,23 @@ fn run(shared: &Shared) {
         }
         let at = Instant::now();
         let before = watched.len();
+        behind.clear();
         watched.retain(|w| {
             if w.task.is_finished() {
                 return false;
             }
-            if w.word.reached(w.seq) {
+            let landed = match &w.mark {
+                Mark::Word(word, seq) => word.reached(*seq),
+                Mark::Event(l) if behind.contains(&l.queue()) => false,
+                Mark::Event(l) => {
+                    let reached = l.reached();
+                    if !reached {
+                        behind.push(l.queue());
+                    }
+                    reached
+                }
+            };
+            if landed {
                 if w.task.finish(None) {
                     shared.counters.watcher_finished.fetch_add(1, Ordering::Relaxed);
                 }

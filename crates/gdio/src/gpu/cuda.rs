@@ -543,12 +543,50 @@ impl Drop for RawStream {
     }
 }
 
+/// A stream's marker events, shared with the [`super::Landing`]s handed out for them and
+/// destroyed by the last owner (after the stream that recorded them was synchronized).
+struct Events {
+    /// The stream the events are recorded on (and its context).
+    owner: Arc<RawStream>,
+    handles: Vec<sys::CUevent>,
+}
+
+// SAFETY: CUDA events may be used from any thread once their context is current, which every
+// use makes first; the handles are destroyed only in Drop, by the last owner.
+unsafe impl Send for Events {}
+// SAFETY: as above; querying an event from several threads at once is allowed.
+unsafe impl Sync for Events {}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        if self.owner.ctx.bind_to_thread().is_err() {
+            return;
+        }
+        for ev in &self.handles {
+            // SAFETY: made by `CudaStream::with_events`, destroyed once, here; the stream that
+            // recorded them was synchronized when its CudaStream went (before this last owner).
+            let _ = unsafe { sys::cuEventDestroy_v2(*ev) };
+        }
+    }
+}
+
+impl super::MarkerSource for Events {
+    fn reached(&self, slot: usize, _seq: u64) -> bool {
+        let Some(&ev) = self.handles.get(slot) else { return false };
+        if self.owner.ctx.bind_to_thread().is_err() {
+            return false;
+        }
+        // SAFETY: the event lives as long as `self`; querying never blocks.
+        unsafe { sys::cuEventQuery(ev) == sys::CUresult::CUDA_SUCCESS }
+    }
+}
+
 /// A CUDA stream with one event per marker slot (plus one for `synchronize`), queueing on
 /// its own stream or, when forked, on another's.
 struct CudaStream {
     /// The stream this one queues on (and its context), shared with its forks.
     owner: Arc<RawStream>,
-    events: Vec<sys::CUevent>,
+    events: Arc<Events>,
     recorded: Vec<bool>,
     /// The progress word, once asked for: its handle and device address.
     progress: Option<(super::ProgressWord, u64)>,
@@ -561,17 +599,23 @@ unsafe impl Send for CudaStream {}
 impl CudaStream {
     /// A stream on `owner`'s queue with `slots` markers (and one more for `synchronize`).
     fn with_events(owner: Arc<RawStream>, slots: usize) -> Result<Box<dyn GpuStream>> {
-        let mut s = CudaStream { owner, events: Vec::new(), recorded: Vec::new(), progress: None };
+        let mut handles = Vec::new();
         for _ in 0..=slots.max(1) {
             let mut ev: sys::CUevent = std::ptr::null_mut();
             let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32
                 | sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32;
             // SAFETY: writes one event handle; the context is current.
-            check(unsafe { sys::cuEventCreate(&mut ev, flags) }, "cuEventCreate")?;
-            s.events.push(ev);
-            s.recorded.push(false);
+            let made = check(unsafe { sys::cuEventCreate(&mut ev, flags) }, "cuEventCreate");
+            if let Err(e) = made {
+                // The ones made so far go with this set.
+                drop(Events { owner, handles });
+                return Err(e);
+            }
+            handles.push(ev);
         }
-        Ok(Box::new(s))
+        let recorded = vec![false; handles.len()];
+        let events = Arc::new(Events { owner: owner.clone(), handles });
+        Ok(Box::new(CudaStream { owner, events, recorded, progress: None }))
     }
 
     fn bind(&self) -> Result<()> {
@@ -701,8 +745,9 @@ impl GpuStream for CudaStream {
     }
     fn record(&mut self, slot: usize) -> Result<()> {
         self.bind()?;
+        let ev = self.events.handles[slot];
         // SAFETY: the event and stream belong to the current context.
-        check(unsafe { sys::cuEventRecord(self.events[slot], self.owner.raw) }, "cuEventRecord")?;
+        check(unsafe { sys::cuEventRecord(ev, self.owner.raw) }, "cuEventRecord")?;
         self.recorded[slot] = true;
         Ok(())
     }
@@ -712,7 +757,7 @@ impl GpuStream for CudaStream {
         }
         self.bind()?;
         // SAFETY: the event was recorded on this stream.
-        check(unsafe { sys::cuEventSynchronize(self.events[slot]) }, "cuEventSynchronize")
+        check(unsafe { sys::cuEventSynchronize(self.events.handles[slot]) }, "cuEventSynchronize")
     }
     fn query(&mut self, slot: usize) -> Result<bool> {
         if !self.recorded[slot] {
@@ -720,19 +765,26 @@ impl GpuStream for CudaStream {
         }
         self.bind()?;
         // SAFETY: the event was recorded on this stream.
-        let r = unsafe { sys::cuEventQuery(self.events[slot]) };
+        let r = unsafe { sys::cuEventQuery(self.events.handles[slot]) };
         if r == sys::CUresult::CUDA_ERROR_NOT_READY {
             return Ok(false);
         }
         check(r, "cuEventQuery").map(|_| true)
     }
     fn synchronize(&mut self) -> Result<()> {
-        let last = self.events.len() - 1;
+        let last = self.events.handles.len() - 1;
         self.record(last)?;
         self.wait(last)
     }
     fn slots(&self) -> usize {
-        self.events.len() - 1
+        self.events.handles.len() - 1
+    }
+    fn landing(&mut self, slot: usize) -> Option<super::Landing> {
+        let recorded = *self.recorded.get(slot)?;
+        recorded.then(|| {
+            let events: Arc<dyn super::MarkerSource> = self.events.clone();
+            super::Landing::new(events, slot, 0, self.owner.raw as usize)
+        })
     }
     fn fork(&mut self, slots: usize) -> Result<Box<dyn GpuStream>> {
         self.bind()?;
@@ -776,14 +828,11 @@ impl Drop for CudaStream {
         if self.bind().is_err() {
             return;
         }
-        // SAFETY: the events were created by this object and are destroyed once, after the
-        // stream (kept alive by `owner`) drained: no copy from this stream's buffers and no
-        // write of its progress word is left. The stream itself goes with its last owner.
+        // SAFETY: the stream (kept alive by `owner`) drains: no copy from this stream's buffers
+        // and no write of its progress word is left. Its events go with their last owner
+        // (`Events`, after this), the stream itself with its last owner.
         unsafe {
             let _ = sys::cuStreamSynchronize(self.owner.raw);
-            for ev in &self.events {
-                let _ = sys::cuEventDestroy_v2(*ev);
-            }
         }
     }
 }

@@ -14,6 +14,7 @@ mod cuda_progress;
 mod cuda_scatter;
 pub mod host;
 mod huge_pages;
+mod landing;
 pub mod lazy;
 mod nvml;
 mod progress;
@@ -22,6 +23,8 @@ pub mod sim;
 use std::sync::Arc;
 
 pub use buffer::{pinned_bytes_held, DeviceBuffer, PinnedBuffer};
+pub use landing::Landing;
+pub(crate) use landing::MarkerSource;
 pub use progress::ProgressWord;
 
 use crate::error::Result;
@@ -174,6 +177,13 @@ pub trait GpuStream: Send {
             crate::error::ErrorKind::Unsupported,
             "this runtime's streams have no progress word",
         ))
+    }
+    /// Marker `slot`'s latest record ([`GpuStream::record`]) as a [`Landing`] any thread can
+    /// ask about without holding this stream. `None`: the runtime cannot share its markers
+    /// (completion is then learnt from the progress word, or by the stream's owner).
+    fn landing(&mut self, slot: usize) -> Option<Landing> {
+        let _ = slot;
+        None
     }
     /// Number of marker slots.
     fn slots(&self) -> usize;

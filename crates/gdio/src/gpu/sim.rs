@@ -37,6 +37,8 @@ pub struct SimRuntime {
     pointer_queries: Arc<std::sync::atomic::AtomicU64>,
     /// Streams made by [`GpuRuntime::new_stream`], each a queue of its own (forks share one).
     queues_made: Arc<std::sync::atomic::AtomicU64>,
+    /// Progress-word writes queued on any stream ([`GpuStream::signal`]).
+    words_written: Arc<std::sync::atomic::AtomicU64>,
     /// Taken (shared) by every call that creates a resource (allocations, registrations,
     /// streams); [`SimRuntime::hold_resource_creation`] takes it exclusively, as the CUDA
     /// driver holds such calls in every thread while one thread waits in a pageable copy.
@@ -84,6 +86,7 @@ impl SimRuntime {
             peer_bytes: Arc::default(),
             pointer_queries: Arc::default(),
             queues_made: Arc::default(),
+            words_written: Arc::default(),
             creation: Arc::default(),
         }
     }
@@ -92,6 +95,12 @@ impl SimRuntime {
     /// [`GpuStream::fork`] shares its parent's).
     pub fn queues_made(&self) -> u64 {
         self.queues_made.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Progress-word writes queued so far on this runtime's streams ([`GpuStream::signal`]):
+    /// each a stream operation after a copy on a real GPU.
+    pub fn words_written(&self) -> u64 {
+        self.words_written.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Holds back every call that creates a resource (device and pinned allocations, host
@@ -123,7 +132,8 @@ impl SimRuntime {
     pub fn create_stream(&self, ordinal: usize) -> Result<u64> {
         self.check_ordinal(ordinal)?;
         let id = NEXT_SIM_STREAM.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let s = Arc::new(Mutex::new(SimStream::new(1, self.copy_delay)));
+        let s =
+            Arc::new(Mutex::new(SimStream::new(1, self.copy_delay, self.words_written.clone())));
         self.streams.lock().unwrap_or_else(|p| p.into_inner()).insert(id, (ordinal, s));
         Ok(id)
     }
@@ -260,7 +270,8 @@ impl GpuRuntime for SimRuntime {
         self.check_ordinal(ordinal)?;
         let _creating = self.creating();
         self.queues_made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(Box::new(SimStream::new(slots.max(1), self.copy_delay)))
+        let words = self.words_written.clone();
+        Ok(Box::new(SimStream::new(slots.max(1), self.copy_delay, words)))
     }
     fn bind_thread(&self, ordinal: usize) -> Result<()> {
         self.check_ordinal(ordinal)
@@ -369,6 +380,13 @@ struct Marks {
     cv: Condvar,
 }
 
+impl super::MarkerSource for Marks {
+    fn reached(&self, slot: usize, seq: u64) -> bool {
+        let g = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        g.0.get(slot).is_some_and(|&done| done >= seq)
+    }
+}
+
 /// The thread that runs a simulated stream's queue; joined by the last stream on it.
 struct QueueThread(Mutex<Option<std::thread::JoinHandle<()>>>);
 
@@ -378,12 +396,18 @@ struct SimStream {
     progress: ProgressWord,
     worker: Option<Arc<QueueThread>>,
     marks: Arc<Marks>,
+    /// The runtime's count of progress-word writes.
+    words: Arc<std::sync::atomic::AtomicU64>,
     recorded: Vec<u64>,
     seq: u64,
 }
 
 impl SimStream {
-    fn new(slots: usize, delay: std::time::Duration) -> Self {
+    fn new(
+        slots: usize,
+        delay: std::time::Duration,
+        words: Arc<std::sync::atomic::AtomicU64>,
+    ) -> Self {
         let (tx, rx) = mpsc::channel::<Op>();
         let worker = std::thread::spawn(move || {
             for op in rx {
@@ -422,11 +446,16 @@ impl SimStream {
             }
         });
         let worker = Arc::new(QueueThread(Mutex::new(Some(worker))));
-        Self::on_queue(tx, worker, slots)
+        Self::on_queue(tx, worker, slots, words)
     }
 
     /// A stream with `slots` markers of its own on the queue `tx` that `worker` runs.
-    fn on_queue(tx: mpsc::Sender<Op>, worker: Arc<QueueThread>, slots: usize) -> Self {
+    fn on_queue(
+        tx: mpsc::Sender<Op>,
+        worker: Arc<QueueThread>,
+        slots: usize,
+        words: Arc<std::sync::atomic::AtomicU64>,
+    ) -> Self {
         SimStream {
             tx: Some(tx),
             progress: ProgressWord::new(Arc::new(BoxedWord(AtomicU32::new(0)))),
@@ -437,6 +466,7 @@ impl SimStream {
             }),
             recorded: vec![0; slots + 1],
             seq: 0,
+            words,
         }
     }
 
@@ -492,11 +522,18 @@ impl GpuStream for SimStream {
     fn slots(&self) -> usize {
         self.recorded.len() - 1
     }
+    fn landing(&mut self, slot: usize) -> Option<super::Landing> {
+        let seq = *self.recorded.get(slot)?;
+        let queue = Arc::as_ptr(self.worker.as_ref()?) as usize;
+        let marks: Arc<dyn super::MarkerSource> = self.marks.clone();
+        (seq > 0).then(|| super::Landing::new(marks, slot, seq, queue))
+    }
     fn fork(&mut self, slots: usize) -> Result<Box<dyn GpuStream>> {
         let (Some(tx), Some(worker)) = (self.tx.clone(), self.worker.clone()) else {
             return Err(Error::new(ErrorKind::Gpu, "simulated stream worker is gone"));
         };
-        Ok(Box::new(SimStream::on_queue(tx, worker, slots.max(1))))
+        let words = self.words.clone();
+        Ok(Box::new(SimStream::on_queue(tx, worker, slots.max(1), words)))
     }
     fn notify(&mut self, f: Box<dyn FnOnce() + Send>) -> Result<()> {
         self.send(Op::Host(f))
@@ -505,6 +542,7 @@ impl GpuStream for SimStream {
         Ok(Some(self.progress.clone()))
     }
     fn signal(&mut self, value: u32) -> Result<()> {
+        self.words.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let word = self.progress.clone();
         self.send(Op::Host(Box::new(move || word.store(value))))
     }
@@ -557,6 +595,42 @@ mod tests {
             rt.free_pinned(p, 4096);
         }
         assert_eq!(rt.classify(d), MemoryKind::Host);
+    }
+
+    #[test]
+    fn a_landing_is_reached_with_its_marker_and_names_the_forks_queue() {
+        let rt = SimRuntime::new(1, std::time::Duration::from_millis(30));
+        let mut root = rt.new_stream(0, 1).unwrap();
+        let mut a = root.fork(2).unwrap();
+        let mut other = rt.new_stream(0, 1).unwrap();
+        assert!(a.landing(0).is_none(), "nothing recorded in slot 0 yet");
+        let d = rt.alloc_device(0, 4096).unwrap();
+        let src: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
+        // SAFETY: d is a 4096-byte device allocation; src holds 4096 bytes and lives until
+        // the marker below is waited for.
+        unsafe { a.copy_to_device(d, src.as_ptr(), 4096).unwrap() };
+        a.record(0).unwrap();
+        let landing = a.landing(0).unwrap();
+        let from_thread = landing.clone();
+        // Asked from another thread, as the completion watcher does.
+        let early = std::thread::spawn(move || from_thread.reached()).join().unwrap();
+        assert!(!early, "a 30 ms copy cannot have landed yet");
+        a.wait(0).unwrap();
+        assert!(landing.reached());
+        other.record(0).unwrap();
+        let elsewhere = other.landing(0).unwrap();
+        assert_ne!(landing.queue(), elsewhere.queue(), "two queues, two numbers");
+        // SAFETY: as above.
+        unsafe { root.copy_to_device(d, src.as_ptr(), 4096).unwrap() };
+        root.record(0).unwrap();
+        assert_eq!(landing.queue(), root.landing(0).unwrap().queue(), "a fork queues on its root");
+        root.synchronize().unwrap();
+        other.synchronize().unwrap();
+        drop((a, root, other));
+        // A landing outlives its stream: still answers, from the markers it keeps.
+        assert!(landing.reached());
+        // SAFETY: d came from this runtime and is freed once.
+        unsafe { rt.free_device(0, d) };
     }
 
     #[test]

@@ -282,7 +282,11 @@ fn one_worker_1mib_tasks() -> Config {
 
 /// A driver on one simulated GPU whose copies take `copy`, its workers' lanes made.
 fn sim_driver_warm(config: Config, copy: std::time::Duration) -> Driver {
-    let drv = Driver::with_runtime(config, Arc::new(SimRuntime::new(1, copy))).unwrap();
+    sim_driver_warm_on(config, Arc::new(SimRuntime::new(1, copy)))
+}
+
+fn sim_driver_warm_on(config: Config, rt: Arc<SimRuntime>) -> Driver {
+    let drv = Driver::with_runtime(config, rt).unwrap();
     drv.prepare_gpu(0).unwrap();
     drv
 }
@@ -301,13 +305,18 @@ fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
     let fa = Arc::new(FileHandle::open(file(d.path(), "a", &a_data)).unwrap());
     let pb = file(d.path(), "b", &b_data);
     let fb = Arc::new(FileHandle::open(&pb).unwrap());
-    for (callbacks, watcher) in [(true, false), (false, true), (false, false)] {
+    // The watcher told by the markers recorded after the copies, and by the progress word.
+    for (callbacks, watcher, events) in
+        [(true, false, true), (false, true, true), (false, true, false), (false, false, true)]
+    {
         let config = Config {
             completion_callbacks: callbacks,
             completion_watcher: watcher,
+            completion_watch_events: events,
             ..one_worker_1mib_tasks()
         };
-        let drv = sim_driver_warm(config, Duration::from_millis(30));
+        let rt = Arc::new(SimRuntime::new(1, Duration::from_millis(30)));
+        let drv = sim_driver_warm_on(config, rt.clone());
         let plan =
             FaultPlan { read_delay: Some(Duration::from_millis(400)), ..FaultPlan::default() };
         let _slow = inject(&pb, plan).unwrap();
@@ -327,11 +336,15 @@ fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
             assert_eq!(buf.to_vec().unwrap(), b_data);
         }
         let by_watcher = drv.engine().counters().watcher_finished;
-        assert_eq!(by_watcher > 0, watcher, "the watcher finished {by_watcher} tasks");
+        assert_eq!(by_watcher > 0, watcher, "the watcher (events {events}) finished {by_watcher}");
+        // Told by the markers, the streams write no progress word after the copies.
+        let words = rt.words_written();
+        assert_eq!(words > 0, watcher && !events, "{words} words written (events {events})");
         if callbacks || watcher {
             assert!(
                 a_took < Duration::from_millis(650),
-                "A took {a_took:?}: it waited for B (callbacks {callbacks}, watcher {watcher})"
+                "A took {a_took:?}: it waited for B (callbacks {callbacks}, watcher {watcher}, \
+                 events {events})"
             );
         } else {
             // The gap the callbacks close (and proof that this test tells the two apart).
