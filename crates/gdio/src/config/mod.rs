@@ -245,14 +245,17 @@ pub struct Config {
     /// H200 it read 1 MiB × 32 5–9 % and 16 MiB × 8 4–25 % faster and Python's `preadv` 15 %
     /// faster; larger requests are left to their workers (BENCHMARKS.md, session 11).
     pub completion_watcher: bool,
-    /// The completion watcher learns that a watched task's copies landed by asking the marker
-    /// its worker records after them anyway (for CUDA a `cuEventQuery`, at most one per copy
-    /// stream not yet reached per look), instead of reading a progress word the stream writes
-    /// after them (`cuStreamWriteValue32`): one stream operation after each copy instead of
-    /// two. H200, `bench/pagecache-dma-probe.c` (BENCHMARKS.md session 34 run 3): the ring of
-    /// 4 MiB `pread` + copy at 12 threads 50.3–50.5 GB/s with an event after each copy,
-    /// 49.1–49.9 with an event and a written word; out of `cuMemHostAlloc` buffers 52.2–52.9
-    /// against 50.6–50.8. Runtimes whose markers cannot be shared use the word.
+    /// For copies on the shared copy streams (`copy_streams`), the completion watcher learns
+    /// that a watched task's copies landed by asking the marker its worker records after them
+    /// anyway (for CUDA a `cuEventQuery`, at most one per copy stream not yet reached per
+    /// look), instead of reading a progress word the stream writes after them
+    /// (`cuStreamWriteValue32`): one stream operation after each copy instead of two. H200
+    /// (BENCHMARKS.md session 34): the probe's ring of 4 MiB `pread` + copy at 12 threads
+    /// 50.3–50.5 GB/s with an event after each copy against 49.1–49.9 with an event and a
+    /// word (run 3); KvikIO compat OFF through gdio's libcufile at 16 threads 51.15–51.70
+    /// against 50.10–50.57, ahead in each of eight ABBA reps (run 6). Copies on a worker's own
+    /// stream (`own_stream_max_bytes`: small tasks, gathered groups; not measured with markers)
+    /// and streams that cannot share their markers keep the word.
     pub completion_watch_events: bool,
     /// On a machine of several NUMA nodes, engine workers run on the CPUs of the node of the
     /// GPU they move bytes for (their pinned bounce buffers are then allocated there too).

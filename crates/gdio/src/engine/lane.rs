@@ -122,6 +122,10 @@ pub struct Lane {
     /// ([`WatchBy::Events`], where the stream shares them) or by the word, which the stream
     /// then sets to each marker's sequence number.
     watch: Option<(Arc<Watcher>, Option<ProgressWord>)>,
+    /// The stream queues on one of the pool's shared copy streams (`copy_streams`), whose
+    /// copies the watcher learns of by their markers ([`WatchBy::Events`]); a worker's own
+    /// stream (small tasks, gathered groups) keeps the progress word, as measured for it.
+    on_shared_queue: bool,
 }
 
 impl Lane {
@@ -145,10 +149,11 @@ impl Lane {
         let count = count.max(2);
         let max = max.max(count);
         runtime.bind_thread(ordinal)?;
-        let mut stream = match queues.and_then(|q| q.stream_for(runtime, ordinal, max)) {
-            Some(s) => s,
-            None => runtime.new_stream(ordinal, max)?,
-        };
+        let (mut stream, on_shared_queue) =
+            match queues.and_then(|q| q.stream_for(runtime, ordinal, max)) {
+                Some(s) => (s, true),
+                None => (runtime.new_stream(ordinal, max)?, false),
+            };
         // The word is made here even when the watcher asks markers: a stream that cannot share
         // its markers falls back to it. Without either (the runtime has no word, or it could
         // not be made) the worker finishes this lane's tasks itself, as with the watcher off.
@@ -174,6 +179,7 @@ impl Lane {
             polling,
             callbacks,
             watch,
+            on_shared_queue,
         })
     }
 
@@ -288,9 +294,10 @@ impl Lane {
 
     /// Hands the tasks of `tasks` (finished by marker `seq`, just recorded in `slot`) whose
     /// jobs are small ([`is_watched`]) to the completion watcher, if this lane has one, with
-    /// that marker ([`WatchBy::Events`]) or, where the stream cannot share it (or the watcher
-    /// reads words), behind the write of `seq` into the stream's progress word, queued after
-    /// their copies first. Large jobs cost nothing here, not even that write.
+    /// that marker ([`WatchBy::Events`], on a shared copy stream) or else behind the write of
+    /// `seq` into the stream's progress word, queued after their copies first (a worker's own
+    /// stream, a stream that cannot share its markers, or a watcher that reads words). Large
+    /// jobs cost nothing here, not even that write.
     fn watch_tasks(&mut self, seq: u64, slot: usize, tasks: &[Arc<Deferred>]) {
         let small = |d: &&Arc<Deferred>| is_watched(&d.job);
         let Some((watcher, word)) = self.watch.clone() else { return };
@@ -298,8 +305,8 @@ impl Lane {
             return;
         }
         let landing = match watcher.by() {
-            WatchBy::Events => self.stream.landing(slot),
-            WatchBy::Word => None,
+            WatchBy::Events if self.on_shared_queue => self.stream.landing(slot),
+            WatchBy::Events | WatchBy::Word => None,
         };
         let mark = match (landing, word) {
             (Some(landing), _) => Mark::Event(landing),

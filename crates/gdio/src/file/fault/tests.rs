@@ -305,14 +305,21 @@ fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
     let fa = Arc::new(FileHandle::open(file(d.path(), "a", &a_data)).unwrap());
     let pb = file(d.path(), "b", &b_data);
     let fb = Arc::new(FileHandle::open(&pb).unwrap());
-    // The watcher told by the markers recorded after the copies, and by the progress word.
-    for (callbacks, watcher, events) in
-        [(true, false, true), (false, true, true), (false, true, false), (false, false, true)]
-    {
+    // The watcher told by the markers recorded after the copies (on the shared copy stream),
+    // and by the progress word (asked so, or on the worker's own stream: `own_stream_max_bytes`
+    // covers the 1 MiB tasks unless it is 0).
+    for (callbacks, watcher, events, shared) in [
+        (true, false, true, true),
+        (false, true, true, true),
+        (false, true, false, true),
+        (false, true, true, false),
+        (false, false, true, true),
+    ] {
         let config = Config {
             completion_callbacks: callbacks,
             completion_watcher: watcher,
             completion_watch_events: events,
+            own_stream_max_bytes: if shared { 0 } else { 1 << 20 },
             ..one_worker_1mib_tasks()
         };
         let rt = Arc::new(SimRuntime::new(1, Duration::from_millis(30)));
@@ -337,14 +344,15 @@ fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
         }
         let by_watcher = drv.engine().counters().watcher_finished;
         assert_eq!(by_watcher > 0, watcher, "the watcher (events {events}) finished {by_watcher}");
-        // Told by the markers, the streams write no progress word after the copies.
+        // Told by the markers, the shared stream writes no progress word after the copies.
         let words = rt.words_written();
-        assert_eq!(words > 0, watcher && !events, "{words} words written (events {events})");
+        let by_word = watcher && !(events && shared);
+        assert_eq!(words > 0, by_word, "{words} words (events {events}, shared {shared})");
         if callbacks || watcher {
             assert!(
                 a_took < Duration::from_millis(650),
                 "A took {a_took:?}: it waited for B (callbacks {callbacks}, watcher {watcher}, \
-                 events {events})"
+                 events {events}, shared {shared})"
             );
         } else {
             // The gap the callbacks close (and proof that this test tells the two apart).
