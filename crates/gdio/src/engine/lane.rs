@@ -119,8 +119,8 @@ pub struct Lane {
     callbacks: bool,
     /// The engine's completion watcher and this lane's stream's progress word (where the
     /// runtime has one): the watcher finishes tasks by the markers recorded after their copies
-    /// ([`WatchBy::Events`], where the stream shares them) or by the word, which the stream
-    /// then sets to each marker's sequence number.
+    /// ([`WatchBy::Events`] on a shared copy stream that shares them) or by the word, which
+    /// the stream then sets to each marker's sequence number.
     watch: Option<(Arc<Watcher>, Option<ProgressWord>)>,
     /// The stream queues on one of the pool's shared copy streams (`copy_streams`), whose
     /// copies the watcher learns of by their markers ([`WatchBy::Events`]); a worker's own

@@ -37,10 +37,10 @@ pub(crate) struct LaneShape {
     pub polling: Polling,
     /// Streams finish tasks with completion callbacks.
     pub callbacks: bool,
-    /// A completion watcher finishes tasks by their streams' progress words.
+    /// A completion watcher finishes small requests' tasks when their copies land.
     pub watcher: bool,
-    /// The watcher asks the markers recorded after the copies instead of a progress word
-    /// (`completion_watch_events`).
+    /// The watcher asks the markers recorded after the copies on the shared copy streams
+    /// instead of a progress word (`completion_watch_events`).
     pub watch_events: bool,
     /// An idle worker polls the queue for the polling's `spin` before it sleeps
     /// ([`super::may_poll_while_idle`]).

@@ -4,10 +4,11 @@
 //! microseconds) after its bytes are on the GPU, which a request of one or two tasks pays in
 //! full. Unlike a completion callback, the watcher holds nothing up: no host function sits in
 //! the stream. It learns of a landing in one of two ways ([`WatchBy`]): by asking the marker
-//! the worker recorded after the copies ([`crate::gpu::Landing`], the default:
-//! `completion_watch_events`), or by reading the progress word the stream sets in stream order
-//! after them ([`crate::gpu::ProgressWord`]: one more stream operation per copy, which costs
-//! the link; runtimes whose markers cannot be shared).
+//! the worker recorded after the copies ([`crate::gpu::Landing`]: copies on the pool's shared
+//! copy streams, by default, `completion_watch_events`), or by reading the progress word the
+//! stream sets in stream order after them ([`crate::gpu::ProgressWord`]: one more stream
+//! operation per copy, which costs the link; a worker's own stream, the key off, or runtimes
+//! whose markers cannot be shared).
 //!
 //! The watcher only finishes tasks; buffer reuse still waits on the lane's markers, and the
 //! worker still finishes any task the watcher has not reached (each task finishes once).
