@@ -51,6 +51,13 @@ impl Deferred {
     pub(super) fn is_finished(&self) -> bool {
         self.taken.load(Ordering::Acquire)
     }
+
+    /// Task `task` of `job`, its copies queued now, for tests of what finishes it.
+    #[cfg(test)]
+    pub(super) fn for_test(job: Arc<Job>, task: Task) -> Arc<Deferred> {
+        let result = TaskResult { bytes: task.len, ..TaskResult::default() };
+        Arc::new(Deferred { taken: AtomicBool::new(false), job, task, result, queued: None })
+    }
 }
 
 /// The most tasks a request may have for the completion watcher to finish them (split reads

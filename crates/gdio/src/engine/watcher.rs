@@ -228,3 +228,99 @@ fn run(shared: &Shared) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::job::{DirectChoice, Job, JobFile};
+    use crate::engine::plan::Task;
+    use crate::gpu::{BoxedWord, MarkerSource};
+    use crate::memory::{BufferRef, MemoryKind};
+    use crate::request::Op;
+    use crate::FileHandle;
+
+    /// Markers that are reached when the test says so, counting the questions about each.
+    #[derive(Default)]
+    struct Switches {
+        reached: [AtomicBool; 3],
+        asked: [AtomicUsize; 3],
+    }
+
+    impl MarkerSource for Switches {
+        fn reached(&self, slot: usize, _seq: u64) -> bool {
+            self.asked[slot].fetch_add(1, Ordering::Relaxed);
+            self.reached[slot].load(Ordering::Acquire)
+        }
+    }
+
+    /// A one-task read of 4096 bytes of `file` into `dst`, its task claimed and its copy
+    /// (as if) queued.
+    fn job(file: &Arc<FileHandle>, dst: &mut [u8]) -> (Arc<Job>, Arc<Deferred>) {
+        let buf =
+            BufferRef { addr: dst.as_mut_ptr() as u64, len: dst.len(), kind: MemoryKind::Host };
+        let task = Task { rel: 0, offset: 0, len: dst.len() as u64 };
+        let f = JobFile::Shared(file.clone());
+        let len = dst.len() as u64;
+        let job =
+            Arc::new(Job::new(Op::Read, f, buf, 0, len, vec![task], DirectChoice::Never, None));
+        // As a worker does before it reads and queues the copy.
+        let task = job.claim().expect("one task to claim");
+        let d = Deferred::for_test(job.clone(), task);
+        (job, d)
+    }
+
+    fn settle(until: impl Fn() -> bool) -> bool {
+        let end = Instant::now() + Duration::from_secs(10);
+        while !until() && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        until()
+    }
+
+    /// Two tasks on queue 1 (markers 0 and 1, recorded in that order) and one on queue 2
+    /// (marker 2), and one told by a progress word: each finishes once its marker (or word) is
+    /// reached, and while queue 1's older marker is not, its younger one is never asked.
+    #[test]
+    fn markers_finish_their_tasks_and_a_queue_is_asked_once_per_look() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![7u8; 4096]).unwrap();
+        let file = Arc::new(FileHandle::open(&path).unwrap());
+        let mut dsts = vec![vec![0u8; 4096]; 4];
+        let counters = Arc::new(Counters::default());
+        let polling = Polling { spin: Duration::from_secs(5), every: Duration::from_micros(20) };
+        let watcher = Watcher::new(polling, WatchBy::Events, "test-watch", counters.clone());
+        let switches = Arc::new(Switches::default());
+        let source: Arc<dyn MarkerSource> = switches.clone();
+        let word = ProgressWord::new(Arc::new(BoxedWord(std::sync::atomic::AtomicU32::new(0))));
+        let mut jobs = Vec::new();
+        for (i, dst) in dsts.iter_mut().enumerate() {
+            let (job, d) = job(&file, dst);
+            let mark = match i {
+                0 | 1 => Mark::Event(Landing::new(source.clone(), i, 1, 1)),
+                2 => Mark::Event(Landing::new(source.clone(), 2, 1, 2)),
+                _ => Mark::Word(word.clone(), 5),
+            };
+            watcher.watch(mark, d);
+            jobs.push(job);
+        }
+        let asked = |slot: usize| switches.asked[slot].load(Ordering::Relaxed);
+        assert!(settle(|| asked(0) > 10 && asked(2) > 10), "the watcher asks the queues' heads");
+        assert_eq!(
+            asked(1),
+            0,
+            "queue 1's younger marker asked while its older one is not reached"
+        );
+        assert!(jobs.iter().all(|j| !j.is_done()), "nothing landed, nothing finished");
+        switches.reached[2].store(true, Ordering::Release);
+        assert!(settle(|| jobs[2].is_done()), "queue 2's task finishes when its marker is reached");
+        assert!(!jobs[0].is_done() && !jobs[1].is_done() && !jobs[3].is_done());
+        word.store(5);
+        assert!(settle(|| jobs[3].is_done()), "the word's task finishes when the word reaches 5");
+        switches.reached[0].store(true, Ordering::Release);
+        switches.reached[1].store(true, Ordering::Release);
+        assert!(settle(|| jobs[0].is_done() && jobs[1].is_done()), "queue 1's tasks finish");
+        assert!(asked(1) > 0, "once the older marker is reached the younger one is asked");
+        assert_eq!(counters.watcher_finished.load(Ordering::Relaxed), 4);
+    }
+}

@@ -25,6 +25,7 @@ use std::sync::Arc;
 pub use buffer::{pinned_bytes_held, DeviceBuffer, PinnedBuffer};
 pub use landing::Landing;
 pub(crate) use landing::MarkerSource;
+pub(crate) use progress::BoxedWord;
 pub use progress::ProgressWord;
 
 use crate::error::Result;

@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 
 use super::host::{alloc_aligned, free_aligned};
-use super::progress::BoxedWord;
+use super::BoxedWord;
 use super::{DeviceInfo, GpuRuntime, GpuStream, ProgressWord, StreamGate};
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::MemoryKind;
