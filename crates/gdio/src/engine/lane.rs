@@ -307,10 +307,10 @@ impl Lane {
     /// jobs cost nothing here, not even that write.
     fn watch_tasks(&mut self, seq: u64, slot: usize, tasks: &[Arc<Deferred>]) {
         let small = |d: &&Arc<Deferred>| is_watched(&d.job);
-        let Some((watcher, word)) = self.watch.clone() else { return };
         if !tasks.iter().any(|d| small(&d)) {
             return;
         }
+        let Some((watcher, word)) = self.watch.clone() else { return };
         let landing = match watcher.by() {
             WatchBy::Events if self.on_shared_queue => self.stream.landing(slot),
             WatchBy::Events | WatchBy::Word => None,

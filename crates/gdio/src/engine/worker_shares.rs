@@ -47,22 +47,28 @@ impl WorkerShares {
         let share = |ns: u64| if total > 0.0 { ns as f64 / 1e9 / total } else { 0.0 };
         let (file_io, buffer_wait) = (share(time.file_io_ns), share(time.buffer_wait_ns));
         let (copy_queue, draining) = (share(time.copy_queue_ns), share(time.draining_ns));
-        let split_wait = share(time.split_wait_ns);
-        let busy = file_io + buffer_wait + split_wait + copy_queue + draining;
-        WorkerShares {
+        let mut shares = WorkerShares {
             threads,
             worker_seconds: total,
             file_io,
             buffer_wait,
-            split_wait,
+            split_wait: share(time.split_wait_ns),
             copy_queue,
             draining,
-            idle: if busy > 0.0 { (1.0 - busy).max(0.0) } else { 0.0 },
+            idle: 0.0,
             inline: share(time.inline_ns),
             landing_ms: time.mean_landing_ms(),
             start_wait_ms: time.mean_start_wait_ms(),
             wake_ms: time.mean_wake_ms(),
-        }
+        };
+        let busy = shares.busy();
+        shares.idle = if busy > 0.0 { (1.0 - busy).max(0.0) } else { 0.0 };
+        shares
+    }
+
+    /// The workers' timed share: every phase but idle and the callers' inline time.
+    fn busy(&self) -> f64 {
+        self.file_io + self.buffer_wait + self.split_wait + self.copy_queue + self.draining
     }
 
     /// What held the row back, in words, from the largest share: idle workers want more
@@ -91,8 +97,7 @@ impl WorkerShares {
     /// One line: the shares in percent, the mean landing time and the verdict.
     pub fn line(&self) -> String {
         let pct = |x: f64| format!("{:.0}%", x * 100.0);
-        let busy = self.file_io + self.buffer_wait + self.split_wait + self.copy_queue;
-        let mut s = if busy + self.draining == 0.0 {
+        let mut s = if self.busy() == 0.0 {
             format!(
                 "the callers ran every request inline ({} of {} workers' time); the workers had \
                  none",
