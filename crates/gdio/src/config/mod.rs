@@ -278,7 +278,10 @@ pub struct Config {
     /// requests, 8 in flight: 24.4 GB/s as one task each, 39.2 split; no change at 32 in
     /// flight). A worker is left to each other read into GPU memory in flight, so with every
     /// worker busy, or as many reads in flight as workers, nothing is split (H200, 16 in
-    /// flight: +3 % against splitting, BENCHMARKS.md session 21). 0: never.
+    /// flight: +3 % against splitting, BENCHMARKS.md session 21). 0: never. Default 1 MiB
+    /// (session 35, ABBA against 2 MiB: `gdio bench` 4 MiB × 8 from tmpfs 46.3–48.2 GB/s
+    /// against 45.0–45.4, from ext4 51.0–51.2 against 49.5–50.8; 16 in flight the same;
+    /// 2 MiB × 16 2.5 % lower, its reads now split when a worker is free for a moment).
     pub split_min_bytes: usize,
     /// The pieces of a split read (`split_min_bytes`) go into one bounce buffer of the worker
     /// that claims the task, and the task goes to the GPU in one copy, instead of each piece
@@ -455,7 +458,7 @@ impl Default for Config {
             numa_affinity: true,
             inline_max_bytes: 256 << 10,
             inline_max_callers: default_threads(),
-            split_min_bytes: 2 << 20,
+            split_min_bytes: 1 << 20,
             split_into_one_buffer: true,
             split_pieces_per_worker: 4,
             copy_streams: 1,
