@@ -108,6 +108,12 @@ fn file_report(p: &std::path::Path) -> Value {
             if let Some(m) = info.fs.ext4_data_mode() {
                 v["fs"]["ext4_data_mode"] = json!(m);
             }
+            if let Some(t) = gdio::file::TmpfsPages::probe(&info.fs) {
+                let mut pages = serde_json::to_value(&t).unwrap_or(Value::Null);
+                pages["small_pages"] = json!(t.small_pages());
+                pages["says"] = json!(t.describe());
+                v["fs"]["tmpfs_pages"] = pages;
+            }
             v
         }
         Err(e) => json!({ "path": p.display().to_string(), "error": e.to_string() }),
@@ -246,6 +252,9 @@ fn print(report: &Value) {
         outln!("  mount options        {}", opts.join(","));
         if let Some(m) = fs["ext4_data_mode"].as_str() {
             outln!("  ext4 data mode       {m}");
+        }
+        if let Some(t) = fs["tmpfs_pages"]["says"].as_str() {
+            outln!("  tmpfs pages          {t}");
         }
         let d = &f["direct_io"];
         outln!(

@@ -865,3 +865,64 @@ fn simulated_gpu_bench_verifies_every_path_through_device_memory() {
     assert_eq!(std::fs::read(&p).unwrap(), data);
     assert_eq!(listing(dir.path()), ["data-20.bin"]);
 }
+
+#[test]
+fn check_says_how_tmpfs_keeps_its_pages_on_the_directorys_own_mount() {
+    let Ok(dir) = tempfile::tempdir_in("/dev/shm") else {
+        return; // no /dev/shm here
+    };
+    let o = gdio().args(["check", "--json"]).arg(dir.path()).output().unwrap();
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    let fs = json_of(&o)["paths"][0]["probe"]["fs"].clone();
+    if fs["name"] != "tmpfs" {
+        return;
+    }
+    // The probe reads an unlinked file through /proc/self/fd: the mount is still /dev/shm's.
+    assert_eq!(fs["mount_point"], "/dev/shm", "{fs}");
+    let option = fs["super_options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|o| o.as_str().and_then(|o| o.strip_prefix("huge=")).map(str::to_owned));
+    let system = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/shmem_enabled")
+        .unwrap_or_default();
+    let pages = &fs["tmpfs_pages"];
+    let want_small = if system.contains("[deny]") {
+        true
+    } else if system.contains("[force]") {
+        false
+    } else {
+        !matches!(option.as_deref(), Some("always" | "within_size"))
+    };
+    assert_eq!(pages["small_pages"], want_small, "{pages} (huge={option:?}, {system})");
+    let says = pages["says"].as_str().unwrap();
+    assert_eq!(says.starts_with("4 KiB pages"), want_small, "{says}");
+    let text = gdio().arg("check").arg(dir.path()).output().unwrap();
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert!(out.contains(&format!("tmpfs pages          {says}")), "{out}");
+    assert!(out.contains("on /dev/shm from"), "{out}");
+}
+
+#[test]
+fn bench_on_tmpfs_says_how_its_pages_are_kept_and_elsewhere_says_nothing() {
+    let shm = tempfile::tempdir_in("/dev/shm").ok();
+    let other = tempfile::tempdir().unwrap();
+    for dir in shm.iter().map(|d| d.path()).chain([other.path()]) {
+        let o = gdio()
+            .args(["bench", "--sim-gpu", "--iterations", "1", "--json", "--mode", "read"])
+            .args(["--size", "4M", "--dir"])
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}: {}", dir.display(), stderr_of(&o));
+        let v = json_of(&o);
+        let setup = &v["setup"];
+        let tmpfs = setup["filesystem"] == "tmpfs";
+        assert_eq!(setup["tmpfs_pages"].is_string(), tmpfs, "{}: {setup}", dir.display());
+        if tmpfs {
+            let says = setup["tmpfs_pages"].as_str().unwrap();
+            assert!(says.starts_with("4 KiB pages") || says.starts_with("huge pages"), "{says}");
+        }
+        assert_eq!(v["results"][0]["verified"], true);
+    }
+}

@@ -74,12 +74,15 @@ pub fn transparent_huge_pages() -> Probe {
     }
 }
 
+/// The chosen word of a sysfs setting that lists every choice and brackets the one in effect
+/// (`always [madvise] never`); `None` when none is bracketed.
+pub(crate) fn sysfs_choice(text: &str) -> Option<&str> {
+    text.split_whitespace().find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
+}
+
 /// The probe for the text of the THP `enabled` file (the chosen mode is in brackets).
 fn thp_from_setting(text: &str, path: &str) -> Probe {
-    let mode = text
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
-        .unwrap_or("unknown");
+    let mode = sysfs_choice(text).unwrap_or("unknown");
     match mode {
         "always" | "madvise" => Probe::yes(Some(mode.to_owned()), path.to_owned()),
         _ => Probe::no(format!("{path} says {mode}")),

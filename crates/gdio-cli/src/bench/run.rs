@@ -301,6 +301,9 @@ impl<'a> Bench<'a> {
         }
         setup.insert("file".into(), json!(input.file.display));
         setup.insert("filesystem".into(), json!(handle.info().fs.name));
+        if let Some(t) = gdio::file::TmpfsPages::probe(&handle.info().fs) {
+            setup.insert("tmpfs_pages".into(), json!(t.describe()));
+        }
         setup.insert("size".into(), json!(crate::units::format_size(size)));
         setup.insert(
             "engine".into(),

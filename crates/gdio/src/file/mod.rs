@@ -1,4 +1,5 @@
-//! Files: opening, the one-time probe, the mount table, and page-cache residency.
+//! Files: opening, the one-time probe, the mount table, page-cache residency, and how tmpfs
+//! keeps its pages.
 
 #[cfg(any(test, feature = "fault-injection"))]
 pub mod fault;
@@ -10,6 +11,7 @@ pub(crate) mod open;
 pub mod posix;
 pub mod probe;
 pub mod residency;
+pub mod tmpfs_pages;
 pub mod uring;
 mod write_gate;
 
@@ -18,3 +20,4 @@ pub use handle::{FileHandle, OpenOptions, FILE_WRITERS_MIN_BYTES, MAX_FILE_END};
 pub use info::{AlignSource, DirectIo, FileInfo, FileType, FsInfo};
 pub use open::MAX_CONFIG_BYTES;
 pub use probe::probe_path;
+pub use tmpfs_pages::TmpfsPages;

@@ -79,17 +79,19 @@ pub fn parse(text: &str) -> Vec<MountEntry> {
 }
 
 /// The mount that holds `path` (already canonical) on device `dev`: the entry with that device
-/// whose mount point is the longest prefix of the path; failing that, the longest prefix alone.
+/// whose mount point is the longest prefix of the path; failing that, the first entry with that
+/// device (a path that names no mount of it, such as `/proc/self/fd/N` of an unlinked file: the
+/// mounts of one device share their superblock options); failing that (a filesystem whose
+/// files report another device than its mount, as btrfs subvolumes do), the longest prefix.
 pub fn find<'a>(entries: &'a [MountEntry], path: &Path, dev: (u32, u32)) -> Option<&'a MountEntry> {
     let by_prefix = |e: &&MountEntry| path.starts_with(&e.mount_point);
-    entries
-        .iter()
-        .filter(|e| e.dev == dev)
+    let longest = |e: &&MountEntry| e.mount_point.as_os_str().len();
+    let on_dev = || entries.iter().filter(|e| e.dev == dev);
+    on_dev()
         .filter(by_prefix)
-        .max_by_key(|e| e.mount_point.as_os_str().len())
-        .or_else(|| {
-            entries.iter().filter(by_prefix).max_by_key(|e| e.mount_point.as_os_str().len())
-        })
+        .max_by_key(longest)
+        .or_else(|| on_dev().next())
+        .or_else(|| entries.iter().filter(by_prefix).max_by_key(longest))
 }
 
 /// Reads `/proc/self/mountinfo` and finds the mount of `path`.
@@ -136,6 +138,13 @@ mod tests {
         );
         // Unknown device: falls back to the longest prefix.
         assert_eq!(find(&e, Path::new("/mnt/my data/f"), (9, 9)).unwrap().fs_type, "xfs");
+        // A path under no mount of its device (an unlinked file's /proc/self/fd link): the
+        // device decides, not the /proc prefix.
+        let with_proc = format!("{SAMPLE}50 22 0:5 / /proc rw - proc proc rw\n");
+        let e = parse(&with_proc);
+        let m = find(&e, Path::new("/proc/self/fd/7"), (0, 26)).unwrap();
+        assert_eq!((m.fs_type.as_str(), m.mount_point.as_path()), ("tmpfs", Path::new("/dev/shm")));
+        assert_eq!(find(&e, Path::new("/proc/self/fd/7"), (9, 9)).unwrap().fs_type, "proc");
     }
 
     #[test]
