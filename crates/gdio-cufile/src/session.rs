@@ -100,8 +100,11 @@ impl Session {
         })?;
         log::log(Level::Info, || {
             let i = file.info();
+            let pages = gdio::file::TmpfsPages::probe(&i.fs)
+                .map(|t| format!("; tmpfs pages: {}", t.describe()))
+                .unwrap_or_default();
             format!(
-                "registered fd {fd}: {} on {} ({}), O_DIRECT twin: {}",
+                "registered fd {fd}: {} on {} ({}), O_DIRECT twin: {}{pages}",
                 i.path.display(),
                 i.fs.name,
                 if file.is_writable() { "read-write" } else { "read-only" },

@@ -1,6 +1,6 @@
 //! Logging as cuFile's: `CUFILE_LOGGING_LEVEL` (or a staged `logging_level`) sets what is
 //! written, `CUFILE_LOGFILE_PATH` where. At INFO the file gets the driver's opening, each
-//! registered file (its path, filesystem, O_DIRECT twin) and, at close, the paths the I/O took
+//! registered file (its path, filesystem, O_DIRECT twin, on tmpfs how its pages are kept) and, at close, the paths the I/O took
 //! with their byte counts; at ERROR only the failures, each naming what failed; staged DEBUG
 //! adds buffer registrations. Nothing is written into the working directory (NVIDIA's library
 //! writes `cufile.log` there). A binary of its own: it sets environment variables.
@@ -65,8 +65,22 @@ fn the_level_and_the_file_come_from_the_environment_and_staged_values() {
         }
     });
     cuFileHandleDeregister(fh);
+    // A file on tmpfs: its registration says how tmpfs keeps its pages.
+    let shm = tempfile::NamedTempFile::new_in("/dev/shm").ok();
+    let shm_fd = shm.as_ref().map(|t| {
+        let fh = register(t.as_file());
+        cuFileHandleDeregister(fh);
+        t.as_file().as_raw_fd()
+    });
     assert_eq!(cuFileDriverClose_v2().err, 0);
     let text = log_of(&log);
+    let tmpfs = |p: &std::path::Path| gdio::file::probe_path(p).unwrap().fs.name == "tmpfs";
+    if let (Some(t), Some(fd)) = (&shm, shm_fd) {
+        let line = text.lines().find(|l| l.contains(&format!("registered fd {fd}: "))).unwrap();
+        assert_eq!(line.contains("; tmpfs pages: "), tmpfs(t.path()), "{line}");
+    }
+    let line = text.lines().find(|l| l.contains(&format!("registered fd {}: ", f.as_raw_fd())));
+    assert_eq!(line.unwrap().contains("tmpfs pages: "), tmpfs(&file), "{text}");
     let asked = buf.len() + 4 * 8 * 65_536;
     let want = format!("driver closed: synchronous I/O: 33 reads, 0 writes, {asked} bytes asked");
     assert!(text.contains(&want), "{text}");
