@@ -1,8 +1,8 @@
 //! Logging as cuFile's: `CUFILE_LOGGING_LEVEL` (or a staged `logging_level`) sets what is
 //! written, `CUFILE_LOGFILE_PATH` where. At INFO the file gets the driver's opening, each
-//! registered file (its path, filesystem, O_DIRECT twin, on tmpfs how its pages are kept) and, at close, the paths the I/O took
-//! with their byte counts; at ERROR only the failures, each naming what failed; staged DEBUG
-//! adds buffer registrations. Nothing is written into the working directory (NVIDIA's library
+//! registered file (its path, filesystem, O_DIRECT twin, on tmpfs how its pages are kept) and,
+//! at close, the paths the I/O took with their byte counts; at ERROR only the failures, each
+//! naming what failed; staged DEBUG adds buffer registrations. Nothing is written into the working directory (NVIDIA's library
 //! writes `cufile.log` there). A binary of its own: it sets environment variables.
 
 mod common;
