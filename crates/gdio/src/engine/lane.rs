@@ -310,30 +310,34 @@ impl Lane {
         if !tasks.iter().any(|d| small(&d)) {
             return;
         }
-        let Some((watcher, word)) = self.watch.clone() else { return };
+        // Borrowed, not cloned: this runs for every watched copy.
+        let Some((watcher, word)) = &self.watch else { return };
         let landing = match watcher.by() {
             WatchBy::Events if self.on_shared_queue => self.stream.landing(slot),
             WatchBy::Events | WatchBy::Word => None,
         };
         let mark = match (landing, word) {
-            (Some(landing), _) => Mark::Event(landing),
+            (Some(landing), _) => Some(Mark::Event(landing)),
             (None, Some(word)) => match self.stream.signal(seq as u32) {
-                Ok(()) => Mark::Word(word, seq as u32),
+                Ok(()) => Some(Mark::Word(word.clone(), seq as u32)),
                 Err(e) => {
                     // The marker stands; the worker finishes this lane's tasks from now on.
                     tracing::debug!(error = %e, "no progress word; the worker finishes its tasks");
-                    self.watch = None;
-                    return;
+                    None
                 }
             },
             (None, None) => {
                 tracing::debug!("no shared marker and no progress word; the worker finishes");
-                self.watch = None;
-                return;
+                None
             }
         };
-        for d in tasks.iter().filter(small) {
-            watcher.watch(mark.clone(), d.clone());
+        match mark {
+            Some(mark) => {
+                for d in tasks.iter().filter(small) {
+                    watcher.watch(mark.clone(), d.clone());
+                }
+            }
+            None => self.watch = None,
         }
     }
 

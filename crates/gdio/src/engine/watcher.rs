@@ -167,7 +167,10 @@ const BACKOFF: Duration = Duration::from_micros(50);
 fn run(shared: &Shared) {
     let mut watched: Vec<Watched> = Vec::new();
     // The queues whose oldest marker asked this look was not reached: their later markers
-    // are not asked (one driver query per queue per look, not one per task).
+    // are not asked (one driver query per queue per look, not one per task). Two workers on
+    // one shared stream may hand their tasks over in the other order than they recorded their
+    // markers; the older task then waits for the younger marker, at most one copy longer (its
+    // worker still finishes it when it next looks).
     let mut behind: Vec<usize> = Vec::new();
     // When a task last finished or arrived.
     let mut moved = Instant::now();
