@@ -82,6 +82,8 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("io_engine", KeyKind::IoEngine),
     ("hot_cache_fraction", KeyKind::Fraction),
     ("page_cache_dma", KeyKind::Bool),
+    ("page_cache_pins_max_bytes", KeyKind::Count),
+    ("page_cache_pins_idle_ms", KeyKind::Count),
 ];
 
 /// The per-filesystem keys; their full name is `fs.<filesystem>.<key>`.
@@ -143,6 +145,10 @@ pub const BOUNDS: &[(&str, Bound)] = &[
     ("inline_max_bytes", Bound::new(0, MAX_SIZE)),
     ("inline_max_callers", Bound::new(0, 4096)),
     ("split_min_bytes", Bound::new(0, MAX_SIZE)),
+    // At most 64 TiB of page cache pinned; 0 turns the pins off.
+    ("page_cache_pins_max_bytes", Bound::new(0, 1 << 46)),
+    // At most a day.
+    ("page_cache_pins_idle_ms", Bound::new(0, 86_400_000)),
     ("split_pieces_per_worker", Bound::new(1, 64)),
     ("copy_streams", Bound::new(0, 64)),
     ("own_stream_max_bytes", Bound::new(0, MAX_SIZE)),
@@ -341,6 +347,12 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
                 f.ok_or_else(|| type_error(origin, key, "a number between 0 and 1", value))?;
         }
         "page_cache_dma" => config.page_cache_dma = as_bool(origin, key, value)?,
+        "page_cache_pins_max_bytes" => {
+            config.page_cache_pins_max_bytes = as_usize(origin, key, value)? as u64
+        }
+        "page_cache_pins_idle_ms" => {
+            config.page_cache_pins_idle_ms = as_usize(origin, key, value)? as u64
+        }
         _ => return Err(unknown(origin, key)),
     }
     Ok(())
@@ -429,6 +441,8 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "io_engine" => config.io_engine.as_str().into(),
         "hot_cache_fraction" => config.hot_cache_fraction.into(),
         "page_cache_dma" => config.page_cache_dma.into(),
+        "page_cache_pins_max_bytes" => config.page_cache_pins_max_bytes.into(),
+        "page_cache_pins_idle_ms" => config.page_cache_pins_idle_ms.into(),
         _ => return None,
     })
 }

@@ -398,6 +398,21 @@ pub struct Config {
     /// Read hot ranges into GPU memory by DMA straight from the page cache (the file range is
     /// mapped and registered with the GPU) instead of copying them through bounce buffers.
     pub page_cache_dma: bool,
+    /// Page-cache pins: a file range read into GPU memory twice over (counted in 64 MiB
+    /// chunks) stays mapped and registered with the GPU, and later reads of it are one DMA
+    /// from the page cache, with no CPU copy (`engine/page_cache_pins.rs`). The most bytes of
+    /// page cache kept pinned (pinned pages cannot be reclaimed); 0 turns the pins off.
+    /// Default: an eighth of the machine's memory.
+    pub page_cache_pins_max_bytes: u64,
+    /// A pinned chunk no read used for this long is released (milliseconds).
+    pub page_cache_pins_idle_ms: u64,
+}
+
+/// Default page-cache pin budget: an eighth of the machine's memory (0 where it cannot be told).
+fn default_pins_max_bytes() -> u64 {
+    // SAFETY: sysconf reads constants of the C library and the kernel; no memory of ours.
+    let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) };
+    u64::try_from(pages).unwrap_or(0) * crate::memory::page_size() as u64 / 8
 }
 
 /// Default worker count: three quarters of the machine's cores, at least 4, at most 12
@@ -478,6 +493,8 @@ impl Default for Config {
             io_engine: IoEngine::Auto,
             hot_cache_fraction: 0.5,
             page_cache_dma: false,
+            page_cache_pins_max_bytes: default_pins_max_bytes(),
+            page_cache_pins_idle_ms: 30_000,
         }
     }
 }

@@ -35,7 +35,7 @@ thread_local! {
 /// runtime alive, so an address here is never reused by another runtime while a lane has it.
 static LIVE: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
 
-fn key_of(runtime: &Arc<dyn GpuRuntime>) -> usize {
+pub(super) fn key_of(runtime: &Arc<dyn GpuRuntime>) -> usize {
     Arc::as_ptr(runtime) as *const () as usize
 }
 
@@ -61,23 +61,31 @@ pub(crate) fn engine_stopped(runtime: &Arc<dyn GpuRuntime>) {
     }
 }
 
-/// Drops the lanes of `lanes` whose runtime no engine uses, except those of runtime `keep`.
-fn prune(lanes: &mut Vec<Owned>, keep: usize) {
-    if lanes.iter().all(|o| o.runtime == keep) {
+/// Drops the items of `items` (a thread's lanes or streams, each of the runtime `runtime_of`
+/// says) whose runtime no engine uses, except those of runtime `keep`.
+pub(super) fn retain_live<T>(items: &mut Vec<T>, keep: usize, runtime_of: impl Fn(&T) -> usize) {
+    if items.iter().all(|o| runtime_of(o) == keep) {
         return;
     }
     let live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
-    lanes.retain(|o| o.runtime == keep || live.iter().any(|(k, _)| *k == o.runtime));
+    items.retain(|o| runtime_of(o) == keep || live.iter().any(|(k, _)| *k == runtime_of(o)));
 }
 
-/// Drops the calling thread's lanes (streams and pinned bounce buffers) of runtimes that no
-/// engine uses any more: what a dropped driver left on this thread.
+/// Drops the lanes of `lanes` whose runtime no engine uses, except those of runtime `keep`.
+fn prune(lanes: &mut Vec<Owned>, keep: usize) {
+    retain_live(lanes, keep, |o| o.runtime);
+}
+
+/// Drops the calling thread's lanes (streams and pinned bounce buffers) and its streams for
+/// reads out of page-cache pins, of runtimes that no engine uses any more: what a dropped
+/// driver left on this thread.
 pub fn release_unused() {
     let _ = LANES.try_with(|cell| {
         if let Ok(mut lanes) = cell.try_borrow_mut() {
             prune(&mut lanes, 0);
         }
     });
+    super::pinned_read::release_unused();
 }
 
 /// Runs the tasks of `job` (device memory of GPU `ordinal`) on the calling thread; `Some(true)`

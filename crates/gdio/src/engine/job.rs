@@ -75,6 +75,8 @@ pub(crate) struct Counters {
     pub inline_busy: AtomicU64,
     /// Lanes made for calling threads' inline requests.
     pub caller_lanes_made: AtomicU64,
+    /// Reads served out of page-cache pins.
+    pub pinned_reads: AtomicU64,
     /// Where the workers' time went.
     pub time: super::worker_time::Clock,
 }

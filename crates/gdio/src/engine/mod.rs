@@ -7,6 +7,8 @@
 //! - `pool`: the worker threads.
 //! - `lane`: a worker's stream and bounce ring for one GPU.
 //! - `transfer`: what a worker does with a task.
+//! - `page_cache_pins`: file chunks read twice over stay registered with the GPU;
+//!   `pinned_read`: a read out of them, one DMA on the caller's stream.
 //! - `gather`: small reads of many requests to one GPU sent as one group.
 //! - `gather_write`: small writes of many requests from one GPU copied out as one group.
 //! - `ring`: which reads a worker issues through its own io_uring (`io_engine`).
@@ -22,6 +24,8 @@ mod job;
 mod lane;
 mod mapped;
 mod numa;
+mod page_cache_pins;
+mod pinned_read;
 pub mod plan;
 mod pool;
 mod ring;
@@ -68,8 +72,14 @@ pub struct EngineCounters {
     pub buffered_read_bytes: u64,
     /// Bytes read with `O_DIRECT`.
     pub direct_read_bytes: u64,
-    /// Bytes read into GPUs by DMA straight from the page cache.
+    /// Bytes read into GPUs by DMA straight from the page cache (`page_cache_dma`, and reads
+    /// served out of page-cache pins).
     pub page_cache_dma_bytes: u64,
+    /// Reads into GPU memory served out of page-cache pins (`page_cache_pins_max_bytes`): one
+    /// DMA from registered page-cache pages on the calling thread, no bounce buffer.
+    pub pinned_reads: u64,
+    /// Bytes of page cache registered with the GPU now (page-cache pins).
+    pub page_cache_pinned_bytes: u64,
     /// Bytes written with buffered `pwrite`.
     pub buffered_write_bytes: u64,
     /// Bytes written with `O_DIRECT`.
@@ -138,6 +148,8 @@ pub struct Engine {
     /// lulls of a crowd would otherwise pay again and again (session 24: 35 such lanes cost a
     /// 64 KiB × 64 read a third of its rate).
     crowd_seen: AtomicBool,
+    /// File chunks read twice over, registered with the GPU (`page_cache_pins_max_bytes`).
+    pins: page_cache_pins::PageCachePins,
 }
 
 /// A caller counted in [`Engine::small_callers`] until dropped.
@@ -196,7 +208,13 @@ impl Engine {
         };
         let extra = if config.pool_per_gpu { runtime.device_count().saturating_sub(1) } else { 0 };
         caller_lane::engine_started(&runtime);
+        let pins = page_cache_pins::PageCachePins::new(
+            runtime.clone(),
+            config.page_cache_pins_max_bytes,
+            std::time::Duration::from_millis(config.page_cache_pins_idle_ms),
+        );
         Engine {
+            pins,
             pool: Pool::new(spec.clone(), "gdio-worker"),
             gpu_pools: (0..extra).map(|_| std::sync::OnceLock::new()).collect(),
             spec,
@@ -275,6 +293,8 @@ impl Engine {
             inline_requests: c.inline_requests.load(Ordering::Relaxed),
             inline_busy: c.inline_busy.load(Ordering::Relaxed),
             caller_lanes_made: c.caller_lanes_made.load(Ordering::Relaxed),
+            pinned_reads: c.pinned_reads.load(Ordering::Relaxed),
+            page_cache_pinned_bytes: self.pins.pinned_bytes(),
             io_uring_reads: self.io.uring_reads.load(Ordering::Relaxed),
             worker_time: c.time.snapshot(),
         }
@@ -514,6 +534,9 @@ impl Engine {
         let Some(len) = self.check(op, file, buf.len as u64, offset)? else {
             return Ok(Transfer::default());
         };
+        if let Some(t) = self.read_pinned(op, file, buf, offset, len) {
+            return t;
+        }
         let job = self.job(op, JobFile::Borrowed(file), buf, offset, len);
         // A single task runs on the calling thread: no hand-off, no wake-up. Host memory in
         // place; device memory through the thread's own lane when it is small (not for
@@ -553,6 +576,36 @@ impl Engine {
         // Not queued: canceled, so the job counts as done before it is dropped.
         let job = self.launch(Arc::new(job), offset, len, None)?;
         Self::settled(&job)
+    }
+
+    /// A read into GPU memory out of page-cache pins, when they hold all of it (on the calling
+    /// thread: one DMA per pinned chunk); `None` otherwise, having counted the read towards
+    /// pinning the chunks it will read.
+    fn read_pinned(
+        &self,
+        op: Op,
+        file: &FileHandle,
+        buf: BufferRef,
+        offset: u64,
+        len: u64,
+    ) -> Option<Result<Transfer>> {
+        let MemoryKind::Device { ordinal } = buf.kind else { return None };
+        if op != Op::Read {
+            return None;
+        }
+        let span = self.pins.cover(file, offset, len, ordinal)?;
+        let read = pinned_read::read(&self.runtime, ordinal, &span, buf.addr)?;
+        Some(match read {
+            Ok(bytes) => {
+                self.counters.mapped_read.fetch_add(bytes, Ordering::Relaxed);
+                self.counters.pinned_reads.fetch_add(1, Ordering::Relaxed);
+                Ok(Transfer { bytes, direct_bytes: 0, mapped_bytes: bytes })
+            }
+            Err(e) => Err(e
+                .map_message(|m| format!("a read out of page-cache pins failed: {m}"))
+                .with_path(file.path())
+                .with_range(offset, len)),
+        })
     }
 
     /// Whether small requests go to the workers with `callers` callers (this one included)

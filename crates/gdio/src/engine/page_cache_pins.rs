@@ -1,0 +1,540 @@
+//! Page-cache pins: file ranges that are read into GPU memory again and again stay mapped and
+//! registered with the GPU, so that every later read of them is one DMA straight out of the
+//! page cache, with no `pread` and no CPU copy (the bounce path's ceiling on the H200 is the
+//! memory bandwidth its CPU copy shares with the DMA; copies out of registered page-cache
+//! pages ran at the link, BENCHMARKS.md session 10 run 1).
+//!
+//! Registering costs about as much as reading (54 GB/s on ext4's large folios, 14–20 on
+//! tmpfs's 4 KiB pages, one thread), so nothing is pinned on a file's first read: the file is
+//! counted in [`CHUNK`]s, and a chunk whose bytes have been read twice over
+//! (`READS_BEFORE_PIN`) is pinned by a background thread while reads go on through the bounce
+//! buffers. A model loaded once pins nothing; a dataset read every epoch, or a file read in a
+//! loop, reads at the link from its third pass on.
+//!
+//! A pinned page cannot be reclaimed, so the pins have a budget (`page_cache_pins_max_bytes`,
+//! 0 turns them off) and a chunk that no read used for `page_cache_pins_idle_ms` is released.
+//!
+//! Pinned pages are the file's page-cache pages: writes through `write`, another mapping or
+//! this file's own writes land in them, and reclaim, compaction and `drop_caches` leave them
+//! alone. Only a change that takes pages out of the file (truncate, hole punch, a direct write
+//! that invalidates the cache) would leave a pin on pages the file no longer has. Each of
+//! those moves the file's ctime, so every read compares the file's size, mtime and ctime
+//! (one `fstat`) with what they were when its chunks were pinned and drops the file's pins
+//! when they differ; and a file changed less than `SETTLE` before it would be pinned is
+//! not pinned yet, so that a coarse timestamp (one tick, or a second or two on some
+//! filesystems) cannot hide a later change. Network filesystems and FUSE, whose page cache may
+//! lag the server, are never pinned.
+
+use std::collections::{HashMap, VecDeque};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::file::{residency, FileHandle, FileType};
+use crate::gpu::GpuRuntime;
+
+/// The unit a file is counted, pinned and released in: one mapping, one registration.
+pub(crate) const CHUNK: u64 = 64 << 20;
+/// Reads smaller than this never use nor count the pins (the gathered small-read path serves
+/// them, many per copy).
+pub(crate) const MIN_REQUEST: u64 = 256 << 10;
+/// A chunk is pinned once this many times its length has been read from it.
+const READS_BEFORE_PIN: u64 = 2;
+/// A file whose ctime is less than this old is not pinned yet (see the module doc).
+const SETTLE: Duration = Duration::from_secs(2);
+
+/// What identifies a file's contents for the pins: when any of it moves, the pins go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(st: &rustix::fs::Stat) -> Stamp {
+        Stamp {
+            size: st.st_size as u64,
+            mtime: (st.st_mtime, st.st_mtime_nsec as i64),
+            ctime: (st.st_ctime, st.st_ctime_nsec as i64),
+        }
+    }
+
+    /// Whether the file's last change is at least `SETTLE` in the past.
+    fn settled(&self, now: SystemTime) -> bool {
+        let changed = SystemTime::UNIX_EPOCH
+            + Duration::new(self.ctime.0.max(0) as u64, self.ctime.1.clamp(0, 999_999_999) as u32);
+        now.duration_since(changed).is_ok_and(|d| d >= SETTLE)
+    }
+}
+
+/// The file's identity (device, inode) and stamp now.
+fn stat(fd: BorrowedFd<'_>) -> Option<((u64, u64), Stamp)> {
+    let st = rustix::fs::fstat(fd).ok()?;
+    Some(((st.st_dev, st.st_ino), Stamp::of(&st)))
+}
+
+/// One chunk of a file, mapped read-only and registered with the GPU; unregistered and
+/// unmapped when the last read holding it lets go.
+pub(crate) struct PinnedChunk {
+    ptr: *mut u8,
+    map_len: usize,
+    runtime: Arc<dyn GpuRuntime>,
+    ordinal: usize,
+}
+
+// SAFETY: the mapping is owned by this value alone and only read (by DMA); the pointer is not
+// tied to a thread, and unregistering and unmapping may run on any thread.
+unsafe impl Send for PinnedChunk {}
+// SAFETY: as above; shared holders only read the pointer.
+unsafe impl Sync for PinnedChunk {}
+
+impl PinnedChunk {
+    /// Maps `len` bytes of `fd` at `offset` and registers them with GPU `ordinal`; `Ok(None)`
+    /// when not every page of the range is in the page cache (registering would read the rest
+    /// from the disk).
+    fn pin(
+        runtime: &Arc<dyn GpuRuntime>,
+        ordinal: usize,
+        fd: BorrowedFd<'_>,
+        offset: u64,
+        len: u64,
+    ) -> crate::error::Result<Option<PinnedChunk>> {
+        use crate::error::Error;
+        if !residency::residency(fd, offset, len).is_some_and(|r| r.fraction() >= 1.0) {
+            return Ok(None);
+        }
+        let page = crate::memory::page_size() as u64;
+        let map_len = len.div_ceil(page) * page;
+        let map_len = usize::try_from(map_len)
+            .map_err(|_| Error::new(crate::error::ErrorKind::InvalidInput, "chunk too large"))?;
+        // SAFETY: a fresh shared read-only mapping of a range below the file's end (the
+        // chunk's length comes from the size the stamp was taken with); nothing else refers
+        // to it; `PinnedChunk`'s Drop (or the error path below) unmaps it.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                std::os::fd::AsRawFd::as_raw_fd(&fd),
+                offset as libc::off_t,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
+            return Err(Error::from_errno(e, "mmap of a page-cache chunk failed")
+                .with_range(offset, len));
+        }
+        // SAFETY: the mapping lives until `unregister_host` has returned (Drop, or below).
+        match unsafe { runtime.register_host(ordinal, p.cast(), map_len, true) } {
+            Ok(()) => Ok(Some(PinnedChunk { ptr: p.cast(), map_len, runtime: runtime.clone(), ordinal })),
+            Err(e) => {
+                // SAFETY: unmapping the mapping made above; nothing registered it.
+                unsafe { libc::munmap(p, map_len) };
+                Err(e.with_range(offset, len))
+            }
+        }
+    }
+
+    /// The first byte of the chunk's mapping.
+    pub(crate) fn ptr(&self) -> *const u8 {
+        self.ptr
+    }
+}
+
+impl Drop for PinnedChunk {
+    fn drop(&mut self) {
+        // SAFETY: registered in `pin`; whoever copied from it held this value until its copy
+        // was complete, so no copy is in flight.
+        if let Err(e) = unsafe { self.runtime.unregister_host(self.ordinal, self.ptr) } {
+            tracing::debug!(error = %e, "unregistering a page-cache chunk failed");
+        }
+        // SAFETY: unmapping exactly the mapping made in `pin`, now unregistered.
+        unsafe { libc::munmap(self.ptr.cast(), self.map_len) };
+    }
+}
+
+/// The pinned chunks that hold a read's range: `(chunk, offset in the chunk, length)` in file
+/// order. Holding it keeps the chunks registered.
+pub(crate) struct PinnedSpan {
+    pub(crate) pieces: Vec<(Arc<PinnedChunk>, usize, usize)>,
+    /// The read's length, clamped at the end of the file the pins were made for.
+    pub(crate) len: u64,
+}
+
+enum Chunk {
+    /// Not pinned; this many bytes of it have been read.
+    Counting(u64),
+    /// Waiting for (or in) the background thread.
+    Queued,
+    Pinned { pin: Arc<PinnedChunk>, used: Instant },
+}
+
+struct FilePins {
+    stamp: Stamp,
+    chunks: HashMap<u64, Chunk>,
+    /// The file, for the background thread to map (one descriptor per file, not per chunk).
+    fd: Option<Arc<OwnedFd>>,
+    /// Registration failed for this file (a filesystem the driver cannot pin): not tried again
+    /// until the file changes.
+    refused: bool,
+    /// The last read that looked at this file.
+    touched: Instant,
+}
+
+impl FilePins {
+    fn new(stamp: Stamp, now: Instant) -> FilePins {
+        FilePins { stamp, chunks: HashMap::new(), fd: None, refused: false, touched: now }
+    }
+
+    /// Whether a chunk of the file is pinned or about to be.
+    fn holds_pins(&self) -> bool {
+        self.chunks.values().any(|c| !matches!(c, Chunk::Counting(_)))
+    }
+}
+
+/// A chunk for the background thread to pin.
+struct Work {
+    key: (u64, u64),
+    chunk: u64,
+    fd: Arc<OwnedFd>,
+    stamp: Stamp,
+    ordinal: usize,
+}
+
+#[derive(Default)]
+struct State {
+    files: HashMap<(u64, u64), FilePins>,
+    /// Above this many files, those without pins that no read looked at for the idle time
+    /// are forgotten (their counts start again from nothing).
+    forget_above: usize,
+    /// Bytes pinned and queued to be pinned (what the budget counts).
+    committed: u64,
+    work: VecDeque<Work>,
+    /// Chunks to unregister (off the readers' threads: it can take tens of milliseconds).
+    release: Vec<Arc<PinnedChunk>>,
+    stop: bool,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// A file's chunks' length: [`CHUNK`], less at the end of the file.
+fn chunk_len(size: u64, chunk: u64) -> u64 {
+    size.saturating_sub(chunk * CHUNK).min(CHUNK)
+}
+
+/// What a chunk of `len` file bytes costs the budget: its mapping, whole pages.
+fn charge(len: u64) -> u64 {
+    let page = crate::memory::page_size() as u64;
+    len.div_ceil(page) * page
+}
+
+/// The engine's page-cache pins (see the module doc).
+pub(crate) struct PageCachePins {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    runtime: Arc<dyn GpuRuntime>,
+    max_bytes: u64,
+    idle: Duration,
+    state: Mutex<State>,
+    wake: Condvar,
+    /// Bytes registered now (for the counters).
+    pinned: AtomicU64,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl PageCachePins {
+    /// Pins over `runtime` with a budget of `max_bytes` (0: never pin) and chunks released
+    /// after `idle` unused. Starts nothing: the background thread starts with the first chunk
+    /// to pin.
+    pub(crate) fn new(runtime: Arc<dyn GpuRuntime>, max_bytes: u64, idle: Duration) -> Self {
+        let inner = Inner {
+            runtime,
+            max_bytes,
+            idle,
+            state: Mutex::new(State::default()),
+            wake: Condvar::new(),
+            pinned: AtomicU64::new(0),
+        };
+        PageCachePins { inner: Arc::new(inner) }
+    }
+
+    /// Bytes of page cache registered with the GPU now.
+    pub(crate) fn pinned_bytes(&self) -> u64 {
+        self.inner.pinned.load(Ordering::Relaxed)
+    }
+
+    /// The pins holding all of `[offset, offset + len)` of `file` for a read into GPU
+    /// `ordinal`, or `None` (then the read goes through the bounce buffers, and counts towards
+    /// pinning the chunks it reads).
+    pub(crate) fn cover(
+        &self,
+        file: &FileHandle,
+        offset: u64,
+        len: u64,
+        ordinal: usize,
+    ) -> Option<PinnedSpan> {
+        let inner = &self.inner;
+        if inner.max_bytes == 0 || len < MIN_REQUEST || !pinnable(file) {
+            return None;
+        }
+        let (key, stamp) = stat(file.buffered_fd())?;
+        let len = len.min(stamp.size.saturating_sub(offset));
+        if len == 0 {
+            return None;
+        }
+        let now = Instant::now();
+        let mut guard = inner.lock();
+        let state = &mut *guard;
+        if state.files.len() > state.forget_above.max(1024) {
+            forget_idle_files(state, now, inner.idle);
+        }
+        let pins = state.files.entry(key).or_insert_with(|| FilePins::new(stamp, now));
+        pins.touched = now;
+        if pins.stamp != stamp {
+            // The file changed: its pins may hold pages it no longer has.
+            for (_, c) in pins.chunks.drain() {
+                if let Chunk::Pinned { pin, .. } = c {
+                    state.committed -= pin.map_len as u64;
+                    state.release.push(pin);
+                }
+                // A queued chunk: the background thread finds the stamp changed and lets
+                // it go.
+            }
+            *pins = FilePins::new(stamp, now);
+            inner.wake.notify_all();
+        }
+        let (first, last) = (offset / CHUNK, (offset + len - 1) / CHUNK);
+        if (first..=last).all(|c| matches!(pins.chunks.get(&c), Some(Chunk::Pinned { .. }))) {
+            let mut pieces = Vec::with_capacity((last - first + 1) as usize);
+            let mut at = offset;
+            for c in first..=last {
+                if let Some(Chunk::Pinned { pin, used }) = pins.chunks.get_mut(&c) {
+                    *used = now;
+                    let end = (offset + len).min((c + 1) * CHUNK);
+                    pieces.push((pin.clone(), (at - c * CHUNK) as usize, (end - at) as usize));
+                    at = end;
+                }
+            }
+            return Some(PinnedSpan { pieces, len });
+        }
+        let wants_pins = !pins.refused && stamp.settled(SystemTime::now());
+        let mut queued = false;
+        for c in first..=last {
+            let whole = chunk_len(stamp.size, c);
+            let read = (offset + len).min(c * CHUNK + whole) - offset.max(c * CHUNK);
+            let entry = pins.chunks.entry(c).or_insert(Chunk::Counting(0));
+            let Chunk::Counting(bytes) = entry else { continue };
+            *bytes += read;
+            let cost = charge(whole);
+            if !wants_pins
+                || *bytes < READS_BEFORE_PIN * whole
+                || state.committed + cost > inner.max_bytes
+            {
+                continue;
+            }
+            let fd = match &pins.fd {
+                Some(fd) => fd.clone(),
+                None => match file.buffered_fd().try_clone_to_owned() {
+                    Ok(fd) => pins.fd.insert(Arc::new(fd)).clone(),
+                    Err(_) => continue,
+                },
+            };
+            *entry = Chunk::Queued;
+            state.committed += cost;
+            state.work.push_back(Work { key, chunk: c, fd, stamp, ordinal });
+            queued = true;
+        }
+        if queued {
+            if state.thread.is_none() {
+                let me = inner.clone();
+                let spawned =
+                    std::thread::Builder::new().name("gdio-pins".into()).spawn(move || background(&me));
+                match spawned {
+                    Ok(h) => state.thread = Some(h),
+                    Err(e) => {
+                        // No thread, no pins: give the budget back and stop trying.
+                        tracing::debug!(error = %e, "no thread for page-cache pins");
+                        for w in state.work.drain(..) {
+                            state.committed -= charge(chunk_len(w.stamp.size, w.chunk));
+                        }
+                        for p in state.files.values_mut() {
+                            p.chunks.clear();
+                            p.refused = true;
+                        }
+                        return None;
+                    }
+                }
+            }
+            inner.wake.notify_all();
+        }
+        None
+    }
+}
+
+/// Forgets files with no chunk pinned or queued that no read looked at for `idle`, and sets
+/// the count above which this is done again to twice what is left, so the work stays in
+/// proportion to the files read.
+fn forget_idle_files(state: &mut State, now: Instant, idle: Duration) {
+    state.files.retain(|_, p| p.holds_pins() || now.duration_since(p.touched) < idle);
+    state.forget_above = 2 * state.files.len();
+}
+
+/// Whether the pins may hold `file`'s pages: a regular file on a local filesystem.
+fn pinnable(file: &FileHandle) -> bool {
+    let info = file.info();
+    info.file_type == FileType::Regular
+        && !info.fs.is_distributed()
+        && !info.fs.name.starts_with("fuse")
+}
+
+impl Drop for PageCachePins {
+    fn drop(&mut self) {
+        let handle = {
+            let mut state = self.inner.lock();
+            state.stop = true;
+            state.thread.take()
+        };
+        self.inner.wake.notify_all();
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+        // Every chunk no read holds is unregistered here, with the files' table.
+        let (files, release) = {
+            let mut state = self.inner.lock();
+            (std::mem::take(&mut state.files), std::mem::take(&mut state.release))
+        };
+        drop(files);
+        drop(release);
+        self.inner.pinned.store(0, Ordering::Relaxed);
+    }
+}
+
+/// The background thread: pins queued chunks, releases changed and idle ones, until the pins
+/// are dropped.
+fn background(inner: &Inner) {
+    loop {
+        let (work, release) = {
+            let mut state = inner.lock();
+            loop {
+                if state.stop {
+                    return;
+                }
+                expire_idle(inner, &mut state);
+                if !state.work.is_empty() || !state.release.is_empty() {
+                    break;
+                }
+                // Sleep until work arrives or the next pin could go idle.
+                let any_pinned = inner.pinned.load(Ordering::Relaxed) > 0;
+                let wait = if any_pinned { inner.idle.max(Duration::from_millis(10)) } else { Duration::from_secs(3600) };
+                state = inner.wake.wait_timeout(state, wait).unwrap_or_else(|p| p.into_inner()).0;
+            }
+            (state.work.pop_front(), std::mem::take(&mut state.release))
+        };
+        for pin in release {
+            let bytes = pin.map_len as u64;
+            drop(pin);
+            inner.pinned.fetch_sub(bytes, Ordering::Relaxed);
+        }
+        if let Some(w) = work {
+            pin_one(inner, w);
+        }
+    }
+}
+
+/// Moves pins no read used for `idle` to the release list.
+fn expire_idle(inner: &Inner, state: &mut State) {
+    let now = Instant::now();
+    let mut freed = 0;
+    let mut release = Vec::new();
+    for pins in state.files.values_mut() {
+        for c in pins.chunks.values_mut() {
+            if let Chunk::Pinned { pin, used } = c {
+                if now.duration_since(*used) >= inner.idle {
+                    freed += pin.map_len as u64;
+                    if let Chunk::Pinned { pin, .. } = std::mem::replace(c, Chunk::Counting(0)) {
+                        release.push(pin);
+                    }
+                }
+            }
+        }
+    }
+    state.committed -= freed;
+    state.release.extend(release);
+}
+
+/// Pins one queued chunk, unless its file changed meanwhile.
+fn pin_one(inner: &Inner, w: Work) {
+    let offset = w.chunk * CHUNK;
+    let len = chunk_len(w.stamp.size, w.chunk);
+    let pinned = PinnedChunk::pin(&inner.runtime, w.ordinal, w.fd.as_fd(), offset, len);
+    // The file must not have changed while it was mapped and registered.
+    let same = stat(w.fd.as_fd()).is_some_and(|(_, s)| s == w.stamp);
+    let cost = charge(len);
+    let mut guard = inner.lock();
+    let state = &mut *guard;
+    // Whatever happens next, the queued charge ends here; a pin kept is charged again.
+    state.committed -= cost;
+    let pins = state.files.get_mut(&w.key).filter(|p| p.stamp == w.stamp && same);
+    match (pins, pinned) {
+        (Some(pins), Ok(Some(pin))) => {
+            inner.pinned.fetch_add(cost, Ordering::Relaxed);
+            state.committed += cost;
+            pins.chunks.insert(w.chunk, Chunk::Pinned { pin: Arc::new(pin), used: Instant::now() });
+        }
+        (None, Ok(Some(pin))) => {
+            // Changed meanwhile (the entry was reset or forgotten): nothing stays pinned.
+            inner.pinned.fetch_add(cost, Ordering::Relaxed);
+            state.release.push(Arc::new(pin));
+        }
+        (Some(pins), Ok(None)) => {
+            // Not all in the page cache: count again from nothing.
+            pins.chunks.insert(w.chunk, Chunk::Counting(0));
+        }
+        (Some(pins), Err(e)) => {
+            tracing::debug!(error = %e, "page-cache pins: registration refused; not pinning this file");
+            pins.chunks.insert(w.chunk, Chunk::Counting(0));
+            pins.refused = true;
+        }
+        (None, _) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamp(ctime: (i64, i64)) -> Stamp {
+        Stamp { size: 1, mtime: ctime, ctime }
+    }
+
+    #[test]
+    fn a_file_is_settled_only_two_seconds_after_its_last_change() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        assert!(stamp((1_000_000 - 3, 0)).settled(now));
+        assert!(stamp((1_000_000 - 2, 0)).settled(now));
+        assert!(!stamp((1_000_000 - 2, 1)).settled(now), "a nanosecond short");
+        assert!(!stamp((1_000_000, 0)).settled(now));
+        assert!(!stamp((1_000_010, 0)).settled(now), "a ctime in the future");
+        assert!(stamp((-5, 0)).settled(now), "before the epoch");
+    }
+
+    #[test]
+    fn chunks_are_whole_but_the_last_and_cost_whole_pages() {
+        let page = crate::memory::page_size() as u64;
+        assert_eq!(chunk_len(3 * CHUNK, 2), CHUNK);
+        assert_eq!(chunk_len(2 * CHUNK + 5, 2), 5);
+        assert_eq!(chunk_len(2 * CHUNK, 2), 0);
+        assert_eq!(charge(5), page);
+        assert_eq!(charge(CHUNK), CHUNK);
+        assert_eq!(charge(page + 1), 2 * page);
+    }
+}
