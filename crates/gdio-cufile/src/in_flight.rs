@@ -124,7 +124,7 @@ impl Summary {
             "synchronous I/O: {} reads, {} writes, {} bytes asked (mean {} bytes), up to {} in \
              flight at once ({:.1} on average, a call {:.3} ms), {:.3} s with any in flight \
              ({:.2} GB/s); the engine split {} reads over free workers ({} pieces read into another worker's \
-             buffer); {}",
+             buffer); {} reads out of page-cache pins ({} bytes pinned now); {}",
             self.reads,
             self.writes,
             self.bytes,
@@ -136,6 +136,8 @@ impl Summary {
             gbps,
             engine.split_reads,
             engine.split_pieces_helped,
+            engine.pinned_reads,
+            engine.page_cache_pinned_bytes,
             WorkerShares::new(threads, secs, engine.worker_time).line(),
         )
     }
@@ -171,6 +173,8 @@ mod tests {
         let engine = EngineCounters {
             split_reads: 3,
             split_pieces_helped: 5,
+            pinned_reads: 2,
+            page_cache_pinned_bytes: 64 << 20,
             worker_time: time,
             ..Default::default()
         };
@@ -178,7 +182,8 @@ mod tests {
         assert!(line.starts_with("synchronous I/O: 2 reads, 1 writes, 160 bytes asked"), "{line}");
         assert!(line.contains("up to 2 in flight") && line.contains("4 workers"), "{line}");
         let split = "the engine split 3 reads over free workers (5 pieces read into another \
-                     worker's buffer); 4 workers";
+                     worker's buffer); 2 reads out of page-cache pins (67108864 bytes pinned \
+                     now); 4 workers";
         assert!(line.contains(split), "{line}");
         let average = s.calls.as_secs_f64() / s.busy.as_secs_f64();
         assert!(line.contains(&format!("({average:.1} on average, a call ")), "{line}");

@@ -49,6 +49,10 @@ pub struct OpResult {
     pub direct_bytes: u64,
     /// Bytes of the timed iterations moved by DMA straight from the page cache.
     pub page_cache_dma_bytes: u64,
+    /// Reads of the timed iterations served out of page-cache pins (chunks read twice over,
+    /// registered with the GPU: `page_cache_pins_max_bytes`), one DMA each on the bench's
+    /// own threads.
+    pub pinned_reads: u64,
     /// Tasks of the timed iterations that the completion watcher finished the moment their
     /// copies landed (`completion_watcher`: requests of one or two tasks into GPU memory).
     pub watcher_finished_tasks: u64,
@@ -160,6 +164,7 @@ impl BenchReport {
                 format_size(r.direct_bytes),
                 format_size(r.page_cache_dma_bytes),
                 [
+                    (r.pinned_reads, "reads out of page-cache pins"),
                     (r.watcher_finished_tasks, "tasks finished by the completion watcher"),
                     (r.inline_requests, "requests run by their callers"),
                     (r.inline_busy, "small ones sent to the workers for a crowd of callers"),

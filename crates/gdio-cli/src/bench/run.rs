@@ -87,6 +87,8 @@ struct Moved {
     buffered: u64,
     direct: u64,
     page_cache_dma: u64,
+    /// Reads served out of page-cache pins.
+    pinned_reads: u64,
     /// Tasks the completion watcher finished.
     watcher_finished: u64,
     /// Requests run on their calling threads.
@@ -121,6 +123,7 @@ impl Moved {
             self.buffered += d(after.buffered_read_bytes, before.buffered_read_bytes);
             self.direct += d(after.direct_read_bytes, before.direct_read_bytes);
             self.page_cache_dma += d(after.page_cache_dma_bytes, before.page_cache_dma_bytes);
+            self.pinned_reads += d(after.pinned_reads, before.pinned_reads);
         }
         self.watcher_finished += d(after.watcher_finished, before.watcher_finished);
         self.inline_requests += d(after.inline_requests, before.inline_requests);
@@ -388,6 +391,7 @@ impl<'a> Bench<'a> {
             buffered_bytes: moved.buffered,
             direct_bytes: moved.direct,
             page_cache_dma_bytes: moved.page_cache_dma,
+            pinned_reads: moved.pinned_reads,
             watcher_finished_tasks: moved.watcher_finished,
             inline_requests: moved.inline_requests,
             inline_busy: moved.inline_busy,
