@@ -12,7 +12,7 @@ use common::*;
 use gdio::{Config, Driver, FileHandle};
 
 /// The pins' unit (`engine/page_cache_pins.rs`).
-const CHUNK: usize = 64 << 20;
+const CHUNK: usize = 32 << 20;
 /// A file changed less than this long ago is not pinned yet.
 const SETTLE: Duration = Duration::from_millis(2100);
 
@@ -21,6 +21,7 @@ fn config(max_bytes: u64, idle_ms: u64) -> Config {
         threads: 4,
         page_cache_pins_max_bytes: max_bytes,
         page_cache_pins_idle_ms: idle_ms,
+        page_cache_pins_min_request_bytes: 256 << 10,
         ..Config::default()
     }
 }
@@ -146,8 +147,8 @@ fn pins_keep_to_their_budget_and_idle_time() {
         }
         let c = drv.engine().counters();
         assert_eq!((c.pinned_reads, c.page_cache_pinned_bytes), (0, 0), "{where_}: budget 0");
-        // 32 MiB: the tail fits, the whole chunk never does.
-        let drv = sim_driver(config(32 << 20, 60_000), 1);
+        // 16 MiB: the tail fits, the whole chunk never does.
+        let drv = sim_driver(config(16 << 20, 60_000), 1);
         let mut dev = drv.alloc_device(0, size).unwrap();
         pass(&drv, &f, &mut dev, &data, 4 << 20);
         pass(&drv, &f, &mut dev, &data, 4 << 20);
@@ -188,7 +189,8 @@ fn small_reads_host_memory_and_fresh_files_are_never_pinned() {
         let c = drv.engine().counters();
         assert_eq!((c.pinned_reads, c.page_cache_pinned_bytes), (0, 0), "{where_}: fresh file");
         std::thread::sleep(SETTLE);
-        // Settled, but read in pieces below 256 KiB, or into host memory.
+        // Settled, but read in pieces below `page_cache_pins_min_request_bytes`, or into host
+        // memory.
         for _ in 0..4 {
             pass(&drv, &f, &mut dev, &data, 128 << 10);
             let mut host = vec![0u8; size];
@@ -198,5 +200,21 @@ fn small_reads_host_memory_and_fresh_files_are_never_pinned() {
         std::thread::sleep(Duration::from_millis(100));
         let c = drv.engine().counters();
         assert_eq!((c.pinned_reads, c.page_cache_pinned_bytes), (0, 0), "{where_}: small/host");
+        // The default smallest request (4 MiB): 1 MiB reads stay on the bounce buffers, 4 MiB
+        // reads are pinned after two passes.
+        let defaults = Config { threads: 4, ..Config::default() };
+        assert_eq!(defaults.page_cache_pins_min_request_bytes, 4 << 20);
+        let drv = sim_driver(defaults, 1);
+        for _ in 0..3 {
+            pass(&drv, &f, &mut dev, &data, 1 << 20);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let c = drv.engine().counters();
+        assert_eq!((c.pinned_reads, c.page_cache_pinned_bytes), (0, 0), "{where_}: 1 MiB reads");
+        pass(&drv, &f, &mut dev, &data, 4 << 20);
+        pass(&drv, &f, &mut dev, &data, 4 << 20);
+        wait_pinned(&drv, size as u64);
+        pass(&drv, &f, &mut dev, &data, 4 << 20);
+        assert_eq!(drv.engine().counters().pinned_reads, 2, "{where_}: 4 MiB reads");
     }
 }

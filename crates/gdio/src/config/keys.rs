@@ -84,6 +84,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("page_cache_dma", KeyKind::Bool),
     ("page_cache_pins_max_bytes", KeyKind::Count),
     ("page_cache_pins_idle_ms", KeyKind::Count),
+    ("page_cache_pins_min_request_bytes", KeyKind::Count),
 ];
 
 /// The per-filesystem keys; their full name is `fs.<filesystem>.<key>`.
@@ -149,6 +150,7 @@ pub const BOUNDS: &[(&str, Bound)] = &[
     ("page_cache_pins_max_bytes", Bound::new(0, 1 << 46)),
     // At most a day.
     ("page_cache_pins_idle_ms", Bound::new(0, 86_400_000)),
+    ("page_cache_pins_min_request_bytes", Bound::new(0, MAX_SIZE)),
     ("split_pieces_per_worker", Bound::new(1, 64)),
     ("copy_streams", Bound::new(0, 64)),
     ("own_stream_max_bytes", Bound::new(0, MAX_SIZE)),
@@ -353,6 +355,9 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "page_cache_pins_idle_ms" => {
             config.page_cache_pins_idle_ms = as_usize(origin, key, value)? as u64
         }
+        "page_cache_pins_min_request_bytes" => {
+            config.page_cache_pins_min_request_bytes = as_usize(origin, key, value)? as u64
+        }
         _ => return Err(unknown(origin, key)),
     }
     Ok(())
@@ -443,6 +448,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "page_cache_dma" => config.page_cache_dma.into(),
         "page_cache_pins_max_bytes" => config.page_cache_pins_max_bytes.into(),
         "page_cache_pins_idle_ms" => config.page_cache_pins_idle_ms.into(),
+        "page_cache_pins_min_request_bytes" => config.page_cache_pins_min_request_bytes.into(),
         _ => return None,
     })
 }

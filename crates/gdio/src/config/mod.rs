@@ -398,7 +398,7 @@ pub struct Config {
     /// Read hot ranges into GPU memory by DMA straight from the page cache (the file range is
     /// mapped and registered with the GPU) instead of copying them through bounce buffers.
     pub page_cache_dma: bool,
-    /// Page-cache pins: a file range read into GPU memory twice over (counted in 64 MiB
+    /// Page-cache pins: a file range read into GPU memory twice over (counted in 32 MiB
     /// chunks) stays mapped and registered with the GPU, and later reads of it are one DMA
     /// from the page cache, with no CPU copy (`engine/page_cache_pins.rs`). The most bytes of
     /// page cache kept pinned (pinned pages cannot be reclaimed); 0 turns the pins off.
@@ -406,6 +406,8 @@ pub struct Config {
     pub page_cache_pins_max_bytes: u64,
     /// A pinned chunk no read used for this long is released (milliseconds).
     pub page_cache_pins_idle_ms: u64,
+    /// Reads into GPU memory smaller than this neither use nor count towards page-cache pins.
+    pub page_cache_pins_min_request_bytes: u64,
 }
 
 /// Default page-cache pin budget: an eighth of the machine's memory (0 where it cannot be told).
@@ -495,6 +497,7 @@ impl Default for Config {
             page_cache_dma: false,
             page_cache_pins_max_bytes: default_pins_max_bytes(),
             page_cache_pins_idle_ms: 30_000,
+            page_cache_pins_min_request_bytes: 4 << 20,
         }
     }
 }

@@ -77,6 +77,8 @@ pub(crate) struct Counters {
     pub caller_lanes_made: AtomicU64,
     /// Reads served out of page-cache pins.
     pub pinned_reads: AtomicU64,
+    /// Jobs made and not done yet: the engine has no I/O in flight while this is 0.
+    pub jobs_in_flight: std::sync::atomic::AtomicUsize,
     /// Where the workers' time went.
     pub time: super::worker_time::Clock,
 }
@@ -268,6 +270,15 @@ impl std::fmt::Debug for Job {
     }
 }
 
+impl Drop for Job {
+    fn drop(&mut self) {
+        // A job dropped before it was done (its submission failed) is in flight no more.
+        if let (Some(c), false) = (&self.counters, self.is_done()) {
+            c.jobs_in_flight.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
 impl Job {
     /// A job over `tasks` (a request of `len` bytes at `offset`).
     #[allow(clippy::too_many_arguments)]
@@ -282,6 +293,9 @@ impl Job {
         counters: Option<Arc<Counters>>,
     ) -> Job {
         let done = tasks.is_empty();
+        if let (Some(c), false) = (&counters, done) {
+            c.jobs_in_flight.fetch_add(1, Ordering::Relaxed);
+        }
         let mut job = Job {
             op,
             file,
@@ -436,6 +450,9 @@ impl Job {
         s.done_at = Some(Instant::now());
         s.open = None;
         self.done.store(true, Ordering::Release);
+        if let Some(c) = &self.counters {
+            c.jobs_in_flight.fetch_sub(1, Ordering::Relaxed);
+        }
         if s.error.is_none() {
             if let Some(c) = &self.counters {
                 let plain = s.bytes.saturating_sub(s.direct_bytes + s.mapped_bytes);

@@ -104,6 +104,23 @@ struct InFlight {
     task: Arc<Deferred>,
 }
 
+/// Waits for marker `slot` of `stream`: polls it for up to `polling`'s `spin` (a blocking wait
+/// wakes tens of microseconds after the copy ends), then blocks.
+pub(crate) fn wait_marker(stream: &mut dyn GpuStream, polling: Polling, slot: usize) -> Result<()> {
+    let start = Instant::now();
+    loop {
+        let at = Instant::now();
+        if at - start >= polling.spin {
+            break;
+        }
+        if stream.query(slot)? {
+            return Ok(());
+        }
+        polling.pause(at, || false);
+    }
+    stream.wait(slot)
+}
+
 /// One worker's stream and bounce ring on one GPU.
 pub struct Lane {
     pub(crate) stream: Box<dyn GpuStream>,
@@ -216,21 +233,9 @@ impl Lane {
         Ok(slot)
     }
 
-    /// Waits for marker `slot`: polls it for up to the polling's `spin` (a blocking wait wakes
-    /// tens of microseconds after the copy ends), then blocks.
+    /// Waits for marker `slot` ([`wait_marker`]).
     fn wait_marker(&mut self, slot: usize) -> Result<()> {
-        let start = Instant::now();
-        loop {
-            let at = Instant::now();
-            if at - start >= self.polling.spin {
-                break;
-            }
-            if self.stream.query(slot)? {
-                return Ok(());
-            }
-            self.polling.pause(at, || false);
-        }
-        self.stream.wait(slot)
+        wait_marker(&mut *self.stream, self.polling, slot)
     }
 
     /// Waits until marker `slot`, recorded as sequence `seq`, is reached (spinning first, as

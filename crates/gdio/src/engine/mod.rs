@@ -210,8 +210,12 @@ impl Engine {
         caller_lane::engine_started(&runtime);
         let pins = page_cache_pins::PageCachePins::new(
             runtime.clone(),
-            config.page_cache_pins_max_bytes,
-            std::time::Duration::from_millis(config.page_cache_pins_idle_ms),
+            page_cache_pins::Budget {
+                max_bytes: config.page_cache_pins_max_bytes,
+                idle: std::time::Duration::from_millis(config.page_cache_pins_idle_ms),
+                min_request: config.page_cache_pins_min_request_bytes,
+            },
+            counters.clone(),
         );
         Engine {
             pins,
@@ -594,7 +598,8 @@ impl Engine {
             return None;
         }
         let span = self.pins.cover(file, offset, len, ordinal)?;
-        let read = pinned_read::read(&self.runtime, ordinal, &span, buf.addr)?;
+        let read =
+            pinned_read::read(&self.runtime, ordinal, &span, buf.addr, self.pool.shape().polling)?;
         Some(match read {
             Ok(bytes) => {
                 self.counters.mapped_read.fetch_add(bytes, Ordering::Relaxed);
@@ -985,6 +990,44 @@ mod tests {
         off.prepare_gpu(0).unwrap();
         off.wait_idle(4);
         assert_eq!(off.split_size(64 << 20, &off.pool), None);
+    }
+
+    #[test]
+    fn every_request_leaves_the_jobs_in_flight_as_it_found_them() {
+        // Page-cache pins register only while no job is in flight: a job counted and never
+        // uncounted would keep them from ever being made.
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        let data: Vec<u8> =
+            (0..3u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        let f = Arc::new(FileHandle::open(&p).unwrap());
+        let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(1, Duration::from_micros(20)));
+        let e = Engine::new(rt.clone(), &Config { threads: 4, ..Config::default() });
+        let in_flight = || e.counters.jobs_in_flight.load(Ordering::Relaxed);
+        let dev = rt.alloc_device(0, data.len()).unwrap();
+        let device =
+            |len: usize| BufferRef { addr: dev, len, kind: MemoryKind::Device { ordinal: 0 } };
+        let mut host = vec![0u8; data.len()];
+        let host_ref =
+            BufferRef { addr: host.as_mut_ptr() as u64, len: host.len(), kind: MemoryKind::Host };
+        // SAFETY: the buffers are this test's, alive and untouched until each call returns
+        // (the async ones are waited for or canceled and dropped before the next use).
+        unsafe {
+            for len in [4096, 1 << 20, 3 << 20] {
+                assert_eq!(e.read(&f, device(len), 0).unwrap().bytes, len as u64);
+            }
+            assert_eq!(e.read(&f, host_ref, 0).unwrap().bytes, data.len() as u64);
+            assert!(e.read(&f, device(4096), data.len() as u64 + 1).is_err(), "past the end");
+            let io = e.submit(Op::Read, &f, device(3 << 20), 5).unwrap();
+            io.wait().unwrap();
+            drop(io);
+            let io = e.submit(Op::Read, &f, device(3 << 20), 0).unwrap();
+            io.cancel();
+            drop(io);
+            assert!(e.write(&f, device(1 << 20), 0).is_err(), "a read-only handle");
+        }
+        assert_eq!(in_flight(), 0);
     }
 
     #[test]
