@@ -4,7 +4,7 @@ through libcufile's cuFileRead, which is gdio's under LD_PRELOAD). One JSON line
 count on stdout.
 
 usage: cufile_kvikio_read.py on|off PATH THREADS[,THREADS...] ITERATIONS
-"pass_gbps" lists every pass in order, the untimed first one included. "verified" compares the first and last MiB with the file; VERIFY_ALL=1 compares every byte of
+GAP_MS sleeps that long after each pass (compute between epochs). "pass_gbps" lists every pass in order, the untimed first one included. "verified" compares the first and last MiB with the file; VERIFY_ALL=1 compares every byte of
 the last pass (1 GiB at a time, after the timing).
 """
 import json
@@ -40,6 +40,7 @@ def main():
                 got = f.pread(buf).get()
             cupy.cuda.runtime.deviceSynchronize()
             passes.append(round(size / (time.perf_counter() - t) / 1e9, 2))
+            time.sleep(float(os.environ.get("GAP_MS", "0")) / 1e3)
             if i > 0 or iters == 0:
                 times.append(time.perf_counter() - t)
             assert got == size, f"short read: {got} of {size}"

@@ -1,7 +1,7 @@
-//! Page-cache pins (`page_cache_pins_max_bytes`): a file read into GPU memory twice over is read
-//! out of registered page-cache pages from then on, every byte still the file's; a file that
-//! changes is never read out of its old pins; the budget, the idle time, small reads, host
-//! memory and freshly written files keep reads on the bounce buffers. On the simulated GPU (its
+//! Page-cache pins (`page_cache_pins_max_bytes`, off by default): a file read into GPU memory
+//! twice over is read out of registered page-cache pages from then on, every byte still the
+//! file's; a file that changes is never read out of its old pins; the budget, the idle time,
+//! small reads, host memory and freshly written files keep reads on the bounce buffers. On the simulated GPU (its
 //! copies are CPU copies out of the same mapping the real GPU would DMA from).
 
 mod common;
@@ -200,9 +200,18 @@ fn small_reads_host_memory_and_fresh_files_are_never_pinned() {
         std::thread::sleep(Duration::from_millis(100));
         let c = drv.engine().counters();
         assert_eq!((c.pinned_reads, c.page_cache_pinned_bytes), (0, 0), "{where_}: small/host");
+        // The defaults: no pins at all.
+        let drv = sim_driver(Config { threads: 4, ..Config::default() }, 1);
+        for _ in 0..3 {
+            pass(&drv, &f, &mut dev, &data, 4 << 20);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let c = drv.engine().counters();
+        assert_eq!((c.pinned_reads, c.page_cache_pinned_bytes), (0, 0), "{where_}: defaults");
         // The default smallest request (4 MiB): 1 MiB reads stay on the bounce buffers, 4 MiB
         // reads are pinned after two passes.
-        let defaults = Config { threads: 4, ..Config::default() };
+        let defaults =
+            Config { threads: 4, page_cache_pins_max_bytes: 1 << 30, ..Config::default() };
         assert_eq!(defaults.page_cache_pins_min_request_bytes, 4 << 20);
         let drv = sim_driver(defaults, 1);
         for _ in 0..3 {

@@ -399,22 +399,25 @@ pub struct Config {
     /// mapped and registered with the GPU) instead of copying them through bounce buffers.
     pub page_cache_dma: bool,
     /// Page-cache pins: a file range read into GPU memory twice over (counted in 32 MiB
-    /// chunks) stays mapped and registered with the GPU, and later reads of it are one DMA
-    /// from the page cache, with no CPU copy (`engine/page_cache_pins.rs`). The most bytes of
-    /// page cache kept pinned (pinned pages cannot be reclaimed); 0 turns the pins off.
-    /// Default: an eighth of the machine's memory.
+    /// chunks) is mapped and registered with the GPU while the engine has no I/O in flight,
+    /// and later reads of it are one DMA from the page cache on the caller's thread, with no
+    /// CPU copy (`engine/page_cache_pins.rs`). The most bytes of page cache kept pinned
+    /// (pinned pages cannot be reclaimed); 0, the default, turns the pins off. H200 (BENCHMARKS
+    /// session 36): once pinned, `gdio bench` 4 MiB × 8 read 52.1 GB/s against 42.5–46.8,
+    /// 64 MiB × 4 and 1 GiB × 2 55.0–55.1 (the link) against 52.0, KvikIO at 16 threads 52.0
+    /// against 51.1–51.4; but registering holds the driver's locks (a pass that registered
+    /// while it read fell to 21–25 GB/s), so registration waits for an idle engine, and reads
+    /// back to back (KvikIO's passes, `gdio bench`'s iterations) read no faster with the pins
+    /// on (run 2): they can pay only where reads have gaps, such as compute between epochs,
+    /// whose own CUDA calls a registration (up to 2 ms a chunk) may then delay.
     pub page_cache_pins_max_bytes: u64,
     /// A pinned chunk no read used for this long is released (milliseconds).
     pub page_cache_pins_idle_ms: u64,
     /// Reads into GPU memory smaller than this neither use nor count towards page-cache pins.
+    /// H200 (session 36 run 1): 1 MiB × 32 out of the pins, waiting with
+    /// `cuStreamSynchronize`, read 23.6–41.6 GB/s against 42.4–43.6 through the bounce
+    /// buffers; with marker waits (run 2) 39.4–42.6 against 40.8–41.1, inside the noise.
     pub page_cache_pins_min_request_bytes: u64,
-}
-
-/// Default page-cache pin budget: an eighth of the machine's memory (0 where it cannot be told).
-fn default_pins_max_bytes() -> u64 {
-    // SAFETY: sysconf reads constants of the C library and the kernel; no memory of ours.
-    let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) };
-    u64::try_from(pages).unwrap_or(0) * crate::memory::page_size() as u64 / 8
 }
 
 /// Default worker count: three quarters of the machine's cores, at least 4, at most 12
@@ -495,7 +498,7 @@ impl Default for Config {
             io_engine: IoEngine::Auto,
             hot_cache_fraction: 0.5,
             page_cache_dma: false,
-            page_cache_pins_max_bytes: default_pins_max_bytes(),
+            page_cache_pins_max_bytes: 0,
             page_cache_pins_idle_ms: 30_000,
             page_cache_pins_min_request_bytes: 4 << 20,
         }

@@ -11,7 +11,12 @@
 //! engine has no I/O in flight (`QUIET`): a registration holds the driver's locks, and on the
 //! H200 registering an 8 GiB file while KvikIO read it cut that pass from 48 to 21–25 GB/s
 //! (ext4) and 10 (tmpfs) (session 36 run 1). A model loaded once pins nothing; a dataset read
-//! every epoch, with compute between the reads, reads at the link once its chunks are pinned.
+//! every epoch, with compute between the reads, is read out of the pins once its chunks are
+//! pinned (run 1, all pinned: 55.0 GB/s, the link, for 64 MiB requests against 52.0 through
+//! the bounce buffers; 52.0 against 51.1–51.4 for KvikIO's 4 MiB at 16 threads). Reads back
+//! to back leave the thread few quiet milliseconds (run 2: KvikIO's six passes and
+//! `gdio bench`'s iterations read no faster with the pins on than off), and a registration in
+//! the gaps of a training loop may delay its CUDA calls, so the pins are off by default.
 //!
 //! A pinned page cannot be reclaimed, so the pins have a budget (`page_cache_pins_max_bytes`,
 //! 0 turns them off) and a chunk that no read used for `page_cache_pins_idle_ms` is released.
