@@ -670,30 +670,3 @@ mod tests {
         assert_eq!(charge(page + 1), 2 * page);
     }
 }
-#[cfg(test)]
-mod timing_probe {
-    use super::*;
-    #[test]
-    #[ignore]
-    fn cover_cost() {
-        for dir in ["/dev/shm", "/tmp"] {
-            let d = tempfile::tempdir_in(dir).unwrap();
-            let p = d.path().join("f");
-            std::fs::write(&p, vec![1u8; 256 << 20]).unwrap();
-            let f = FileHandle::open(&p).unwrap();
-            let counters: Arc<Counters> = Arc::default();
-            let rt = Arc::new(crate::gpu::sim::SimRuntime::new(1, Duration::ZERO));
-            let budget = Budget { max_bytes: 1 << 34, idle: Duration::from_secs(60), min_request: 4 << 20 };
-            let pins = PageCachePins::new(rt, budget, counters);
-            let t = Instant::now();
-            let mut n = 0;
-            for _ in 0..100 {
-                for off in (0..256u64 << 20).step_by(4 << 20) {
-                    let _ = pins.cover(&f, off, 4 << 20, 0);
-                    n += 1;
-                }
-            }
-            eprintln!("{dir}: {:?} per cover", t.elapsed() / n);
-        }
-    }
-}
