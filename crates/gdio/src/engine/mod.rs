@@ -1027,6 +1027,7 @@ mod tests {
             drop(io);
             assert!(e.write(&f, device(1 << 20), 0).is_err(), "a read-only handle");
         }
+        assert!(host == data, "the host read's bytes");
         assert_eq!(in_flight(), 0);
     }
 

@@ -70,11 +70,15 @@ impl Stamp {
         }
     }
 
-    /// Whether the file's last change is at least `SETTLE` in the past.
+    /// Whether the file's last change is at least `SETTLE` in the past (a ctime too far in
+    /// the future to represent is not).
     fn settled(&self, now: SystemTime) -> bool {
-        let changed = SystemTime::UNIX_EPOCH
-            + Duration::new(self.ctime.0.max(0) as u64, self.ctime.1.clamp(0, 999_999_999) as u32);
-        now.duration_since(changed).is_ok_and(|d| d >= SETTLE)
+        let since_epoch =
+            Duration::new(self.ctime.0.max(0) as u64, self.ctime.1.clamp(0, 999_999_999) as u32);
+        SystemTime::UNIX_EPOCH
+            .checked_add(since_epoch)
+            .and_then(|changed| now.duration_since(changed).ok())
+            .is_some_and(|d| d >= SETTLE)
     }
 }
 
@@ -613,6 +617,7 @@ mod tests {
         assert!(!stamp((1_000_000, 0)).settled(now));
         assert!(!stamp((1_000_010, 0)).settled(now), "a ctime in the future");
         assert!(stamp((-5, 0)).settled(now), "before the epoch");
+        assert!(!stamp((i64::MAX, 999_999_999)).settled(now), "beyond what time can hold");
     }
 
     #[test]
