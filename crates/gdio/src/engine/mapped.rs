@@ -18,14 +18,23 @@ use super::plan::Task;
 use crate::error::{Error, Result};
 use crate::gpu::GpuRuntime;
 
-/// A read-only shared mapping of a file range, unmapped on drop.
-struct Mapping {
-    ptr: *mut u8,
-    len: usize,
+/// A read-only shared mapping of a file range, unmapped on drop (also what a page-cache pin
+/// holds, `page_cache_pins`).
+pub(super) struct Mapping {
+    pub(super) ptr: *mut u8,
+    pub(super) len: usize,
 }
 
+// SAFETY: the mapping is owned by this value alone and only read; unmapping may run on any
+// thread.
+unsafe impl Send for Mapping {}
+// SAFETY: as above; shared holders only read the pointer.
+unsafe impl Sync for Mapping {}
+
 impl Mapping {
-    fn new(
+    /// Maps `len` bytes of `fd` at `offset` (page-aligned) read-only, its cached pages mapped
+    /// at once; the errno on failure.
+    pub(super) fn new(
         fd: std::os::fd::BorrowedFd<'_>,
         offset: u64,
         len: usize,

@@ -39,6 +39,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::job::Counters;
+use super::mapped::Mapping;
 use crate::file::{residency, FileHandle, FileType};
 use crate::gpu::GpuRuntime;
 
@@ -91,17 +92,10 @@ fn stat(fd: BorrowedFd<'_>) -> Option<((u64, u64), Stamp)> {
 /// One chunk of a file, mapped read-only and registered with the GPU; unregistered and
 /// unmapped when the last read holding it lets go.
 pub(crate) struct PinnedChunk {
-    ptr: *mut u8,
-    map_len: usize,
+    map: Mapping,
     runtime: Arc<dyn GpuRuntime>,
     ordinal: usize,
 }
-
-// SAFETY: the mapping is owned by this value alone and only read (by DMA); the pointer is not
-// tied to a thread, and unregistering and unmapping may run on any thread.
-unsafe impl Send for PinnedChunk {}
-// SAFETY: as above; shared holders only read the pointer.
-unsafe impl Sync for PinnedChunk {}
 
 impl PinnedChunk {
     /// Maps `len` bytes of `fd` at `offset` and registers them with GPU `ordinal`; `Ok(None)`
@@ -114,61 +108,42 @@ impl PinnedChunk {
         offset: u64,
         len: u64,
     ) -> crate::error::Result<Option<PinnedChunk>> {
-        use crate::error::Error;
         if !residency::residency(fd, offset, len).is_some_and(|r| r.fraction() >= 1.0) {
             return Ok(None);
         }
-        let page = crate::memory::page_size() as u64;
-        let map_len = len.div_ceil(page) * page;
-        let map_len = usize::try_from(map_len)
-            .map_err(|_| Error::new(crate::error::ErrorKind::InvalidInput, "chunk too large"))?;
-        // SAFETY: a fresh shared read-only mapping of a range below the file's end (the
-        // chunk's length comes from the size the stamp was taken with); nothing else refers
-        // to it; `PinnedChunk`'s Drop (or the error path below) unmaps it.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                std::os::fd::AsRawFd::as_raw_fd(&fd),
-                offset as libc::off_t,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
-            return Err(
-                Error::from_errno(e, "mmap of a page-cache chunk failed").with_range(offset, len)
-            );
-        }
-        // SAFETY: the mapping lives until `unregister_host` has returned (Drop, or below).
-        match unsafe { runtime.register_host(ordinal, p.cast(), map_len, true) } {
-            Ok(()) => {
-                Ok(Some(PinnedChunk { ptr: p.cast(), map_len, runtime: runtime.clone(), ordinal }))
-            }
-            Err(e) => {
-                // SAFETY: unmapping the mapping made above; nothing registered it.
-                unsafe { libc::munmap(p, map_len) };
-                Err(e.with_range(offset, len))
-            }
-        }
+        // Whole pages of a range below the file's end (the chunk's length comes from the size
+        // the stamp was taken with): no page lies wholly past it.
+        let map_len = charge(len) as usize;
+        let map = Mapping::new(fd, offset, map_len).map_err(|e| {
+            crate::error::Error::from_errno(e, "mmap of a page-cache chunk failed")
+                .with_range(offset, len)
+        })?;
+        // SAFETY: the mapping lives until `unregister_host` has returned (Drop unregisters
+        // before the mapping is dropped; on error the mapping was never registered).
+        unsafe { runtime.register_host(ordinal, map.ptr, map.len, true) }
+            .map_err(|e| e.with_range(offset, len))?;
+        Ok(Some(PinnedChunk { map, runtime: runtime.clone(), ordinal }))
     }
 
     /// The first byte of the chunk's mapping.
     pub(crate) fn ptr(&self) -> *const u8 {
-        self.ptr
+        self.map.ptr
+    }
+
+    /// What the chunk costs the budget: its mapping's length.
+    fn bytes(&self) -> u64 {
+        self.map.len as u64
     }
 }
 
 impl Drop for PinnedChunk {
     fn drop(&mut self) {
         // SAFETY: registered in `pin`; whoever copied from it held this value until its copy
-        // was complete, so no copy is in flight.
-        if let Err(e) = unsafe { self.runtime.unregister_host(self.ordinal, self.ptr) } {
+        // was complete, so no copy is in flight. The mapping is unmapped after this, when the
+        // field drops.
+        if let Err(e) = unsafe { self.runtime.unregister_host(self.ordinal, self.map.ptr) } {
             tracing::debug!(error = %e, "unregistering a page-cache chunk failed");
         }
-        // SAFETY: unmapping exactly the mapping made in `pin`, now unregistered.
-        unsafe { libc::munmap(self.ptr.cast(), self.map_len) };
     }
 }
 
@@ -380,7 +355,7 @@ impl PageCachePins {
             // The file changed: its pins may hold pages it no longer has.
             for (_, c) in pins.chunks.drain() {
                 if let Chunk::Pinned { pin, .. } = c {
-                    state.committed -= pin.map_len as u64;
+                    state.committed -= pin.bytes();
                     state.release.push(pin);
                 }
                 // A queued chunk: the background thread finds the stamp changed and lets
@@ -529,7 +504,7 @@ fn background(inner: &Inner) {
             return;
         }
         for pin in release {
-            let bytes = pin.map_len as u64;
+            let bytes = pin.bytes();
             drop(pin);
             inner.pinned.fetch_sub(bytes, Ordering::Relaxed);
         }
@@ -551,7 +526,7 @@ fn expire_idle(inner: &Inner, state: &mut State) {
         for c in pins.chunks.values_mut() {
             if let Chunk::Pinned { pin, used } = c {
                 if now.duration_since(*used) >= inner.budget.idle {
-                    freed += pin.map_len as u64;
+                    freed += pin.bytes();
                     if let Chunk::Pinned { pin, .. } = std::mem::replace(c, Chunk::Counting(0)) {
                         release.push(pin);
                     }
