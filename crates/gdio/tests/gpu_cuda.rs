@@ -601,3 +601,75 @@ fn gpu_landings_answer_from_any_thread_and_outlive_their_stream() {
         rt.free_pinned(pinned, len);
     }
 }
+
+/// Page-cache pins on the real GPU (`page_cache_pins_max_bytes`): once a file has been read
+/// twice over and its chunks are registered (read-only `cuMemHostRegister` of a populated
+/// mapping), every 4 MiB read is one DMA out of the page cache, every byte the file's, with no
+/// `pread`; random ranges across the chunk boundary land in place; a file rewritten in place
+/// is read with its new bytes, never out of its old pins, which are then released.
+#[test]
+fn gpu_page_cache_pins_serve_reads_byte_exact_and_drop_changed_files() {
+    use std::time::{Duration, Instant};
+    let Some(rt) = cuda() else { return };
+    const CHUNK: usize = 32 << 20;
+    let wait_pinned = |drv: &Driver, bytes: u64| {
+        let start = Instant::now();
+        while drv.engine().counters().page_cache_pinned_bytes != bytes {
+            let now = drv.engine().counters().page_cache_pinned_bytes;
+            assert!(start.elapsed() < Duration::from_secs(20), "pinned {now}, want {bytes}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    let pass = |drv: &Driver, f: &FileHandle, dev: &mut gdio::gpu::DeviceBuffer, want: &[u8]| {
+        for off in (0..want.len()).step_by(4 << 20) {
+            let len = (4usize << 20).min(want.len() - off);
+            assert_eq!(drv.read(f, off as u64, dev, off, len).unwrap(), len, "at {off}");
+        }
+        assert!(dev.to_vec().unwrap()[..want.len()] == *want, "bytes differ from the file's");
+    };
+    for (i, (where_, d)) in dirs().into_iter().enumerate() {
+        let size = 2 * CHUNK + (5 << 20) + 777;
+        let data = random_bytes(130 + i as u64, size);
+        let p = write_file(d.path(), "pins", &data);
+        // A file changed in the last two seconds is not pinned.
+        std::thread::sleep(Duration::from_millis(2100));
+        let config = Config {
+            page_cache_pins_max_bytes: 1 << 30,
+            page_cache_pins_min_request_bytes: 1 << 20,
+            ..Config::default()
+        };
+        let drv = driver(&rt, config);
+        let f = FileHandle::open(&p).unwrap();
+        let mut dev = drv.alloc_device(0, size).unwrap();
+        pass(&drv, &f, &mut dev, &data);
+        pass(&drv, &f, &mut dev, &data);
+        let page = rustix::param::page_size();
+        let pinned = (2 * CHUNK + (size - 2 * CHUNK).div_ceil(page) * page) as u64;
+        wait_pinned(&drv, pinned);
+        let before = drv.engine().counters();
+        pass(&drv, &f, &mut dev, &data);
+        let after = drv.engine().counters();
+        assert_eq!(after.pinned_reads - before.pinned_reads, size.div_ceil(4 << 20) as u64);
+        assert_eq!(after.buffered_read_bytes, before.buffered_read_bytes, "{where_}: pread");
+        let mut r = rng(131 + i as u64);
+        for _ in 0..30 {
+            let len = r.random_range((1 << 20)..(16 << 20));
+            let off = r.random_range((CHUNK - (8 << 20))..(size - (1 << 20)));
+            let at = r.random_range(0..(size - len));
+            let n = drv.read(&f, off as u64, &mut dev, at, len).unwrap();
+            let want = &data[off..(off + len).min(size)];
+            assert_eq!(n, want.len(), "{where_}: {len} at {off}");
+            let mut back = vec![0u8; n];
+            dev.copy_to_host(at, &mut back).unwrap();
+            assert!(back == want, "{where_}: {len} at {off} into {at} differs");
+        }
+        assert_eq!(drv.engine().counters().pinned_reads - after.pinned_reads, 30, "{where_}");
+        // Rewritten in place (same inode, other bytes, other length): the new bytes come back.
+        let new = random_bytes(140 + i as u64, size - 9000);
+        std::fs::write(&p, &new).unwrap();
+        let before = drv.engine().counters().pinned_reads;
+        pass(&drv, &f, &mut dev, &new);
+        assert_eq!(drv.engine().counters().pinned_reads, before, "{where_}: old pins read");
+        wait_pinned(&drv, 0);
+    }
+}
