@@ -89,9 +89,13 @@ static const char *marker_names[] = {"event", "eventwv", "wv", "none"};
 static int uses_whole(int m) { return m == MAPWHOLE || m == MAPPIPE || m == REGONCE || m == MAPCOPY || m == MAPMEMCPY || m == HYBRID; }
 /* Anonymous memory on transparent huge pages, touched (gdio's bounce buffers before pinning). */
 static void *huge_alloc(size_t len) {
-    size_t l = (len + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
-    void *p = mmap(NULL, l, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return NULL;
+    size_t h = 2u << 20, l = (len + h - 1) & ~(h - 1);
+    /* At a 2 MiB boundary, as gdio's buffers (gpu/huge_pages.rs): the head and tail trimmed. */
+    char *raw = mmap(NULL, l + h, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    char *p = (char *)(((uintptr_t)raw + h - 1) & ~(uintptr_t)(h - 1));
+    if (p > raw) munmap(raw, p - raw);
+    if (raw + l + h > p + l) munmap(p + l, raw + l + h - (p + l));
     madvise(p, l, MADV_HUGEPAGE);
     memset(p, 1, l);
     return p;
@@ -102,6 +106,10 @@ static pthread_barrier_t ready; /* the bounce modes: every thread's buffers made
 static volatile long long t_ready; /* when the last thread had its buffers (bounce modes) */
 static int timed_apart(int m) { return m == BOUNCE || m == BOUNCEHP || m == MAPCOPY || m == PINNEDQ || m == BOUNCESPLIT; }
 static int host_alloc; /* PINALLOC=host: the bounce modes' buffers from cuMemHostAlloc */
+/* PINALLOC=arena / arenahost: every thread's buffers are slices of one allocation made and
+ * pinned once (huge pages registered, or one cuMemHostAlloc), thread i's buffer b at
+ * (i * NBUF + b) * CHUNK: do fewer, larger pinned ranges change what the DMA reaches? */
+static char *arena;
 static unsigned pin_flags; /* PINFLAGS: flags of the bounce buffers' alloc or register */
 static int fd, mode_global, nbuf = 2, nstreams, bounce_threads, hybrid_reg = 1;
 static size_t hybrid_chunk = 64u << 20;
@@ -202,7 +210,10 @@ static void *worker(void *arg) {
             *word = 0;
         }
         for (int i = 0; i < nbuf; i++) {
-            if (mode == BOUNCE || host_alloc) {
+            if (arena && mode != BOUNCE) {
+                buf[i] = arena + ((size_t)arg * (size_t)nbuf + (size_t)i) * chunk;
+                if (mode == PINNEDQ) memset(buf[i], 1, chunk);
+            } else if (mode == BOUNCE || host_alloc) {
                 CHECK(cuMemHostAlloc(&buf[i], chunk, pin_flags));
                 memset(buf[i], 1, chunk);
             } else {
@@ -384,6 +395,18 @@ int main(int argc, char **argv) {
         if (mode_global == REGONCE) {
             if (cuMemHostRegister(whole, file_size, RO)) { printf("register whole failed\n"); return 1; }
             setup = now_ns() - t0;
+        }
+        const char *pa = getenv("PINALLOC");
+        if (pa && !strncmp(pa, "arena", 5) && timed_apart(mode_global)) {
+            size_t len = (size_t)threads * (size_t)nbuf * chunk;
+            if (!strcmp(pa, "arenahost")) {
+                void *a = NULL;
+                if (cuMemHostAlloc(&a, len, pin_flags)) { printf("arena cuMemHostAlloc failed\n"); return 1; }
+                arena = a;
+            } else {
+                arena = huge_alloc(len);
+                if (!arena || cuMemHostRegister(arena, len, pin_flags)) { printf("arena register failed\n"); return 1; }
+            }
         }
         long long t1 = now_ns();
         pthread_t th[256];
