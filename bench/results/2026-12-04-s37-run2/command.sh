@@ -40,7 +40,7 @@ el ring
 for pass in 1 2; do
   for r in "hp 4 12 2" "arena 4 12 2" "host 4 12 2" "hp 4 16 2" "arena 4 16 2"; do
     set -- $r
-    echo "pass $pass bounce (pread + copy, event markers) $1 $2 MiB x $3 threads x $4: $(PINALLOC=$1 NBUF=$4 NSTREAMS=1 $P $f $2 $3 bouncehp 2>&1 | tail -1 | grep -oE '[0-9.]+ GB/s' | head -1)"
+    echo "pass $pass bounce (pread + copy, event markers) $1 $2 MiB x $3 threads x $4: $(PINALLOC=$1 NBUF=$4 NSTREAMS=1 $P $f $2 $3 bouncehp 2>&1 | tail -1 | grep -oE "[0-9.]+ without" | head -1)"
   done
 done | tee $O/bounce.txt
 el total
