@@ -409,7 +409,13 @@ pub struct Config {
     /// while it read fell to 21–25 GB/s), so registration waits for an idle engine, and reads
     /// back to back (KvikIO's passes, `gdio bench`'s iterations) read no faster with the pins
     /// on (run 2): they can pay only where reads have gaps, such as compute between epochs,
-    /// whose own CUDA calls a registration (up to 2 ms a chunk) may then delay.
+    /// whose own CUDA calls a registration (up to 2 ms a chunk) then delays. Session 37 run 6
+    /// (`bench/pins_compute_cost.py`: each epoch KvikIO reads 8 GiB at 16 threads, then 1.5 s
+    /// of 3.4 ms compute steps): in the one compute phase that registered the file, steps took
+    /// p99 6.5–6.9 ms (ext4) and p50 4.5–4.8 ms (tmpfs) against 3.4, 13–25 % fewer steps;
+    /// later epochs' steps no slower, their reads 51.4–52.2 GB/s against 50.7–51.4 off (ext4)
+    /// and 51.8–52.2 against 49.5–50.8 (tmpfs). Off by default: a one-time stall for a 2–4 %
+    /// gain, and pinned page cache the kernel cannot reclaim.
     pub page_cache_pins_max_bytes: u64,
     /// A pinned chunk no read used for this long is released (milliseconds).
     pub page_cache_pins_idle_ms: u64,
