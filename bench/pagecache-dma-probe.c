@@ -35,7 +35,9 @@
  * PINALLOC=host (environment): bouncehp, bouncesplit, mapcopy and pinnedq take their buffers
  * from cuMemHostAlloc instead of huge pages registered with cuMemHostRegister. PINFLAGS=N
  * (environment, default 0) is the flags word of that cuMemHostAlloc or cuMemHostRegister
- * (1 = PORTABLE, 2 = DEVICEMAP, 3 = both: gdio's engine passes 3).
+ * (1 = PORTABLE, 2 = DEVICEMAP, 3 = both: gdio's engine passes 3). PINALLOC=arena: every
+ * thread's buffers are slices of one huge-page allocation registered once; PINALLOC=arenahost:
+ * of one cuMemHostAlloc. Huge-page buffers start on a 2 MiB boundary, as gdio's.
  * The bounce modes keep NBUF (environment, default 2) buffers per thread in flight. MARKER
  * (environment) says what each copy of the bounce modes and pinnedq is followed by and how a
  * buffer's reuse waits: `event` (default: an event, synchronized), `eventwv` (an event and a
