@@ -44,6 +44,9 @@
  * cuStreamWriteValue32 of the copy's number into a mapped host word, gdio's way for watched
  * requests; the event synchronized), `wv` (only the word written, polled before reuse),
  * `none` (nothing and no wait: right only for pinnedq, whose buffers are never written).
+ * `eventpoll` (an event, polled with cuEventQuery every POLL_US, default 4, microseconds for
+ * up to 1 ms, then synchronized: gdio's workers' wait). WATCHER=1: one more thread asks every
+ * thread's events every POLL_US while the run lasts (gdio's completion watcher's load).
  * A thread whose set-up fails leaves the others waiting at the clock's start: the phase
  * script's timeout ends such a run. With
  * NSTREAMS=N (environment) the threads share N streams (thread i copies on stream i mod N)
@@ -85,9 +88,17 @@ static int (*cuStreamWriteValue32)(void *, dptr, unsigned, unsigned);
 enum { BOUNCE, MAPEACH, MAPWHOLE, MAPPIPE, REGONCE, PINNED, BOUNCEHP, MAPCOPY, PREADONLY, MAPMEMCPY, RAMCOPY, HYBRID, PINNEDQ, BOUNCESPLIT, NMODES };
 static const char *mode_names[] = {"bounce", "mapeach", "mapwhole", "mappipe", "regonce", "pinned",
                                    "bouncehp", "mapcopy", "preadonly", "mapmemcpy", "ramcopy", "hybrid", "pinnedq", "bouncesplit"};
-enum { M_EVENT, M_EVENTWV, M_WV, M_NONE };
+enum { M_EVENT, M_EVENTWV, M_WV, M_NONE, M_EVENTPOLL };
 static int marker = M_EVENT;
-static const char *marker_names[] = {"event", "eventwv", "wv", "none"};
+static const char *marker_names[] = {"event", "eventwv", "wv", "none", "eventpoll"};
+static int (*cuEventQuery)(void *);
+/* MARKER=eventpoll: a buffer's reuse polls its event (cuEventQuery) every POLL_US (4) us for up
+ * to 1 ms, then synchronizes it: gdio's workers' way. WATCHER=1: one more thread asks every
+ * thread's events every POLL_US until the run ends: gdio's completion watcher's load. */
+static long poll_ns = 4000;
+static void *all_ev[256][64];
+static volatile int watch_stop;
+
 static int uses_whole(int m) { return m == MAPWHOLE || m == MAPPIPE || m == REGONCE || m == MAPCOPY || m == MAPMEMCPY || m == HYBRID; }
 /* Anonymous memory on transparent huge pages, touched (gdio's bounce buffers before pinning). */
 static void *huge_alloc(size_t len) {
@@ -131,6 +142,18 @@ static long long now_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+static void *watcher_main(void *arg) {
+    int threads = (int)(size_t)arg;
+    cuCtxSetCurrent(ctx);
+    while (!watch_stop) {
+        for (int t = 0; t < threads && t < 256; t++)
+            for (int b = 0; b < nbuf; b++)
+                if (all_ev[t][b]) cuEventQuery(all_ev[t][b]);
+        long long t0 = now_ns();
+        while (now_ns() - t0 < poll_ns) __builtin_ia32_pause();
+    }
+    return NULL;
 }
 static void add(int step, long long t0) {
     __sync_fetch_and_add(&steps[step], now_ns() - t0);
@@ -224,6 +247,7 @@ static void *worker(void *arg) {
                 CHECK(cuMemHostRegister(buf[i], chunk, pin_flags));
             }
             CHECK(cuEventCreate(&ev[i], 2));
+            if ((size_t)arg < 256) all_ev[(size_t)arg][i] = ev[i];
         }
         /* Buffers are made and pinned before the clock starts, as gdio's workers keep theirs. */
         /* (Only where the run counts its clock from there: not the hybrid mode's bounce threads.) */
@@ -234,7 +258,16 @@ static void *worker(void *arg) {
                 t = now_ns();
                 if (marker == M_WV)
                     while ((int)(*word - seq_of[i]) < 0) __builtin_ia32_pause();
-                else
+                else if (marker == M_EVENTPOLL) {
+                    long long p0 = now_ns();
+                    int r;
+                    while ((r = cuEventQuery(ev[i])) == 600 /* NOT_READY */ && now_ns() - p0 < 1000000) {
+                        long long q = now_ns();
+                        while (now_ns() - q < poll_ns) __builtin_ia32_pause();
+                    }
+                    if (r == 600) CHECK(cuEventSynchronize(ev[i]));
+                    else CHECK(r);
+                } else
                     CHECK(cuEventSynchronize(ev[i]));
                 add(2, t);
             }
@@ -263,7 +296,7 @@ static void *worker(void *arg) {
             }
             add(5, t);
             CHECK(cuMemcpyHtoDAsync(dev + off, buf[i], len, s));
-            if (marker == M_EVENT || marker == M_EVENTWV) CHECK(cuEventRecord(ev[i], s));
+            if (marker == M_EVENT || marker == M_EVENTWV || marker == M_EVENTPOLL) CHECK(cuEventRecord(ev[i], s));
             if (marker == M_EVENTWV || marker == M_WV) {
                 seq_of[i] = ++seq;
                 CHECK(cuStreamWriteValue32(s, word_dev, seq, 0));
@@ -272,7 +305,7 @@ static void *worker(void *arg) {
         }
         CHECK(cuStreamSynchronize(s));
         if (mode == BOUNCESPLIT) { h.state = 3; pthread_join(ht, NULL); }
-        if (mode != BOUNCE && !host_alloc)
+        if (mode != BOUNCE && !host_alloc && !arena)
             for (int i = 0; i < nbuf; i++) {
                 cuMemHostUnregister(buf[i]);
                 munmap(buf[i], (chunk + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1));
@@ -350,11 +383,12 @@ int main(int argc, char **argv) {
     LOAD(cuMemHostUnregister, "cuMemHostUnregister"); LOAD(cuStreamCreate, "cuStreamCreate");
     LOAD(cuStreamSynchronize, "cuStreamSynchronize"); LOAD(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
     LOAD(cuEventCreate, "cuEventCreate"); LOAD(cuEventRecord, "cuEventRecord");
-    LOAD(cuEventSynchronize, "cuEventSynchronize");
+    LOAD(cuEventSynchronize, "cuEventSynchronize"); LOAD(cuEventQuery, "cuEventQuery");
+    if (getenv("POLL_US")) poll_ns = atol(getenv("POLL_US")) * 1000;
     LOAD(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2");
     LOAD(cuStreamWriteValue32, "cuStreamWriteValue32_v2");
     if (getenv("MARKER"))
-        for (int m = 0; m < 4; m++) if (!strcmp(getenv("MARKER"), marker_names[m])) marker = m;
+        for (int m = 0; m < 5; m++) if (!strcmp(getenv("MARKER"), marker_names[m])) marker = m;
     if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx)) { printf("no GPU\n"); return 1; }
     fd = open(argv[1], O_RDONLY);
     struct stat st;
@@ -415,8 +449,14 @@ int main(int argc, char **argv) {
         int all_threads = threads + (mode_global == HYBRID ? hybrid_reg : 0);
         if (timed_apart(mode_global)) pthread_barrier_init(&ready, NULL, all_threads < 256 ? all_threads : 256);
         bounce_threads = threads;
+        pthread_t wt;
+        int watching = getenv("WATCHER") && atoi(getenv("WATCHER")) == 1;
+        memset(all_ev, 0, sizeof all_ev);
+        watch_stop = 0;
+        if (watching && pthread_create(&wt, NULL, watcher_main, (void *)(size_t)all_threads)) watching = 0;
         for (int i = 0; i < all_threads && i < 256; i++) pthread_create(&th[i], NULL, worker, (void *)(size_t)i);
         for (int i = 0; i < all_threads && i < 256; i++) pthread_join(th[i], NULL);
+        if (watching) { watch_stop = 1; pthread_join(wt, NULL); }
         long long t2 = now_ns();
         if (timed_apart(mode_global)) {
             pthread_barrier_destroy(&ready);
