@@ -77,20 +77,124 @@ fn copy(
     polling: Polling,
 ) -> Result<u64> {
     runtime.bind_thread(ordinal)?;
-    let mut at = dst;
-    for (chunk, start, len) in &span.pieces {
-        // SAFETY: the chunk's registered mapping holds `start + len` bytes (the span was cut
-        // from it) and stays registered while `span` holds it, past the synchronize below; the
-        // caller promises `dst..dst + span.len` is device memory it may write.
-        let queued = unsafe { stream.copy_to_device(at, chunk.ptr().add(*start), *len) };
-        if let Err(e) = queued {
-            // Wait for what was queued before letting the caller reuse its buffer.
-            let _ = stream.synchronize();
-            return Err(e);
-        }
-        at += *len as u64;
-    }
-    stream.record(0)?;
-    wait_marker(stream, polling, 0)?;
+    let pieces = span.pieces.iter().map(|(chunk, start, len)| {
+        // SAFETY: the span was cut from the chunk's mapping, which holds `start + len` bytes.
+        (unsafe { chunk.ptr().add(*start) }, *len)
+    });
+    // SAFETY: the chunks stay registered while `span` holds them, past the wait in
+    // `copy_pieces`; the caller promises `dst..dst + span.len` is device memory it may write.
+    unsafe { copy_pieces(stream, pieces, dst, polling)? };
     Ok(span.len)
+}
+
+/// Queues one copy per piece, each to the device bytes right after the last, then a marker,
+/// and waits for it. On any failure it synchronizes the stream before it returns the error,
+/// so that no copy still reads the pins or writes the caller's buffer after the call.
+///
+/// # Safety
+/// Each piece's bytes are registered host memory that stays registered until this returns;
+/// `dst` and the pieces' total length after it are device memory the caller may write.
+unsafe fn copy_pieces(
+    stream: &mut dyn GpuStream,
+    pieces: impl Iterator<Item = (*const u8, usize)>,
+    dst: u64,
+    polling: Polling,
+) -> Result<()> {
+    let mut at = dst;
+    let queued = (|| {
+        for (src, len) in pieces {
+            // SAFETY: forwarded contract.
+            unsafe { stream.copy_to_device(at, src, len)? };
+            at += len as u64;
+        }
+        stream.record(0)?;
+        wait_marker(stream, polling, 0)
+    })();
+    if queued.is_err() {
+        // Wait for what was queued before the pins or the caller's buffer can go.
+        let _ = stream.synchronize();
+    }
+    queued
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{Error, ErrorKind};
+
+    /// A stream that logs what it is asked and fails the call named in `fail`.
+    #[derive(Default)]
+    struct Logged {
+        calls: Vec<String>,
+        fail: Option<&'static str>,
+        copies: usize,
+    }
+
+    impl Logged {
+        fn step(&mut self, call: String, name: &'static str) -> Result<()> {
+            self.calls.push(call);
+            match self.fail {
+                Some(f) if f == name => Err(Error::new(ErrorKind::Gpu, format!("{name} failed"))),
+                _ => Ok(()),
+            }
+        }
+    }
+
+    impl GpuStream for Logged {
+        unsafe fn copy_to_device(&mut self, dst: u64, src: *const u8, len: usize) -> Result<()> {
+            self.copies += 1;
+            let name = if self.copies == 2 { "second copy" } else { "copy" };
+            self.step(format!("copy {dst} {} {len}", src as usize), name)
+        }
+        unsafe fn copy_to_host(&mut self, _: *mut u8, _: u64, _: usize) -> Result<()> {
+            unreachable!("a pinned read copies to the device only")
+        }
+        fn record(&mut self, slot: usize) -> Result<()> {
+            self.step(format!("record {slot}"), "record")
+        }
+        fn wait(&mut self, slot: usize) -> Result<()> {
+            self.step(format!("wait {slot}"), "wait")
+        }
+        fn query(&mut self, slot: usize) -> Result<bool> {
+            self.step(format!("query {slot}"), "query").map(|()| false)
+        }
+        fn synchronize(&mut self) -> Result<()> {
+            self.step("synchronize".into(), "synchronize")
+        }
+        fn slots(&self) -> usize {
+            1
+        }
+    }
+
+    fn run(fail: Option<&'static str>) -> (Result<()>, Vec<String>) {
+        let mut s = Logged { fail, ..Logged::default() };
+        let pieces = [(4096usize as *const u8, 1000usize), (65536 as *const u8, 24)];
+        // No spin: the marker is asked once, then waited for.
+        let polling = Polling { spin: std::time::Duration::ZERO, every: std::time::Duration::ZERO };
+        // SAFETY: the logged stream dereferences nothing.
+        let r = unsafe { copy_pieces(&mut s, pieces.into_iter(), 1 << 20, polling) };
+        (r, s.calls)
+    }
+
+    #[test]
+    fn pieces_land_one_after_another_and_the_marker_is_waited_for() {
+        let (r, calls) = run(None);
+        assert!(r.is_ok());
+        let want = ["copy 1048576 4096 1000", "copy 1049576 65536 24", "record 0", "wait 0"];
+        assert_eq!(calls, want);
+    }
+
+    #[test]
+    fn a_failure_after_a_copy_was_queued_synchronizes_before_it_returns() {
+        for fail in ["second copy", "record", "wait"] {
+            let (r, calls) = run(Some(fail));
+            let e = r.expect_err(fail);
+            assert!(e.to_string().contains(fail), "{fail}: {e}");
+            assert_eq!(calls.last().map(String::as_str), Some("synchronize"), "{fail}: {calls:?}");
+        }
+        // The first copy failing leaves nothing queued, and is still safe.
+        let (r, calls) = run(Some("copy"));
+        assert!(r.is_err());
+        assert_eq!(calls, ["copy 1048576 4096 1000", "synchronize"]);
+    }
 }
