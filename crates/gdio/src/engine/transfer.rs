@@ -30,11 +30,13 @@ pub(crate) enum ReadPath {
 
 /// Windows of [`RESIDENCY_WINDOW`] bytes a read task's page-cache check asks
 /// ([`residency::sampled`]), spread from its first byte to its last; a task no longer than
-/// all of them is asked whole. `cachestat` walks every page it is asked about (29 µs for a
-/// 4 MiB task and 61 µs for an 8 MiB one on the build machine, 7 ns a page: 5 % of the
-/// `pread` it decides), where 8 windows of 16 KiB cost 4 µs however large the task; a task
-/// read once, or never, is all in or all out of the page cache, and the check only chooses
-/// between two ways of reading the same bytes.
+/// all of them is asked whole. `cachestat` walks every page it is asked about: 29 µs for a
+/// 4 MiB task and 61 µs for an 8 MiB one on the build machine's ext4 (5 % of the `pread` it
+/// decides), 10.8 and 21.1 µs on the H200 host's tmpfs, 0.2–0.3 µs on its ext4, whose large
+/// folios are few entries (`bench/cachestat-cost.c`, BENCHMARKS.md session 37 run 9, where
+/// KvikIO and `gdio bench` from that ext4 read the same either way). 8 windows of 16 KiB cost
+/// 4 µs at most however large the task; a task read once, or never, is all in or all out of
+/// the page cache, and the check only chooses between two ways of reading the same bytes.
 const RESIDENCY_WINDOWS: u64 = 8;
 /// Bytes in each window of a read task's page-cache check.
 const RESIDENCY_WINDOW: u64 = 16 << 10;
