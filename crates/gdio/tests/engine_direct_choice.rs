@@ -4,22 +4,10 @@
 
 mod common;
 
-use std::os::fd::AsRawFd;
-
 use common::*;
 use gdio::{Config, DirectIoPolicy, FileHandle};
 
 const TASK: usize = 2 << 20;
-
-/// Drops `[offset, offset + len)` of `f` from the page cache.
-fn drop_range(f: &FileHandle, offset: usize, len: usize) {
-    let fd = f.buffered_fd().as_raw_fd();
-    // SAFETY: fdatasync and posix_fadvise on a descriptor we hold.
-    unsafe {
-        libc::fdatasync(fd);
-        libc::posix_fadvise(fd, offset as i64, len as i64, libc::POSIX_FADV_DONTNEED);
-    }
-}
 
 #[test]
 fn auto_reads_hot_tasks_buffered_and_cold_tasks_direct_in_one_request() {
@@ -42,7 +30,7 @@ fn auto_reads_hot_tasks_buffered_and_cold_tasks_direct_in_one_request() {
     let drv = sim_driver(config, 1);
     // Tasks 1, 3 and 4 cold; 0, 2 and 5 in the page cache.
     for task in [1, 3, 4] {
-        drop_range(&f, task * TASK, TASK);
+        drop_cache_range(&f, (task * TASK) as u64, TASK as u64);
     }
     let cold = gdio::file::residency::residency(f.buffered_fd(), TASK as u64, TASK as u64);
     if cold.is_some_and(|r| r.cached_pages > 0) {

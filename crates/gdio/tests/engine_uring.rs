@@ -7,8 +7,6 @@
 
 mod common;
 
-use std::os::fd::AsRawFd;
-
 use common::*;
 use gdio::{Config, DirectIoPolicy, FileHandle, IoEngine};
 use rand::Rng;
@@ -26,16 +24,6 @@ fn uring() -> bool {
         eprintln!("io_uring unavailable ({}): checking the pread fallback only", p.detail);
     }
     p.available
-}
-
-/// Drops `f` from the page cache so that the next read of it is cold.
-fn drop_cache(f: &FileHandle) {
-    let fd = f.buffered_fd().as_raw_fd();
-    // SAFETY: fdatasync and posix_fadvise on a descriptor we hold.
-    unsafe {
-        libc::fdatasync(fd);
-        libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED);
-    }
 }
 
 #[test]
@@ -116,7 +104,7 @@ fn cold_o_direct_reads_go_through_the_ring_several_at_once() {
         let drv = sim_driver(config, 1);
         // Unaligned start and an end past EOF: buffered head and tail, direct middle.
         for (off, len) in [(0u64, data.len()), (4097, data.len()), (1 << 20, 3 << 20)] {
-            drop_cache(&f);
+            drop_cache_range(&f, 0, 0);
             let want = expect(&data, off, len);
             let mut dev = drv.alloc_device(0, len).unwrap();
             let n = drv.read(&f, off, &mut dev, 0, len).unwrap();

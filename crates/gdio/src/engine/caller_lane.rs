@@ -71,18 +71,13 @@ pub(super) fn retain_live<T>(items: &mut Vec<T>, keep: usize, runtime_of: impl F
     items.retain(|o| runtime_of(o) == keep || live.iter().any(|(k, _)| *k == runtime_of(o)));
 }
 
-/// Drops the lanes of `lanes` whose runtime no engine uses, except those of runtime `keep`.
-fn prune(lanes: &mut Vec<Owned>, keep: usize) {
-    retain_live(lanes, keep, |o| o.runtime);
-}
-
 /// Drops the calling thread's lanes (streams and pinned bounce buffers) and its streams for
 /// reads out of page-cache pins, of runtimes that no engine uses any more: what a dropped
 /// driver left on this thread.
 pub fn release_unused() {
     let _ = LANES.try_with(|cell| {
         if let Ok(mut lanes) = cell.try_borrow_mut() {
-            prune(&mut lanes, 0);
+            retain_live(&mut lanes, 0, |o| o.runtime);
         }
     });
     super::pinned_read::release_unused();
@@ -102,7 +97,7 @@ pub(crate) fn run(
     let key = key_of(runtime);
     let ran = LANES.try_with(|cell| {
         let Ok(mut lanes) = cell.try_borrow_mut() else { return None };
-        prune(&mut lanes, key);
+        retain_live(&mut lanes, key, |o| o.runtime);
         let mut made = false;
         let i = match lanes
             .iter()

@@ -607,7 +607,12 @@ impl Engine {
                 Ok(Transfer { bytes, direct_bytes: 0, mapped_bytes: bytes })
             }
             Err(e) => Err(e
-                .map_message(|m| format!("a read out of page-cache pins failed: {m}"))
+                .map_message(|m| {
+                    format!(
+                        "a read out of page-cache pins failed: {m} \
+                         (page_cache_pins_max_bytes=0 reads through the bounce buffers instead)"
+                    )
+                })
                 .with_path(file.path())
                 .with_range(offset, len)),
         })

@@ -75,3 +75,15 @@ pub fn gpu_skip(why: &str) {
     }
     eprintln!("SKIPPED: {why}");
 }
+
+/// Drops `[offset, offset + len)` of `f` from the page cache (`len` 0: to the end of the file),
+/// so that the next read of it is cold.
+pub fn drop_cache_range(f: &gdio::FileHandle, offset: u64, len: u64) {
+    use std::os::fd::AsRawFd;
+    let fd = f.buffered_fd().as_raw_fd();
+    // SAFETY: fdatasync and posix_fadvise on a descriptor the handle holds.
+    unsafe {
+        libc::fdatasync(fd);
+        libc::posix_fadvise(fd, offset as i64, len as i64, libc::POSIX_FADV_DONTNEED);
+    }
+}
