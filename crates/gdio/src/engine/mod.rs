@@ -469,22 +469,20 @@ impl Engine {
     /// flight as workers, each keeps a worker busy whole, and a piece would only take half a
     /// bounce buffer and a worker that the next read needs.
     ///
-    /// Pieces are at least `split_min_bytes`, except for a read with few others in flight:
-    /// it may take its share of the workers (threads ÷ reads in flight, this one counted) in
-    /// pieces down to a quarter of that. A lone caller's 4 MiB reads otherwise kept 8 of 12
-    /// workers idle (H200, KvikIO's default one thread through gdio's libcufile: a call 0.38
-    /// ms, 10.9 GB/s; BENCHMARKS.md session 38 run 4).
+    /// Pieces are at least `split_min_bytes`, except for a read alone in flight: it may take
+    /// every free worker, in pieces down to a quarter of that. A lone caller's 4 MiB reads
+    /// otherwise kept 8 of 12 workers idle (H200, KvikIO's default one thread through gdio's
+    /// libcufile: a call 0.38 ms, 10.9 GB/s; BENCHMARKS.md session 38 runs 4 to 6).
     fn split_size(&self, len: u64, pool: &Pool) -> Option<u64> {
         let min = self.config.split_min_bytes as u64;
         if min == 0 {
             return None;
         }
         let others = pool.reads_open() as u64;
-        let threads = pool.threads() as u64;
-        let share = threads / (others + 1);
-        let by_len = (len / min).max(share.min(len / (min / 4).max(4096)));
+        let alone = if others == 0 { len / (min / 4).max(4096) } else { 0 };
+        let by_len = (len / min).max(alone);
         let free = pool.free_workers() as u64;
-        let spare = threads.saturating_sub(others);
+        let spare = (pool.threads() as u64).saturating_sub(others);
         let pieces = free.min(spare).min(by_len);
         (pieces >= 2).then(|| len.div_ceil(pieces).next_multiple_of(4096))
     }
@@ -996,18 +994,18 @@ mod tests {
         e.wait_idle(4);
         // 4 free workers: 4 pieces of 2 MiB (pieces are at least 2 MiB).
         assert_eq!(e.split_size(8 << 20, &e.pool), Some(2 << 20));
-        // 6 MiB alone: its share of the workers, 4 pieces of 1.5 MiB.
+        // 6 MiB alone: every free worker, 4 pieces of 1.5 MiB.
         assert_eq!(e.split_size(6 << 20, &e.pool), Some(3 << 19));
-        // Under twice the minimum, alone: its share of the workers (all 4) in pieces of at
-        // least a quarter of the minimum.
+        // Under twice the minimum, alone: every free worker, in pieces of at least a quarter
+        // of the minimum.
         assert_eq!(e.split_size((4 << 20) - 1, &e.pool), Some(1 << 20));
         assert_eq!(e.split_size(1 << 20, &e.pool), Some(512 << 10));
         // Under twice a quarter of the minimum: kept whole.
         assert_eq!(e.split_size((1 << 20) - 1, &e.pool), None);
-        // One other read in flight: a share of 2 workers for a read under twice the minimum,
-        // pieces of at least the minimum (up to the 3 workers left) for a larger one.
+        // One other read in flight: pieces of at least the minimum (up to the 3 workers left),
+        // none for a read under twice the minimum.
         let other = e.pool.open_read();
-        assert_eq!(e.split_size((4 << 20) - 1, &e.pool), Some(2 << 20));
+        assert_eq!(e.split_size((4 << 20) - 1, &e.pool), None);
         assert_eq!(
             e.split_size(8 << 20, &e.pool),
             Some((8u64 << 20).div_ceil(3).next_multiple_of(4096))
