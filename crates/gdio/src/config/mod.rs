@@ -282,8 +282,9 @@ pub struct Config {
     /// (session 35, ABBA against 2 MiB: `gdio bench` 4 MiB × 8 from tmpfs 46.3–48.2 GB/s
     /// against 45.0–45.4, from ext4 51.0–51.2 against 49.5–50.8; 16 in flight the same;
     /// 2 MiB × 16 2.5 % lower, its reads now split when a worker is free for a moment).
-    /// A read alone in flight may take every free worker, in pieces down to a quarter of this
-    /// (so 1 MiB reads split too): a lone caller's 4 MiB reads kept 8 of 12 workers idle
+    /// A read alone in flight whose pieces share one bounce buffer (`split_into_one_buffer`)
+    /// may take every free worker, in pieces down to a quarter of this (so 1 MiB reads split
+    /// too): a lone caller's 4 MiB reads kept 8 of 12 workers idle
     /// (session 38, ABBA: KvikIO's default one thread 13.1 / 13.3 GB/s against 11.2 / 10.8,
     /// `gdio bench` 4 MiB × 1 +13 to +28 %, 1 MiB × 1 +37 to +64 %).
     pub split_min_bytes: usize,

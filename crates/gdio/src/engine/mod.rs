@@ -423,9 +423,10 @@ impl Engine {
         let gpu_read = op == Op::Read && matches!(buf.kind, MemoryKind::Device { .. });
         let pool = gpu_read.then(|| self.pool_for(buf.kind));
         if let (1, Some(pool)) = (tasks.len(), pool) {
-            if let Some(size) = self.split_size(len, pool) {
+            let one_buffer = self.splits_into_one_buffer(offset, len, align);
+            if let Some(size) = self.split_size(len, pool, one_buffer) {
                 let pieces = plan::split(offset, len, size, align);
-                if self.splits_into_one_buffer(offset, len, align) {
+                if one_buffer {
                     // Each worker's share in `split_pieces_per_worker` pieces, taken one at a
                     // time by whoever is free first.
                     let per = self.config.split_pieces_per_worker.max(1) as u64;
@@ -469,17 +470,19 @@ impl Engine {
     /// flight as workers, each keeps a worker busy whole, and a piece would only take half a
     /// bounce buffer and a worker that the next read needs.
     ///
-    /// Pieces are at least `split_min_bytes`, except for a read alone in flight: it may take
-    /// every free worker, in pieces down to a quarter of that. A lone caller's 4 MiB reads
-    /// otherwise kept 8 of 12 workers idle (H200, KvikIO's default one thread through gdio's
-    /// libcufile: a call 0.38 ms, 10.9 GB/s; BENCHMARKS.md session 38 runs 4 to 6).
-    fn split_size(&self, len: u64, pool: &Pool) -> Option<u64> {
+    /// Pieces are at least `split_min_bytes`, except for a read alone in flight whose pieces
+    /// share one bounce buffer and one copy (`one_buffer`, [`Engine::splits_into_one_buffer`]):
+    /// it may take every free worker, in pieces down to a quarter of that. A lone caller's
+    /// 4 MiB reads otherwise kept 8 of 12 workers idle (H200, KvikIO's default one thread
+    /// through gdio's libcufile: a call 0.38 ms, 10.9 GB/s; BENCHMARKS.md session 38 runs 4
+    /// to 6). Pieces with copies of their own keep the minimum, so that no copy gets smaller.
+    fn split_size(&self, len: u64, pool: &Pool, one_buffer: bool) -> Option<u64> {
         let min = self.config.split_min_bytes as u64;
         if min == 0 {
             return None;
         }
         let others = pool.reads_open() as u64;
-        let alone = if others == 0 { len / (min / 4).max(4096) } else { 0 };
+        let alone = if others == 0 && one_buffer { len / (min / 4).max(4096) } else { 0 };
         let by_len = (len / min).max(alone);
         let free = pool.free_workers() as u64;
         let spare = (pool.threads() as u64).saturating_sub(others);
@@ -989,36 +992,39 @@ mod tests {
     fn a_large_one_task_read_is_spread_over_free_workers_only_when_some_are_free() {
         let e = engine(2 << 20);
         // No worker started yet: nothing free, nothing split.
-        assert_eq!(e.split_size(8 << 20, &e.pool), None);
+        assert_eq!(e.split_size(8 << 20, &e.pool, true), None);
         e.prepare_gpu(0).unwrap();
         e.wait_idle(4);
         // 4 free workers: 4 pieces of 2 MiB (pieces are at least 2 MiB).
-        assert_eq!(e.split_size(8 << 20, &e.pool), Some(2 << 20));
+        assert_eq!(e.split_size(8 << 20, &e.pool, true), Some(2 << 20));
         // 6 MiB alone: every free worker, 4 pieces of 1.5 MiB.
-        assert_eq!(e.split_size(6 << 20, &e.pool), Some(3 << 19));
+        assert_eq!(e.split_size(6 << 20, &e.pool, true), Some(3 << 19));
         // Under twice the minimum, alone: every free worker, in pieces of at least a quarter
         // of the minimum.
-        assert_eq!(e.split_size((4 << 20) - 1, &e.pool), Some(1 << 20));
-        assert_eq!(e.split_size(1 << 20, &e.pool), Some(512 << 10));
+        assert_eq!(e.split_size((4 << 20) - 1, &e.pool, true), Some(1 << 20));
+        assert_eq!(e.split_size(1 << 20, &e.pool, true), Some(512 << 10));
         // Under twice a quarter of the minimum: kept whole.
-        assert_eq!(e.split_size((1 << 20) - 1, &e.pool), None);
+        assert_eq!(e.split_size((1 << 20) - 1, &e.pool, true), None);
+        // Pieces that would each have a copy of their own keep the minimum.
+        assert_eq!(e.split_size((4 << 20) - 1, &e.pool, false), None);
+        assert_eq!(e.split_size(6 << 20, &e.pool, false), Some(2 << 20));
         // One other read in flight: pieces of at least the minimum (up to the 3 workers left),
         // none for a read under twice the minimum.
         let other = e.pool.open_read();
-        assert_eq!(e.split_size((4 << 20) - 1, &e.pool), None);
+        assert_eq!(e.split_size((4 << 20) - 1, &e.pool, true), None);
         assert_eq!(
-            e.split_size(8 << 20, &e.pool),
+            e.split_size(8 << 20, &e.pool, true),
             Some((8u64 << 20).div_ceil(3).next_multiple_of(4096))
         );
         // Three others: one worker left for this read, nothing split.
         let more = [e.pool.open_read(), e.pool.open_read()];
-        assert_eq!(e.split_size(8 << 20, &e.pool), None);
+        assert_eq!(e.split_size(8 << 20, &e.pool, true), None);
         drop((other, more));
         // Off.
         let off = engine(0);
         off.prepare_gpu(0).unwrap();
         off.wait_idle(4);
-        assert_eq!(off.split_size(64 << 20, &off.pool), None);
+        assert_eq!(off.split_size(64 << 20, &off.pool, true), None);
     }
 
     #[test]
@@ -1123,18 +1129,18 @@ mod tests {
         let e = engine(2 << 20);
         e.prepare_gpu(0).unwrap();
         e.wait_idle(4);
-        assert_eq!(e.split_size(8 << 20, &e.pool), Some(2 << 20), "4 pieces over 4 workers");
+        assert_eq!(e.split_size(8 << 20, &e.pool, true), Some(2 << 20), "4 pieces over 4 workers");
         // Two reads in flight leave two workers: two pieces.
         let open: Vec<_> = (0..2).map(|_| e.pool.open_read()).collect();
         assert_eq!(e.pool.reads_open(), 2);
-        assert_eq!(e.split_size(8 << 20, &e.pool), Some(4 << 20));
+        assert_eq!(e.split_size(8 << 20, &e.pool, true), Some(4 << 20));
         // Three leave one: kept whole, though every worker is free.
         let third = e.pool.open_read();
         assert_eq!(e.pool.free_workers(), 4);
-        assert_eq!(e.split_size(8 << 20, &e.pool), None);
+        assert_eq!(e.split_size(8 << 20, &e.pool, true), None);
         drop((open, third));
         assert_eq!(e.pool.reads_open(), 0);
-        assert_eq!(e.split_size(8 << 20, &e.pool), Some(2 << 20));
+        assert_eq!(e.split_size(8 << 20, &e.pool, true), Some(2 << 20));
     }
 
     #[test]
@@ -1215,7 +1221,7 @@ mod tests {
         assert!(!job.is_done(), "the read finished before it was looked at");
         // Three workers free: an 8 MiB read goes out in three pieces.
         assert_eq!(
-            e.split_size(8 << 20, &e.pool),
+            e.split_size(8 << 20, &e.pool, true),
             Some((8u64 << 20).div_ceil(3).next_multiple_of(4096))
         );
         assert!(job.wait_until(None));
