@@ -8,7 +8,10 @@
  *   ce    the copy engine (cudaMemcpyAsync);
  *   sm    a kernel of BLOCKS blocks x 512 threads loading 16-byte words from the mapped buffer;
  *   mix   even threads ce, odd threads sm (on streams of their own kind).
- * NOFILE=1: no pread (the ring of buffers alone). PINALLOC=hp: buffers are 2 MiB-aligned
+ * NOFILE=1: no pread (the ring of buffers alone). LAT=1: each copy is polled (cudaEventQuery, as
+ * gdio's watcher does) until it lands before the thread goes on, and the pass also prints the
+ * mean pread time and the mean and largest time from queueing a copy to its landing: a lone
+ * caller's pattern with THREADS=1. PINALLOC=hp: buffers are 2 MiB-aligned
  * huge-page memory registered with cudaHostRegister (gdio's default), else cudaHostAlloc; both
  * mapped and portable. Before the modes: one 1 GiB copy by the copy engine and by the kernel
  * (the link each way of pulling).
@@ -41,7 +44,7 @@ __global__ void pull(uint4 *dst, const uint4 *__restrict__ src, size_t words) {
     for (; i < words; i += stride) dst[i] = src[i];
 }
 
-static int blocks = 132, nbuf = 2, nstreams = 1, nofile = 0, hp = 0;
+static int blocks = 132, nbuf = 2, nstreams = 1, nofile = 0, hp = 0, lat = 0;
 
 static void *pinned(size_t len) {
     void *p;
@@ -77,6 +80,7 @@ int main(int argc, char **argv) {
     if (getenv("NBUF")) nbuf = atoi(getenv("NBUF"));
     if (getenv("NSTREAMS")) nstreams = atoi(getenv("NSTREAMS"));
     if (getenv("NOFILE")) nofile = atoi(getenv("NOFILE"));
+    if (getenv("LAT")) lat = atoi(getenv("LAT"));
     if (getenv("PINALLOC")) hp = !strcmp(getenv("PINALLOC"), "hp");
     int passes = getenv("PASSES") ? atoi(getenv("PASSES")) : 2;
     int fd = open(path, O_RDONLY);
@@ -116,6 +120,7 @@ int main(int argc, char **argv) {
         for (int pass = 0; pass < passes; pass++) {
             std::atomic<size_t> next{0};
             std::atomic<int> failed{0};
+            std::atomic<long> read_ns{0}, land_ns{0}, land_max_ns{0}, copies{0};
             double t0 = now();
             std::vector<std::thread> ts;
             for (int t = 0; t < threads; t++)
@@ -131,10 +136,22 @@ int main(int argc, char **argv) {
                         if (off >= size) break;
                         int i = k % nbuf;
                         if (used[i]) CK(cudaEventSynchronize(ev[i]));
+                        double r0 = now();
                         if (!nofile && pread(fd, bufs[t][i], chunk, off) != (ssize_t)chunk) failed = 1;
+                        double q = now();
                         copy(sm, dev + off, bufs[t][i], chunk, s);
                         CK(cudaEventRecord(ev[i], s));
                         used[i] = 1;
+                        if (lat) {
+                            cudaError_t e;
+                            while ((e = cudaEventQuery(ev[i])) == cudaErrorNotReady) {}
+                            CK(e);
+                            long landed = (long)((now() - q) * 1e9);
+                            read_ns += (long)((q - r0) * 1e9);
+                            land_ns += landed;
+                            copies += 1;
+                            for (long m = land_max_ns; landed > m && !land_max_ns.compare_exchange_weak(m, landed);) {}
+                        }
                     }
                     for (int i = 0; i < nbuf; i++) if (used[i]) CK(cudaEventSynchronize(ev[i]));
                     for (auto &e : ev) cudaEventDestroy(e);
@@ -153,6 +170,9 @@ int main(int argc, char **argv) {
             printf("%s %s chunk %zu MiB x %d threads nbuf %d streams %d blocks %d%s: %.2f GB/s%s\n", mode,
                    hp ? "hp" : "host", chunk >> 20, threads, nbuf, nstreams, blocks, nofile ? " nofile" : "",
                    size / dt / 1e9, failed ? " (WRONG BYTES)" : "");
+            if (lat && copies > 0)
+                printf("  pread %.1f us, copy landed %.1f us after queueing (largest %.1f) over %ld copies\n",
+                       read_ns / 1e3 / copies, land_ns / 1e3 / copies, land_max_ns / 1e3, (long)copies);
             fflush(stdout);
         }
     }
