@@ -81,6 +81,11 @@ fn the_one_buffer_keys_are_read_from_the_environment_and_bounded() {
     assert_eq!(d.split_pieces_per_worker, 4);
     let l = Config::load_from_vars(vars("GDIO_SPLIT_INTO_ONE_BUFFER", "false")).unwrap();
     assert!(!l.config().split_into_one_buffer);
+    assert!(!d.split_early_copy, "early copies are off until measured on a GPU");
+    let l = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY", "true")).unwrap();
+    assert!(l.config().split_early_copy);
+    let e = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY", "soon")).unwrap_err();
+    assert!(e.to_string().contains("SPLIT_EARLY_COPY"), "{e}");
     let l = Config::load_from_vars(vars("GDIO_SPLIT_PIECES_PER_WORKER", "2")).unwrap();
     assert_eq!(l.config().split_pieces_per_worker, 2);
     for bad in ["0", "65", "two"] {

@@ -68,6 +68,9 @@ pub struct OpResult {
     /// Pieces of those split reads that a worker read into another worker's bounce buffer
     /// (`split_into_one_buffer`; `EngineCounters::split_pieces_helped`).
     pub split_pieces_helped: u64,
+    /// Of those split reads, the ones whose first half went to the GPU before the rest was
+    /// read (`split_early_copy`; `EngineCounters::split_early_copies`).
+    pub split_early_copies: u64,
     /// Small reads into GPU memory of the timed iterations that went in gathered groups
     /// (`gather_max_pieces`).
     pub gathered_reads: u64,

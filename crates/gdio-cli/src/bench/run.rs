@@ -99,6 +99,8 @@ struct Moved {
     split_reads: u64,
     /// Pieces of split reads read into another worker's buffer.
     split_pieces_helped: u64,
+    /// Split reads whose first half was copied early.
+    split_early_copies: u64,
     /// Small reads gathered, and those of them the scatter kernel sent.
     gathered_reads: u64,
     scattered_reads: u64,
@@ -130,6 +132,7 @@ impl Moved {
         self.inline_busy += d(after.inline_busy, before.inline_busy);
         self.split_reads += d(after.split_reads, before.split_reads);
         self.split_pieces_helped += d(after.split_pieces_helped, before.split_pieces_helped);
+        self.split_early_copies += d(after.split_early_copies, before.split_early_copies);
         self.gathered_reads += d(after.gathered_reads, before.gathered_reads);
         self.scattered_reads += d(after.scattered_reads, before.scattered_reads);
         self.gathered_writes += d(after.gathered_writes, before.gathered_writes);
@@ -397,6 +400,7 @@ impl<'a> Bench<'a> {
             inline_busy: moved.inline_busy,
             split_reads: moved.split_reads,
             split_pieces_helped: moved.split_pieces_helped,
+            split_early_copies: moved.split_early_copies,
             gathered_reads: moved.gathered_reads,
             scattered_reads: moved.scattered_reads,
             gathered_writes: moved.gathered_writes,

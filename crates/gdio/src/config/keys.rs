@@ -65,6 +65,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("split_min_bytes", KeyKind::Count),
     ("split_into_one_buffer", KeyKind::Bool),
     ("split_pieces_per_worker", KeyKind::Count),
+    ("split_early_copy", KeyKind::Bool),
     ("copy_streams", KeyKind::Count),
     ("own_stream_max_bytes", KeyKind::Count),
     ("pool_per_gpu", KeyKind::Bool),
@@ -297,6 +298,7 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "batch_queue_group" => config.batch_queue_group = as_usize(origin, key, value)?,
         "split_min_bytes" => config.split_min_bytes = as_usize(origin, key, value)?,
         "split_into_one_buffer" => config.split_into_one_buffer = as_bool(origin, key, value)?,
+        "split_early_copy" => config.split_early_copy = as_bool(origin, key, value)?,
         "split_pieces_per_worker" => {
             config.split_pieces_per_worker = as_usize(origin, key, value)?;
         }
@@ -429,6 +431,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "split_min_bytes" => config.split_min_bytes.into(),
         "split_into_one_buffer" => config.split_into_one_buffer.into(),
         "split_pieces_per_worker" => config.split_pieces_per_worker.into(),
+        "split_early_copy" => config.split_early_copy.into(),
         "copy_streams" => config.copy_streams.into(),
         "own_stream_max_bytes" => config.own_stream_max_bytes.into(),
         "pool_per_gpu" => config.pool_per_gpu.into(),

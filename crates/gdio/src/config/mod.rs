@@ -308,6 +308,13 @@ pub struct Config {
     /// `gdio bench` 4 MiB × 8 +3 to +5 % on the means, 16 threads the same; 2 pieces no
     /// better than 1.
     pub split_pieces_per_worker: usize,
+    /// A split read alone in flight (`split_min_bytes`, into one buffer) queues the copy of its
+    /// first half as soon as every piece of that half is read, and the rest when the last
+    /// piece is: the first copy runs while the second half is read. At KvikIO's default one
+    /// thread a 4 MiB call's one copy landed 0.15–0.18 ms after queueing, half of the call
+    /// (BENCHMARKS.md session 38 run 4). Not yet measured on a GPU, so off by default; reads
+    /// with others in flight keep one copy per task either way.
+    pub split_early_copy: bool,
     /// Streams per GPU that a pool's workers queue their copies on, in turn. 0: a stream per
     /// worker, so every worker's copies share the link at once and each lands when those
     /// beside it do; N: the copies of the workers on one stream run one after another in the
@@ -492,6 +499,7 @@ impl Default for Config {
             split_min_bytes: 1 << 20,
             split_into_one_buffer: true,
             split_pieces_per_worker: 4,
+            split_early_copy: false,
             copy_streams: 1,
             own_stream_max_bytes: 1 << 20,
             pool_per_gpu: false,

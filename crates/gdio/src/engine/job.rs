@@ -67,6 +67,9 @@ pub(crate) struct Counters {
     /// Pieces of split reads that a worker other than the task's owner read into the owner's
     /// bounce buffer (`split_into_one_buffer`).
     pub split_pieces_helped: AtomicU64,
+    /// Split reads whose first half went to the GPU in a copy of its own before the rest was
+    /// read (`split_early_copy`).
+    pub split_early_copies: AtomicU64,
     /// Tasks the completion watcher finished (before their workers looked).
     pub watcher_finished: AtomicU64,
     /// Requests into or out of GPU memory run on their calling threads.
@@ -326,6 +329,13 @@ impl Job {
     /// The engine's worker clock, when this job counts into an engine's counters.
     pub(crate) fn clock(&self) -> Option<&super::worker_time::Clock> {
         self.counters.as_deref().map(|c| &c.time)
+    }
+
+    /// Counts a split read of this job whose first half was copied early.
+    pub(crate) fn count_early_copy(&self) {
+        if let Some(c) = self.counters.as_deref() {
+            c.split_early_copies.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Counts `n` pieces of this job's split read read by a helping worker.

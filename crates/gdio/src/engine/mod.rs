@@ -104,6 +104,9 @@ pub struct EngineCounters {
     /// Pieces of split reads read by a worker other than the one that copied the task, into
     /// that worker's bounce buffer (`split_into_one_buffer`): how much the free workers helped.
     pub split_pieces_helped: u64,
+    /// Split reads whose first half was copied to the GPU before the rest was read
+    /// (`split_early_copy`: reads alone in flight).
+    pub split_early_copies: u64,
     /// Tasks the completion watcher finished the moment their copies landed, before their
     /// workers looked (`completion_watcher`; requests of one or two tasks, and split reads).
     pub watcher_finished: u64,
@@ -293,6 +296,7 @@ impl Engine {
             adjacent_pieces: c.adjacent_pieces.load(Ordering::Relaxed),
             split_reads: c.split_reads.load(Ordering::Relaxed),
             split_pieces_helped: c.split_pieces_helped.load(Ordering::Relaxed),
+            split_early_copies: c.split_early_copies.load(Ordering::Relaxed),
             watcher_finished: c.watcher_finished.load(Ordering::Relaxed),
             inline_requests: c.inline_requests.load(Ordering::Relaxed),
             inline_busy: c.inline_busy.load(Ordering::Relaxed),
@@ -432,7 +436,9 @@ impl Engine {
                     let per = self.config.split_pieces_per_worker.max(1) as u64;
                     let piece = size.div_ceil(per).next_multiple_of(4096);
                     let fine = plan::split(offset, len, piece, align);
-                    split_read = Some(split_read::SplitRead::new(fine, pieces.len()));
+                    // A read alone in flight may copy its first half early.
+                    let early = self.config.split_early_copy && pool.reads_open() == 0;
+                    split_read = Some(split_read::SplitRead::new(fine, pieces.len(), early));
                 } else {
                     tasks = pieces;
                 }

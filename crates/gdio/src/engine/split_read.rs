@@ -16,6 +16,11 @@
 //! Both waits (a helper's for the buffer, the owner's for the pieces others still read) count
 //! as [`super::WorkerTime::split_wait_ns`], so `gdio bench` and the libcufile's summary say
 //! when the workers of split reads spend their time waiting on each other.
+//!
+//! With an early copy (`split_early_copy`, a read alone in flight), the owner is told as soon
+//! as every piece of the first half (the head) is read in full, while it reads or waits, and
+//! queues that half's copy then; the rest goes in a second copy at the end. A head piece that
+//! fails or comes short is never counted, so such a read keeps its one copy at the end.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -49,16 +54,23 @@ pub(crate) struct SplitRead {
     done: AtomicUsize,
     /// Each piece's outcome: bytes read (and of which direct), or the error.
     results: Mutex<Vec<PieceOutcome>>,
+    /// Pieces in the head, whose copy may go early (0: no early copy).
+    head: usize,
+    /// Head pieces read in full.
+    head_done: AtomicUsize,
 }
 
 impl SplitRead {
     /// The split of a task into `pieces` (from [`super::plan::split`], so boundaries after
     /// the first are aligned) for `workers` workers: with more pieces than workers, whoever
     /// reads faster takes more of them, and the claimer waits at most about one piece for the
-    /// last helper (`split_pieces_per_worker`).
-    pub(crate) fn new(pieces: Vec<Task>, workers: usize) -> SplitRead {
+    /// last helper (`split_pieces_per_worker`). With `early_copy` and two pieces or more, the
+    /// first half of the pieces is the head, whose copy may be queued before the rest is read.
+    pub(crate) fn new(pieces: Vec<Task>, workers: usize, early_copy: bool) -> SplitRead {
         let n = pieces.len();
         SplitRead {
+            head: if early_copy { n / 2 } else { 0 },
+            head_done: AtomicUsize::new(0),
             workers: workers.clamp(1, n.max(1)),
             pieces,
             base: AtomicUsize::new(0),
@@ -109,8 +121,22 @@ impl SplitRead {
                 )
             }
         });
+        let full = matches!(r, Ok((got, _)) if got == p.len);
         self.results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+        if i < self.head && full {
+            self.head_done.fetch_add(1, Ordering::AcqRel);
+        }
         self.done.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The head's bytes once every head piece is read in full (pieces count from the
+    /// published base), else `None`.
+    fn head_ready(&self) -> Option<u64> {
+        if self.head == 0 || self.head_done.load(Ordering::Acquire) < self.head {
+            return None;
+        }
+        let last = self.pieces[self.head - 1];
+        Some(last.rel + last.len)
     }
 
     /// A worker the job was queued for, finding its task claimed: waits until the owner
@@ -141,15 +167,35 @@ impl SplitRead {
 
     /// The owner: publishes `base` (the task's first byte in its bounce buffer), reads every
     /// piece it can take, waits for the pieces others took, and returns what the task read:
-    /// bytes up to the first short or failed piece, and that piece's error.
-    pub(crate) fn run(&self, job: &Job, base: usize, direct: bool) -> (TaskResult, Option<Error>) {
+    /// bytes up to the first short or failed piece, and that piece's error. With an early
+    /// copy, `head` is called once, with the head's bytes, as soon as they are all read.
+    pub(crate) fn run(
+        &self,
+        job: &Job,
+        base: usize,
+        direct: bool,
+        mut head: impl FnMut(u64),
+    ) -> (TaskResult, Option<Error>) {
         self.direct.store(direct, Ordering::Release);
         self.base.store(base, Ordering::Release);
+        let mut head_told = self.head == 0;
+        let mut tell = |head_told: &mut bool| {
+            if !*head_told {
+                if let Some(bytes) = self.head_ready() {
+                    *head_told = true;
+                    head(bytes);
+                }
+            }
+        };
         while let Some(i) = self.take() {
             self.read_piece(job, i, base, direct);
+            tell(&mut head_told);
         }
         super::worker_time::timed(job.clock(), super::worker_time::Phase::SplitWait, || {
-            spin_until(|| self.done.load(Ordering::Acquire) == self.pieces.len())
+            spin_until(|| {
+                tell(&mut head_told);
+                self.done.load(Ordering::Acquire) == self.pieces.len()
+            })
         });
         let mut results = self.results.lock().unwrap_or_else(|e| e.into_inner());
         let mut res = TaskResult::default();

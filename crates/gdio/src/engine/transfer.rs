@@ -494,18 +494,42 @@ fn read_split(
     // SAFETY: `shift + task.len <= buffer size` (checked by the caller); the slot's previous
     // copy is done.
     let base = unsafe { lane.buffers[slot].as_mut_ptr().add(shift as usize) };
-    let (result, error) = split.run(job, base as usize, direct);
-    if result.bytes > 0 {
-        let dst = job.buf.addr + task.rel;
+    let dst = job.buf.addr + task.rel;
+    // The head's copy (`split_early_copy`): bytes queued, or why queueing failed.
+    let mut early: Result<u64> = Ok(0);
+    let (result, error) = split.run(job, base as usize, direct, |bytes| {
+        // SAFETY: the device range lies inside the job's buffer; every head piece is read in
+        // full and no reader touches those bytes again; the pinned source stays untouched
+        // until the slot's marker, recorded after the last copy below (or the lane's settling
+        // after an error), is waited for.
+        early = unsafe { lane.stream.copy_to_device(dst, base as *const u8, bytes as usize) }
+            .map(|()| bytes);
+    });
+    ran.result = result;
+    // A head copy that failed to queue fails the task (the worker settles the lane).
+    let queued = early?;
+    if queued > 0 {
+        job.count_early_copy();
+    }
+    // Every piece read in full up to the first short or failed one: the head (if queued)
+    // lies within them.
+    let rest = result.bytes.saturating_sub(queued);
+    if rest > 0 || queued > 0 {
         ran.last = Some(timed(job.clock(), Phase::CopyQueue, || -> Result<_> {
-            // SAFETY: the device range lies inside the job's buffer; every piece's reader is
-            // done with the pinned source, which stays untouched until the slot's marker is
-            // waited for.
-            unsafe { lane.stream.copy_to_device(dst, base as *const u8, result.bytes as usize)? };
+            if rest > 0 {
+                // SAFETY: as for the head: the range lies inside the job's buffer and after the
+                // head's bytes; every piece's reader is done with the pinned source.
+                unsafe {
+                    lane.stream.copy_to_device(
+                        dst + queued,
+                        base.add(queued as usize).cast_const(),
+                        rest as usize,
+                    )?
+                };
+            }
             Ok((lane.record(slot)?, slot))
         })?);
     }
-    ran.result = result;
     error.map_or(Ok(()), Err)
 }
 

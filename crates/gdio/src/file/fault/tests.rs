@@ -391,13 +391,15 @@ fn the_completion_watcher_leaves_requests_of_many_tasks_to_their_workers() {
 fn eio_inside_a_split_read_fails_it_in_any_piece_and_the_next_read_is_right() {
     // One 1 MiB task, split into 4 pieces of 256 KiB over idle workers: the bad byte lies in
     // each piece in turn, and whichever worker runs that piece meets it; pieces in buffers of
-    // their readers (64 KiB buffers: the task does not fit one) and in one buffer.
-    for one_buffer in [false, true] {
-        eio_inside_a_split_read(one_buffer);
+    // their readers (64 KiB buffers: the task does not fit one) and in one buffer, with its
+    // first half copied early (`split_early_copy`: a bad byte in the second half fails the
+    // read after that copy is queued).
+    for (one_buffer, early) in [(false, false), (true, false), (true, true)] {
+        eio_inside_a_split_read(one_buffer, early);
     }
 }
 
-fn eio_inside_a_split_read(one_buffer: bool) {
+fn eio_inside_a_split_read(one_buffer: bool, early: bool) {
     let d = tempfile::tempdir().unwrap();
     let data = random_bytes(7, 3 << 20);
     let p = file(d.path(), "split", &data);
@@ -407,6 +409,7 @@ fn eio_inside_a_split_read(one_buffer: bool) {
         bounce_buffer_size: if one_buffer { 1 << 20 } else { 64 << 10 },
         split_min_bytes: 256 << 10,
         split_into_one_buffer: one_buffer,
+        split_early_copy: early,
         direct_io: DirectIoPolicy::Off,
         ..Config::default()
     };
@@ -450,14 +453,18 @@ fn eio_inside_a_split_read(one_buffer: bool) {
     if !one_buffer {
         assert_eq!(c.split_pieces_helped, 0, "pieces in their readers' buffers: {c:?}");
     }
+    // Early: the four good reads, and the two whose bad byte lies in the second half (a bad
+    // byte in the first half leaves no half to copy early).
+    assert_eq!(c.split_early_copies, if early { 6 } else { 0 }, "{c:?}");
 }
 
 /// `split_into_one_buffer`: the pieces of a split read go into the bounce buffer of the worker
 /// that claimed the task, read by it and by the free workers the job was queued for (every
 /// read sleeps 2 ms, so the others take pieces while the first reads), and the task lands in
-/// one copy. Random unaligned offsets and lengths, the end of the file included, buffered and
-/// `O_DIRECT`, one piece per worker or three; guard bytes around every destination stay
-/// untouched; the waits of the split's workers on each other are timed.
+/// one copy (with `split_early_copy`, two: the first half as soon as it is read). Random
+/// unaligned offsets and lengths, the end of the file included, buffered and `O_DIRECT`, one
+/// piece per worker or three; guard bytes around every destination stay untouched; the waits
+/// of the split's workers on each other are timed.
 #[test]
 fn split_reads_into_one_buffer_land_exactly_with_pieces_read_by_other_workers() {
     let d = tempfile::tempdir().unwrap();
@@ -467,12 +474,15 @@ fn split_reads_into_one_buffer_land_exactly_with_pieces_read_by_other_workers() 
         FaultPlan { read_delay: Some(std::time::Duration::from_millis(2)), ..Default::default() };
     let _armed = inject(&p, slow).unwrap();
     let mut r = rand::rngs::StdRng::seed_from_u64(29);
-    for (direct, one_buffer, per) in [
-        (DirectIoPolicy::Off, true, 1),
-        (DirectIoPolicy::On, true, 1),
-        (DirectIoPolicy::Off, true, 3),
-        (DirectIoPolicy::On, true, 3),
-        (DirectIoPolicy::Off, false, 1),
+    for (direct, one_buffer, per, early) in [
+        (DirectIoPolicy::Off, true, 1, false),
+        (DirectIoPolicy::On, true, 1, false),
+        (DirectIoPolicy::Off, true, 3, false),
+        (DirectIoPolicy::On, true, 3, false),
+        (DirectIoPolicy::Off, false, 1, false),
+        (DirectIoPolicy::Off, true, 3, true),
+        (DirectIoPolicy::On, true, 3, true),
+        (DirectIoPolicy::Off, false, 1, true),
     ] {
         let config = Config {
             threads: 4,
@@ -481,6 +491,7 @@ fn split_reads_into_one_buffer_land_exactly_with_pieces_read_by_other_workers() 
             split_min_bytes: 128 << 10,
             split_into_one_buffer: one_buffer,
             split_pieces_per_worker: per,
+            split_early_copy: early,
             direct_io: direct,
             ..Config::default()
         };
@@ -515,6 +526,14 @@ fn split_reads_into_one_buffer_land_exactly_with_pieces_read_by_other_workers() 
             assert!(waited > 0, "{direct:?}: no split wait timed: {c:?}");
         } else {
             assert_eq!((c.split_pieces_helped, waited), (0, 0), "{c:?}");
+        }
+        // Each read here is alone in flight: with the key on, the reads into one buffer copy
+        // their first half early (a head piece at the end of the file may come short, and
+        // then the read keeps one copy); pieces with copies of their own never do.
+        if early && one_buffer {
+            assert!(c.split_early_copies >= 8, "{direct:?}: {c:?}");
+        } else {
+            assert_eq!(c.split_early_copies, 0, "{direct:?} {one_buffer}: {c:?}");
         }
     }
 }
