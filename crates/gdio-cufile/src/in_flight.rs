@@ -120,11 +120,15 @@ impl Summary {
         let calls = self.calls.as_secs_f64();
         let average = if secs > 0.0 { calls / secs } else { 0.0 };
         let call_ms = calls * 1e3 / self.finished.max(1) as f64;
+        let early = match engine.split_early_copies {
+            0 => String::new(),
+            n => format!("; {n} reads copied their first half early"),
+        };
         format!(
             "synchronous I/O: {} reads, {} writes, {} bytes asked (mean {} bytes), up to {} in \
              flight at once ({:.1} on average, a call {:.3} ms), {:.3} s with any in flight \
              ({:.2} GB/s); the engine split {} reads over free workers ({} pieces read into another worker's \
-             buffer); {} reads out of page-cache pins ({} bytes pinned now); {}",
+             buffer{}); {} reads out of page-cache pins ({} bytes pinned now); {}",
             self.reads,
             self.writes,
             self.bytes,
@@ -136,6 +140,7 @@ impl Summary {
             gbps,
             engine.split_reads,
             engine.split_pieces_helped,
+            early,
             engine.pinned_reads,
             engine.page_cache_pinned_bytes,
             WorkerShares::new(threads, secs, engine.worker_time).line(),
@@ -185,6 +190,11 @@ mod tests {
                      worker's buffer); 2 reads out of page-cache pins (67108864 bytes pinned \
                      now); 4 workers";
         assert!(line.contains(split), "{line}");
+        let early = EngineCounters { split_early_copies: 2, ..engine };
+        let with_early = s.line(4, &early);
+        let split = "(5 pieces read into another worker's buffer; 2 reads copied their first \
+                     half early); 2 reads out of page-cache pins";
+        assert!(with_early.contains(split), "{with_early}");
         let average = s.calls.as_secs_f64() / s.busy.as_secs_f64();
         assert!(line.contains(&format!("({average:.1} on average, a call ")), "{line}");
         assert!(average > 1.0 && average <= 2.0, "{s:?}");
