@@ -173,6 +173,7 @@ impl BenchReport {
                     (r.inline_busy, "small ones sent to the workers for a crowd of callers"),
                     (r.split_reads, "reads split over free workers"),
                     (r.split_pieces_helped, "pieces read into another worker's buffer"),
+                    (r.split_early_copies, "split reads that copied their first half early"),
                     (r.gathered_reads, "small reads gathered"),
                     (r.scattered_reads, "gathered reads sent by the scatter kernel"),
                     (r.gathered_writes, "small writes gathered"),
