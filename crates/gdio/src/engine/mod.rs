@@ -428,7 +428,8 @@ impl Engine {
         let pool = gpu_read.then(|| self.pool_for(buf.kind));
         if let (1, Some(pool)) = (tasks.len(), pool) {
             let one_buffer = self.splits_into_one_buffer(offset, len, align);
-            if let Some(size) = self.split_size(len, pool, one_buffer) {
+            let others = pool.reads_open();
+            if let Some(size) = self.split_size(len, pool, others, one_buffer) {
                 let pieces = plan::split(offset, len, size, align);
                 if one_buffer {
                     // Each worker's share in `split_pieces_per_worker` pieces, taken one at a
@@ -437,7 +438,7 @@ impl Engine {
                     let piece = size.div_ceil(per).next_multiple_of(4096);
                     let fine = plan::split(offset, len, piece, align);
                     // A read alone in flight may copy its first half early.
-                    let early = self.config.split_early_copy && pool.reads_open() == 0;
+                    let early = self.config.split_early_copy && others == 0;
                     split_read = Some(split_read::SplitRead::new(fine, pieces.len(), early));
                 } else {
                     tasks = pieces;
@@ -472,9 +473,10 @@ impl Engine {
     /// `pool` (`split_min_bytes`; [`Pool::free_workers`]: not running a job nor spoken for by
     /// queued work, whether asleep, polling for work or waiting for copies to land), or `None`
     /// to keep it whole: too small, or fewer than two workers to spare. A worker is left for
-    /// each other read into GPU memory in flight ([`Pool::reads_open`]): with as many reads in
-    /// flight as workers, each keeps a worker busy whole, and a piece would only take half a
-    /// bounce buffer and a worker that the next read needs.
+    /// each of the `others` reads into GPU memory in flight ([`Pool::reads_open`], read once
+    /// by the caller): with as many reads in flight as workers, each keeps a worker busy
+    /// whole, and a piece would only take half a bounce buffer and a worker that the next read
+    /// needs.
     ///
     /// Pieces are at least `split_min_bytes`, except for a read alone in flight whose pieces
     /// share one bounce buffer and one copy (`one_buffer`, [`Engine::splits_into_one_buffer`]):
@@ -482,12 +484,12 @@ impl Engine {
     /// 4 MiB reads otherwise kept 8 of 12 workers idle (H200, KvikIO's default one thread
     /// through gdio's libcufile: a call 0.38 ms, 10.9 GB/s; BENCHMARKS.md session 38 runs 4
     /// to 6). Pieces with copies of their own keep the minimum, so that no copy gets smaller.
-    fn split_size(&self, len: u64, pool: &Pool, one_buffer: bool) -> Option<u64> {
+    fn split_size(&self, len: u64, pool: &Pool, others: usize, one_buffer: bool) -> Option<u64> {
         let min = self.config.split_min_bytes as u64;
         if min == 0 {
             return None;
         }
-        let others = pool.reads_open() as u64;
+        let others = others as u64;
         let alone = if others == 0 && one_buffer { len / (min / 4).max(4096) } else { 0 };
         let by_len = (len / min).max(alone);
         let free = pool.free_workers() as u64;
@@ -974,6 +976,11 @@ mod tests {
         }
     }
 
+    /// `split_size` for a read into one buffer with the pool's reads in flight as they are.
+    fn split(e: &Engine, len: u64) -> Option<u64> {
+        e.split_size(len, &e.pool, e.pool.reads_open(), true)
+    }
+
     fn engine(split_min: usize) -> Engine {
         let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(1, Duration::ZERO));
         let config = Config { threads: 4, split_min_bytes: split_min, ..Config::default() };
@@ -998,39 +1005,36 @@ mod tests {
     fn a_large_one_task_read_is_spread_over_free_workers_only_when_some_are_free() {
         let e = engine(2 << 20);
         // No worker started yet: nothing free, nothing split.
-        assert_eq!(e.split_size(8 << 20, &e.pool, true), None);
+        assert_eq!(split(&e, 8 << 20), None);
         e.prepare_gpu(0).unwrap();
         e.wait_idle(4);
         // 4 free workers: 4 pieces of 2 MiB (pieces are at least 2 MiB).
-        assert_eq!(e.split_size(8 << 20, &e.pool, true), Some(2 << 20));
+        assert_eq!(split(&e, 8 << 20), Some(2 << 20));
         // 6 MiB alone: every free worker, 4 pieces of 1.5 MiB.
-        assert_eq!(e.split_size(6 << 20, &e.pool, true), Some(3 << 19));
+        assert_eq!(split(&e, 6 << 20), Some(3 << 19));
         // Under twice the minimum, alone: every free worker, in pieces of at least a quarter
         // of the minimum.
-        assert_eq!(e.split_size((4 << 20) - 1, &e.pool, true), Some(1 << 20));
-        assert_eq!(e.split_size(1 << 20, &e.pool, true), Some(512 << 10));
+        assert_eq!(split(&e, (4 << 20) - 1), Some(1 << 20));
+        assert_eq!(split(&e, 1 << 20), Some(512 << 10));
         // Under twice a quarter of the minimum: kept whole.
-        assert_eq!(e.split_size((1 << 20) - 1, &e.pool, true), None);
+        assert_eq!(split(&e, (1 << 20) - 1), None);
         // Pieces that would each have a copy of their own keep the minimum.
-        assert_eq!(e.split_size((4 << 20) - 1, &e.pool, false), None);
-        assert_eq!(e.split_size(6 << 20, &e.pool, false), Some(2 << 20));
+        assert_eq!(e.split_size((4 << 20) - 1, &e.pool, 0, false), None);
+        assert_eq!(e.split_size(6 << 20, &e.pool, 0, false), Some(2 << 20));
         // One other read in flight: pieces of at least the minimum (up to the 3 workers left),
         // none for a read under twice the minimum.
         let other = e.pool.open_read();
-        assert_eq!(e.split_size((4 << 20) - 1, &e.pool, true), None);
-        assert_eq!(
-            e.split_size(8 << 20, &e.pool, true),
-            Some((8u64 << 20).div_ceil(3).next_multiple_of(4096))
-        );
+        assert_eq!(split(&e, (4 << 20) - 1), None);
+        assert_eq!(split(&e, 8 << 20), Some((8u64 << 20).div_ceil(3).next_multiple_of(4096)));
         // Three others: one worker left for this read, nothing split.
         let more = [e.pool.open_read(), e.pool.open_read()];
-        assert_eq!(e.split_size(8 << 20, &e.pool, true), None);
+        assert_eq!(split(&e, 8 << 20), None);
         drop((other, more));
         // Off.
         let off = engine(0);
         off.prepare_gpu(0).unwrap();
         off.wait_idle(4);
-        assert_eq!(off.split_size(64 << 20, &off.pool, true), None);
+        assert_eq!(split(&off, 64 << 20), None);
     }
 
     #[test]
@@ -1135,18 +1139,18 @@ mod tests {
         let e = engine(2 << 20);
         e.prepare_gpu(0).unwrap();
         e.wait_idle(4);
-        assert_eq!(e.split_size(8 << 20, &e.pool, true), Some(2 << 20), "4 pieces over 4 workers");
+        assert_eq!(split(&e, 8 << 20), Some(2 << 20), "4 pieces over 4 workers");
         // Two reads in flight leave two workers: two pieces.
         let open: Vec<_> = (0..2).map(|_| e.pool.open_read()).collect();
         assert_eq!(e.pool.reads_open(), 2);
-        assert_eq!(e.split_size(8 << 20, &e.pool, true), Some(4 << 20));
+        assert_eq!(split(&e, 8 << 20), Some(4 << 20));
         // Three leave one: kept whole, though every worker is free.
         let third = e.pool.open_read();
         assert_eq!(e.pool.free_workers(), 4);
-        assert_eq!(e.split_size(8 << 20, &e.pool, true), None);
+        assert_eq!(split(&e, 8 << 20), None);
         drop((open, third));
         assert_eq!(e.pool.reads_open(), 0);
-        assert_eq!(e.split_size(8 << 20, &e.pool, true), Some(2 << 20));
+        assert_eq!(split(&e, 8 << 20), Some(2 << 20));
     }
 
     #[test]
@@ -1226,10 +1230,7 @@ mod tests {
         assert_eq!(until(3), 3, "the worker reading is not free");
         assert!(!job.is_done(), "the read finished before it was looked at");
         // Three workers free: an 8 MiB read goes out in three pieces.
-        assert_eq!(
-            e.split_size(8 << 20, &e.pool, true),
-            Some((8u64 << 20).div_ceil(3).next_multiple_of(4096))
-        );
+        assert_eq!(split(&e, 8 << 20), Some((8u64 << 20).div_ceil(3).next_multiple_of(4096)));
         assert!(job.wait_until(None));
         drop(armed);
         assert_eq!(out, data);

@@ -495,7 +495,8 @@ fn read_split(
     // copy is done.
     let base = unsafe { lane.buffers[slot].as_mut_ptr().add(shift as usize) };
     let dst = job.buf.addr + task.rel;
-    // The head's copy (`split_early_copy`): bytes queued, or why queueing failed.
+    // The head's copy (`split_early_copy`): bytes queued, or why queueing failed. Queued while
+    // the owner waits on its helpers, its microseconds count as that wait (`split_wait_ns`).
     let mut early: Result<u64> = Ok(0);
     let (result, error) = split.run(job, base as usize, direct, |bytes| {
         // SAFETY: the device range lies inside the job's buffer; every head piece is read in
