@@ -81,9 +81,14 @@ fn the_one_buffer_keys_are_read_from_the_environment_and_bounded() {
     assert_eq!(d.split_pieces_per_worker, 4);
     let l = Config::load_from_vars(vars("GDIO_SPLIT_INTO_ONE_BUFFER", "false")).unwrap();
     assert!(!l.config().split_into_one_buffer);
-    assert!(!d.split_early_copy, "early copies are off until measured on a GPU");
-    let l = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY", "true")).unwrap();
-    assert!(l.config().split_early_copy);
+    assert!(d.split_early_copy);
+    assert_eq!(d.split_early_copy_min_bytes, 4 << 20);
+    let l = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY", "false")).unwrap();
+    assert!(!l.config().split_early_copy);
+    let l = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY_MIN_BYTES", "2097152")).unwrap();
+    assert_eq!(l.config().split_early_copy_min_bytes, 2 << 20);
+    let e = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY_MIN_BYTES", "-1")).unwrap_err();
+    assert!(e.to_string().contains("SPLIT_EARLY_COPY_MIN_BYTES"), "{e}");
     let e = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY", "soon")).unwrap_err();
     assert!(e.to_string().contains("SPLIT_EARLY_COPY"), "{e}");
     let l = Config::load_from_vars(vars("GDIO_SPLIT_PIECES_PER_WORKER", "2")).unwrap();

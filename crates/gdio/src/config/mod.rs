@@ -308,13 +308,21 @@ pub struct Config {
     /// `gdio bench` 4 MiB × 8 +3 to +5 % on the means, 16 threads the same; 2 pieces no
     /// better than 1.
     pub split_pieces_per_worker: usize,
-    /// A split read alone in flight (`split_min_bytes`, into one buffer) queues the copy of its
-    /// first half as soon as every piece of that half is read, and the rest when the last
-    /// piece is: the first copy runs while the second half is read. At KvikIO's default one
-    /// thread a 4 MiB call's one copy landed 0.15–0.18 ms after queueing, half of the call
-    /// (BENCHMARKS.md session 38 run 4). Not yet measured on a GPU, so off by default; reads
-    /// with others in flight keep one copy per task either way.
+    /// A split read alone in flight (`split_min_bytes`, into one buffer) of at least
+    /// `split_early_copy_min_bytes` queues the copy of its first half as soon as every piece
+    /// of that half is read, and the rest when the last piece is: the first copy runs while
+    /// the second half is read. Reads with others in flight keep one copy per task either
+    /// way. H200, ABBA, three reps (BENCHMARKS.md session 39 run 1): KvikIO compat OFF at its
+    /// default one thread (4 MiB calls) 12.44 / 15.28 / 14.53 GB/s against 10.41 / 14.45 /
+    /// 12.61, a call 0.282 ms against 0.315 (the copy landed 0.132 ms after queueing against
+    /// 0.173); `gdio bench` 4 MiB × 1 12.52 / 14.03 / 14.87 against 10.95 / 14.34 / 14.23.
     pub split_early_copy: bool,
+    /// The shortest read `split_early_copy` copies in two: a copy's landing costs about
+    /// 0.03 ms beside the link's time (the probe's lone copies: 4 MiB landed 0.11–0.12 ms after
+    /// queueing, 2 MiB 0.07), so halves of short reads lose more than they overlap (session
+    /// 39 run 1, early for every read: 1 MiB × 1 7.27 / 8.49 / 7.94 GB/s against 6.24 / 9.02 /
+    /// 8.86, 512 KiB × 1 4.34 / 5.44 / 5.77 against 4.95 / 5.39 / 5.93).
+    pub split_early_copy_min_bytes: u64,
     /// Streams per GPU that a pool's workers queue their copies on, in turn. 0: a stream per
     /// worker, so every worker's copies share the link at once and each lands when those
     /// beside it do; N: the copies of the workers on one stream run one after another in the
@@ -499,7 +507,8 @@ impl Default for Config {
             split_min_bytes: 1 << 20,
             split_into_one_buffer: true,
             split_pieces_per_worker: 4,
-            split_early_copy: false,
+            split_early_copy: true,
+            split_early_copy_min_bytes: 4 << 20,
             copy_streams: 1,
             own_stream_max_bytes: 1 << 20,
             pool_per_gpu: false,

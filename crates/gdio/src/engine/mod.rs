@@ -437,8 +437,10 @@ impl Engine {
                     let per = self.config.split_pieces_per_worker.max(1) as u64;
                     let piece = size.div_ceil(per).next_multiple_of(4096);
                     let fine = plan::split(offset, len, piece, align);
-                    // A read alone in flight may copy its first half early.
-                    let early = self.config.split_early_copy && others == 0;
+                    // A long read alone in flight may copy its first half early.
+                    let early = self.config.split_early_copy
+                        && others == 0
+                        && len >= self.config.split_early_copy_min_bytes;
                     split_read = Some(split_read::SplitRead::new(fine, pieces.len(), early));
                 } else {
                     tasks = pieces;
