@@ -551,7 +551,7 @@ fn split_reads_into_one_buffer_land_exactly_with_pieces_read_by_other_workers() 
         } else if early && one_buffer {
             // Reads below the floor never copied early (asserted per read above); those
             // above it did, but for a read that found a worker still busy.
-            assert!(long >= 3 && long < 10, "{long} of 10 reads above {early_min}: reseed");
+            assert!((3..10).contains(&long), "{long} of 10 reads above {early_min}: reseed");
             assert!(long_early + 1 >= long, "{long_early} of {long} long reads early: {c:?}");
         } else {
             assert_eq!(c.split_early_copies, 0, "{direct:?} {one_buffer}: {c:?}");
