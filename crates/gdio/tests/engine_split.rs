@@ -87,8 +87,10 @@ fn the_one_buffer_keys_are_read_from_the_environment_and_bounded() {
     assert!(!l.config().split_early_copy);
     let l = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY_MIN_BYTES", "2097152")).unwrap();
     assert_eq!(l.config().split_early_copy_min_bytes, 2 << 20);
-    let e = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY_MIN_BYTES", "-1")).unwrap_err();
-    assert!(e.to_string().contains("SPLIT_EARLY_COPY_MIN_BYTES"), "{e}");
+    for bad in ["-1", "2147483648", "big"] {
+        let e = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY_MIN_BYTES", bad)).unwrap_err();
+        assert!(e.to_string().contains("SPLIT_EARLY_COPY_MIN_BYTES"), "{bad}: {e}");
+    }
     let e = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY", "soon")).unwrap_err();
     assert!(e.to_string().contains("SPLIT_EARLY_COPY"), "{e}");
     let l = Config::load_from_vars(vars("GDIO_SPLIT_PIECES_PER_WORKER", "2")).unwrap();
