@@ -87,6 +87,13 @@ fn the_one_buffer_keys_are_read_from_the_environment_and_bounded() {
     assert!(!l.config().split_early_copy);
     let l = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY_MIN_BYTES", "2097152")).unwrap();
     assert_eq!(l.config().split_early_copy_min_bytes, 2 << 20);
+    assert_eq!(d.split_early_copy_parts, 2);
+    let l = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY_PARTS", "4")).unwrap();
+    assert_eq!(l.config().split_early_copy_parts, 4);
+    for bad in ["0", "1", "17", "many"] {
+        let e = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY_PARTS", bad)).unwrap_err();
+        assert!(e.to_string().contains("SPLIT_EARLY_COPY_PARTS"), "{bad}: {e}");
+    }
     for bad in ["-1", "2147483648", "big"] {
         let e = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY_MIN_BYTES", bad)).unwrap_err();
         assert!(e.to_string().contains("SPLIT_EARLY_COPY_MIN_BYTES"), "{bad}: {e}");

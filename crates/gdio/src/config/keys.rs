@@ -67,6 +67,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("split_pieces_per_worker", KeyKind::Count),
     ("split_early_copy", KeyKind::Bool),
     ("split_early_copy_min_bytes", KeyKind::Count),
+    ("split_early_copy_parts", KeyKind::Count),
     ("copy_streams", KeyKind::Count),
     ("own_stream_max_bytes", KeyKind::Count),
     ("pool_per_gpu", KeyKind::Bool),
@@ -149,6 +150,7 @@ pub const BOUNDS: &[(&str, Bound)] = &[
     ("inline_max_callers", Bound::new(0, 4096)),
     ("split_min_bytes", Bound::new(0, MAX_SIZE)),
     ("split_early_copy_min_bytes", Bound::new(0, MAX_SIZE)),
+    ("split_early_copy_parts", Bound::new(2, 16)),
     // At most 64 TiB of page cache pinned; 0 turns the pins off.
     ("page_cache_pins_max_bytes", Bound::new(0, 1 << 46)),
     // At most a day.
@@ -304,6 +306,7 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "split_early_copy_min_bytes" => {
             config.split_early_copy_min_bytes = as_usize(origin, key, value)? as u64
         }
+        "split_early_copy_parts" => config.split_early_copy_parts = as_usize(origin, key, value)?,
         "split_pieces_per_worker" => {
             config.split_pieces_per_worker = as_usize(origin, key, value)?;
         }
@@ -438,6 +441,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "split_pieces_per_worker" => config.split_pieces_per_worker.into(),
         "split_early_copy" => config.split_early_copy.into(),
         "split_early_copy_min_bytes" => config.split_early_copy_min_bytes.into(),
+        "split_early_copy_parts" => config.split_early_copy_parts.into(),
         "copy_streams" => config.copy_streams.into(),
         "own_stream_max_bytes" => config.own_stream_max_bytes.into(),
         "pool_per_gpu" => config.pool_per_gpu.into(),

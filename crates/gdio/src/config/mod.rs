@@ -323,6 +323,12 @@ pub struct Config {
     /// 39 run 1, early for every read: 1 MiB × 1 7.27 / 8.49 / 7.94 GB/s against 6.24 / 9.02 /
     /// 8.86, 512 KiB × 1 4.34 / 5.44 / 5.77 against 4.95 / 5.39 / 5.93).
     pub split_early_copy_min_bytes: u64,
+    /// How many copies `split_early_copy` sends a read in (2–16): its pieces are cut into this
+    /// many runs, and each run's copy is queued as soon as every piece up to its end is read
+    /// in full, so the copy engine starts after the first run instead of the first half.
+    /// More runs start the link sooner but pay one copy's landing cost each (about 0.03 ms on
+    /// the H200, BENCHMARKS.md session 39 run 1). 2 (halves) is what session 39 measured.
+    pub split_early_copy_parts: usize,
     /// Streams per GPU that a pool's workers queue their copies on, in turn. 0: a stream per
     /// worker, so every worker's copies share the link at once and each lands when those
     /// beside it do; N: the copies of the workers on one stream run one after another in the
@@ -509,6 +515,7 @@ impl Default for Config {
             split_pieces_per_worker: 4,
             split_early_copy: true,
             split_early_copy_min_bytes: 4 << 20,
+            split_early_copy_parts: 2,
             copy_streams: 1,
             own_stream_max_bytes: 1 << 20,
             pool_per_gpu: false,

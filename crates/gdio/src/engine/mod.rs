@@ -437,11 +437,12 @@ impl Engine {
                     let per = self.config.split_pieces_per_worker.max(1) as u64;
                     let piece = size.div_ceil(per).next_multiple_of(4096);
                     let fine = plan::split(offset, len, piece, align);
-                    // A long read alone in flight may copy its first half early.
+                    // A long read alone in flight may copy its first parts early.
                     let early = self.config.split_early_copy
                         && others == 0
                         && len >= self.config.split_early_copy_min_bytes;
-                    split_read = Some(split_read::SplitRead::new(fine, pieces.len(), early));
+                    let parts = if early { self.config.split_early_copy_parts } else { 0 };
+                    split_read = Some(split_read::SplitRead::new(fine, pieces.len(), parts));
                 } else {
                     tasks = pieces;
                 }

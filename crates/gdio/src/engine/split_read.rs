@@ -17,10 +17,12 @@
 //! as [`super::WorkerTime::split_wait_ns`], so `gdio bench` and the libcufile's summary say
 //! when the workers of split reads spend their time waiting on each other.
 //!
-//! With an early copy (`split_early_copy`, a read alone in flight), the owner is told as soon
-//! as every piece of the first half (the head) is read in full, while it reads or waits, and
-//! queues that half's copy then; the rest goes in a second copy at the end. A head piece that
-//! fails or comes short is never counted, so such a read keeps its one copy at the end.
+//! With early copies (`split_early_copy`, a read alone in flight), the task is cut into
+//! `split_early_copy_parts` runs of pieces: the owner is told as soon as every piece up to the
+//! end of a run is read in full, while it reads or waits, and queues the copy of the bytes not
+//! yet queued then; whatever is left goes in a last copy at the end. A piece that fails or
+//! comes short is never counted, so no copy passes it: a read whose first piece fails keeps
+//! its one copy at the end.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -54,23 +56,29 @@ pub(crate) struct SplitRead {
     done: AtomicUsize,
     /// Each piece's outcome: bytes read (and of which direct), or the error.
     results: Mutex<Vec<PieceOutcome>>,
-    /// Pieces in the head, whose copy may go early (0: no early copy).
-    head: usize,
-    /// Head pieces read in full.
-    head_done: AtomicUsize,
+    /// Piece indices where a run whose copy may go early ends (exclusive), rising; empty: no
+    /// early copy.
+    run_ends: Vec<usize>,
+    /// Each piece read in full.
+    full: Vec<AtomicBool>,
 }
 
 impl SplitRead {
     /// The split of a task into `pieces` (from [`super::plan::split`], so boundaries after
     /// the first are aligned) for `workers` workers: with more pieces than workers, whoever
     /// reads faster takes more of them, and the claimer waits at most about one piece for the
-    /// last helper (`split_pieces_per_worker`). With `early_copy` and two pieces or more, the
-    /// first half of the pieces is the head, whose copy may be queued before the rest is read.
-    pub(crate) fn new(pieces: Vec<Task>, workers: usize, early_copy: bool) -> SplitRead {
+    /// last helper (`split_pieces_per_worker`). With `early_parts` ≥ 2 the pieces are cut
+    /// into that many runs (fewer with fewer pieces), and the copy of each run but the last
+    /// may be queued before the rest is read; 0 or 1: one copy at the end.
+    pub(crate) fn new(pieces: Vec<Task>, workers: usize, early_parts: usize) -> SplitRead {
         let n = pieces.len();
+        let parts = early_parts.min(n);
+        let mut run_ends: Vec<usize> = (1..parts.max(1)).map(|j| n * j / parts).collect();
+        run_ends.dedup();
+        run_ends.retain(|&e| e > 0 && e < n);
         SplitRead {
-            head: if early_copy { n / 2 } else { 0 },
-            head_done: AtomicUsize::new(0),
+            run_ends,
+            full: (0..n).map(|_| AtomicBool::new(false)).collect(),
             workers: workers.clamp(1, n.max(1)),
             pieces,
             base: AtomicUsize::new(0),
@@ -123,20 +131,10 @@ impl SplitRead {
         });
         let full = matches!(r, Ok((got, _)) if got == p.len);
         self.results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
-        if i < self.head && full {
-            self.head_done.fetch_add(1, Ordering::AcqRel);
+        if full {
+            self.full[i].store(true, Ordering::Release);
         }
         self.done.fetch_add(1, Ordering::AcqRel);
-    }
-
-    /// The head's bytes once every head piece is read in full (pieces count from the
-    /// published base), else `None`.
-    fn head_ready(&self) -> Option<u64> {
-        if self.head == 0 || self.head_done.load(Ordering::Acquire) < self.head {
-            return None;
-        }
-        let last = self.pieces[self.head - 1];
-        Some(last.rel + last.len)
     }
 
     /// A worker the job was queued for, finding its task claimed: waits until the owner
@@ -167,33 +165,41 @@ impl SplitRead {
 
     /// The owner: publishes `base` (the task's first byte in its bounce buffer), reads every
     /// piece it can take, waits for the pieces others took, and returns what the task read:
-    /// bytes up to the first short or failed piece, and that piece's error. With an early
-    /// copy, `head` is called once, with the head's bytes, as soon as they are all read.
+    /// bytes up to the first short or failed piece, and that piece's error. With early
+    /// copies, `ready` is called once per run but the last, in order, with the bytes from the
+    /// base to that run's end, as soon as every piece up to there is read in full.
     pub(crate) fn run(
         &self,
         job: &Job,
         base: usize,
         direct: bool,
-        mut head: impl FnMut(u64),
+        mut ready: impl FnMut(u64),
     ) -> (TaskResult, Option<Error>) {
         self.direct.store(direct, Ordering::Release);
         self.base.store(base, Ordering::Release);
-        let mut head_told = self.head == 0;
-        let mut tell = |head_told: &mut bool| {
-            if !*head_told {
-                if let Some(bytes) = self.head_ready() {
-                    *head_told = true;
-                    head(bytes);
+        // Pieces known read in full from the first on, and runs told.
+        let (mut prefix, mut told) = (0, 0);
+        let mut tell = |prefix: &mut usize, told: &mut usize| {
+            while *told < self.run_ends.len() {
+                let end = self.run_ends[*told];
+                while *prefix < end && self.full[*prefix].load(Ordering::Acquire) {
+                    *prefix += 1;
                 }
+                if *prefix < end {
+                    return;
+                }
+                let last = self.pieces[end - 1];
+                ready(last.rel + last.len);
+                *told += 1;
             }
         };
         while let Some(i) = self.take() {
             self.read_piece(job, i, base, direct);
-            tell(&mut head_told);
+            tell(&mut prefix, &mut told);
         }
         super::worker_time::timed(job.clock(), super::worker_time::Phase::SplitWait, || {
             spin_until(|| {
-                tell(&mut head_told);
+                tell(&mut prefix, &mut told);
                 self.done.load(Ordering::Acquire) == self.pieces.len()
             })
         });
@@ -232,6 +238,30 @@ fn spin_until(mut done: impl FnMut() -> bool) {
             std::hint::spin_loop();
         } else {
             std::thread::yield_now();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(n: usize, parts: usize) -> SplitRead {
+        let pieces = (0..n as u64)
+            .map(|i| Task { rel: i * 4096, offset: 8192 + i * 4096, len: 4096 })
+            .collect();
+        SplitRead::new(pieces, 4, parts)
+    }
+
+    #[test]
+    fn early_copies_end_their_runs_at_rising_pieces_inside_the_task() {
+        assert_eq!(split(48, 2).run_ends, [24]);
+        assert_eq!(split(48, 4).run_ends, [12, 24, 36]);
+        assert_eq!(split(7, 3).run_ends, [2, 4]);
+        // More parts than pieces: a copy per piece.
+        assert_eq!(split(3, 16).run_ends, [1, 2]);
+        for (n, parts) in [(1, 2), (1, 16), (48, 0), (48, 1), (0, 4)] {
+            assert!(split(n, parts).run_ends.is_empty(), "{n} pieces, {parts} parts");
         }
     }
 }

@@ -495,19 +495,27 @@ fn read_split(
     // copy is done.
     let base = unsafe { lane.buffers[slot].as_mut_ptr().add(shift as usize) };
     let dst = job.buf.addr + task.rel;
-    // The head's copy (`split_early_copy`): bytes queued, or why queueing failed. Queued while
-    // the owner waits on its helpers, its microseconds count as that wait (`split_wait_ns`).
+    // The early copies (`split_early_copy`): bytes queued so far, or why queueing failed.
+    // Queued while the owner reads or waits on its helpers, their microseconds count as that
+    // (`file_io_ns`, `split_wait_ns`).
     let mut early: Result<u64> = Ok(0);
-    let (result, error) = split.run(job, base as usize, direct, |bytes| {
-        // SAFETY: the device range lies inside the job's buffer; every head piece is read in
-        // full and no reader touches those bytes again; the pinned source stays untouched
-        // until the slot's marker, recorded after the last copy below (or the lane's settling
-        // after an error), is waited for.
-        early = unsafe { lane.stream.copy_to_device(dst, base as *const u8, bytes as usize) }
-            .map(|()| bytes);
+    let (result, error) = split.run(job, base as usize, direct, |upto| {
+        let Ok(from) = early else { return };
+        // SAFETY: the device range lies inside the job's buffer; every piece up to `upto` is
+        // read in full and no reader touches those bytes again; the pinned source stays
+        // untouched until the slot's marker, recorded after the last copy below (or the
+        // lane's settling after an error), is waited for.
+        early = unsafe {
+            lane.stream.copy_to_device(
+                dst + from,
+                base.add(from as usize).cast_const(),
+                (upto - from) as usize,
+            )
+        }
+        .map(|()| upto);
     });
     ran.result = result;
-    // A head copy that failed to queue fails the task (the worker settles the lane).
+    // An early copy that failed to queue fails the task (the worker settles the lane).
     let queued = early?;
     if queued > 0 {
         job.count_early_copy();

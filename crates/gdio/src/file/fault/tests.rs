@@ -393,13 +393,16 @@ fn eio_inside_a_split_read_fails_it_in_any_piece_and_the_next_read_is_right() {
     // each piece in turn, and whichever worker runs that piece meets it; pieces in buffers of
     // their readers (64 KiB buffers: the task does not fit one) and in one buffer, with its
     // first half copied early (`split_early_copy`: a bad byte in the second half fails the
-    // read after that copy is queued).
-    for (one_buffer, early) in [(false, false), (true, false), (true, true)] {
-        eio_inside_a_split_read(one_buffer, early);
+    // read after that copy is queued), and with its first three quarters copied as each is
+    // read (`split_early_copy_parts` 4).
+    for (one_buffer, parts) in [(false, 0), (true, 0), (true, 2), (true, 4)] {
+        eio_inside_a_split_read(one_buffer, parts);
     }
 }
 
-fn eio_inside_a_split_read(one_buffer: bool, early: bool) {
+/// `parts`: the early copies' runs (`split_early_copy_parts`); 0: no early copy.
+fn eio_inside_a_split_read(one_buffer: bool, parts: usize) {
+    let early = parts > 0;
     let d = tempfile::tempdir().unwrap();
     let data = random_bytes(7, 3 << 20);
     let p = file(d.path(), "split", &data);
@@ -411,6 +414,7 @@ fn eio_inside_a_split_read(one_buffer: bool, early: bool) {
         split_into_one_buffer: one_buffer,
         split_early_copy: early,
         split_early_copy_min_bytes: 0,
+        split_early_copy_parts: parts.max(2),
         direct_io: DirectIoPolicy::Off,
         ..Config::default()
     };
@@ -454,9 +458,15 @@ fn eio_inside_a_split_read(one_buffer: bool, early: bool) {
     if !one_buffer {
         assert_eq!(c.split_pieces_helped, 0, "pieces in their readers' buffers: {c:?}");
     }
-    // Early: the four good reads, and the two whose bad byte lies in the second half (a bad
-    // byte in the first half leaves no half to copy early).
-    assert_eq!(c.split_early_copies, if early { 6 } else { 0 }, "{c:?}");
+    // Early: the four good reads, and those whose bad byte lies past the first run (a bad
+    // byte in the first run leaves nothing to copy early): halves, the two in the second
+    // half; quarters, the three past the first quarter.
+    let want = match parts {
+        0 => 0,
+        2 => 6,
+        _ => 7,
+    };
+    assert_eq!(c.split_early_copies, want, "{parts} parts: {c:?}");
 }
 
 /// `split_into_one_buffer`: the pieces of a split read go into the bounce buffer of the worker
@@ -475,18 +485,22 @@ fn split_reads_into_one_buffer_land_exactly_with_pieces_read_by_other_workers() 
         FaultPlan { read_delay: Some(std::time::Duration::from_millis(2)), ..Default::default() };
     let _armed = inject(&p, slow).unwrap();
     let mut r = rand::rngs::StdRng::seed_from_u64(29);
-    // Early copies for reads of at least `early_min` bytes (0: every one).
-    for (direct, one_buffer, per, early, early_min) in [
-        (DirectIoPolicy::Off, true, 1, false, 0),
-        (DirectIoPolicy::On, true, 1, false, 0),
-        (DirectIoPolicy::Off, true, 3, false, 0),
-        (DirectIoPolicy::On, true, 3, false, 0),
-        (DirectIoPolicy::Off, false, 1, false, 0),
-        (DirectIoPolicy::Off, true, 3, true, 0),
-        (DirectIoPolicy::On, true, 3, true, 0),
-        (DirectIoPolicy::Off, false, 1, true, 0),
-        (DirectIoPolicy::Off, true, 3, true, 640 << 10),
-        (DirectIoPolicy::On, true, 1, true, 640 << 10),
+    // Early copies (in `parts` runs) for reads of at least `early_min` bytes (0: every one).
+    for (direct, one_buffer, per, early, early_min, parts) in [
+        (DirectIoPolicy::Off, true, 1, false, 0, 2),
+        (DirectIoPolicy::On, true, 1, false, 0, 2),
+        (DirectIoPolicy::Off, true, 3, false, 0, 2),
+        (DirectIoPolicy::On, true, 3, false, 0, 2),
+        (DirectIoPolicy::Off, false, 1, false, 0, 2),
+        (DirectIoPolicy::Off, true, 3, true, 0, 2),
+        (DirectIoPolicy::On, true, 3, true, 0, 2),
+        (DirectIoPolicy::Off, false, 1, true, 0, 2),
+        (DirectIoPolicy::Off, true, 3, true, 640 << 10, 2),
+        (DirectIoPolicy::On, true, 1, true, 640 << 10, 2),
+        (DirectIoPolicy::Off, true, 3, true, 0, 4),
+        (DirectIoPolicy::On, true, 3, true, 0, 4),
+        // More runs than pieces: a copy per piece.
+        (DirectIoPolicy::Off, true, 1, true, 0, 16),
     ] {
         let config = Config {
             threads: 4,
@@ -497,6 +511,7 @@ fn split_reads_into_one_buffer_land_exactly_with_pieces_read_by_other_workers() 
             split_pieces_per_worker: per,
             split_early_copy: early,
             split_early_copy_min_bytes: early_min,
+            split_early_copy_parts: parts,
             direct_io: direct,
             ..Config::default()
         };
