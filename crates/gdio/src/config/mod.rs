@@ -327,7 +327,9 @@ pub struct Config {
     /// many runs, and each run's copy is queued as soon as every piece up to its end is read
     /// in full, so the copy engine starts after the first run instead of the first half.
     /// More runs start the link sooner but pay one copy's landing cost each (about 0.03 ms on
-    /// the H200, BENCHMARKS.md session 39 run 1). 2 (halves) is what session 39 measured.
+    /// the H200, BENCHMARKS.md session 39 run 1). Session 39 run 6, two ABBA reps: KvikIO
+    /// compat OFF at one thread halves 14.88 / 14.08 GB/s, quarters 14.86 / 14.88, eighths
+    /// 14.49 / 14.64 (`gdio bench` 4 MiB × 1 likewise inside the spread), so halves stay.
     pub split_early_copy_parts: usize,
     /// Streams per GPU that a pool's workers queue their copies on, in turn. 0: a stream per
     /// worker, so every worker's copies share the link at once and each lands when those
