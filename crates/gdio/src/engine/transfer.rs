@@ -496,8 +496,8 @@ fn read_split(
     let base = unsafe { lane.buffers[slot].as_mut_ptr().add(shift as usize) };
     let dst = job.buf.addr + task.rel;
     // The early copies (`split_early_copy`): bytes queued so far, or why queueing failed.
-    // Queued while the owner reads or waits on its helpers, their microseconds count as that
-    // (`file_io_ns`, `split_wait_ns`).
+    // Queued by the owner between its pieces or while it waits on its helpers (then counted
+    // in `split_wait_ns`).
     let mut early: Result<u64> = Ok(0);
     let (result, error) = split.run(job, base as usize, direct, |upto| {
         let Ok(from) = early else { return };
