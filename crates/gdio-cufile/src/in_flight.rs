@@ -122,7 +122,7 @@ impl Summary {
         let call_ms = calls * 1e3 / self.finished.max(1) as f64;
         let early = match engine.split_early_copies {
             0 => String::new(),
-            n => format!("; {n} reads copied their first half early"),
+            n => format!("; {n} reads copied early, part by part"),
         };
         format!(
             "synchronous I/O: {} reads, {} writes, {} bytes asked (mean {} bytes), up to {} in \
@@ -192,8 +192,8 @@ mod tests {
         assert!(line.contains(split), "{line}");
         let early = EngineCounters { split_early_copies: 2, ..engine };
         let with_early = s.line(4, &early);
-        let split = "(5 pieces read into another worker's buffer; 2 reads copied their first \
-                     half early); 2 reads out of page-cache pins";
+        let split = "(5 pieces read into another worker's buffer; 2 reads copied early, part \
+                     by part); 2 reads out of page-cache pins";
         assert!(with_early.contains(split), "{with_early}");
         let average = s.calls.as_secs_f64() / s.busy.as_secs_f64();
         assert!(line.contains(&format!("({average:.1} on average, a call ")), "{line}");

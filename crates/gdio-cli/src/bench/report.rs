@@ -68,7 +68,7 @@ pub struct OpResult {
     /// Pieces of those split reads that a worker read into another worker's bounce buffer
     /// (`split_into_one_buffer`; `EngineCounters::split_pieces_helped`).
     pub split_pieces_helped: u64,
-    /// Of those split reads, the ones whose first half went to the GPU before the rest was
+    /// Of those split reads, the ones whose first parts went to the GPU before the rest was
     /// read (`split_early_copy`; `EngineCounters::split_early_copies`).
     pub split_early_copies: u64,
     /// Small reads into GPU memory of the timed iterations that went in gathered groups
@@ -173,7 +173,7 @@ impl BenchReport {
                     (r.inline_busy, "small ones sent to the workers for a crowd of callers"),
                     (r.split_reads, "reads split over free workers"),
                     (r.split_pieces_helped, "pieces read into another worker's buffer"),
-                    (r.split_early_copies, "split reads that copied their first half early"),
+                    (r.split_early_copies, "split reads copied early, part by part"),
                     (r.gathered_reads, "small reads gathered"),
                     (r.scattered_reads, "gathered reads sent by the scatter kernel"),
                     (r.gathered_writes, "small writes gathered"),

@@ -99,7 +99,7 @@ struct Moved {
     split_reads: u64,
     /// Pieces of split reads read into another worker's buffer.
     split_pieces_helped: u64,
-    /// Split reads whose first half was copied early.
+    /// Split reads whose first parts were copied early.
     split_early_copies: u64,
     /// Small reads gathered, and those of them the scatter kernel sent.
     gathered_reads: u64,

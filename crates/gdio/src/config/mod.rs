@@ -309,9 +309,10 @@ pub struct Config {
     /// better than 1.
     pub split_pieces_per_worker: usize,
     /// A split read alone in flight (`split_min_bytes`, into one buffer) of at least
-    /// `split_early_copy_min_bytes` queues the copy of its first half as soon as every piece
-    /// of that half is read, and the rest when the last piece is: the first copy runs while
-    /// the second half is read. Reads with others in flight keep one copy per task either
+    /// `split_early_copy_min_bytes` queues the copy of its first half (of each of its first
+    /// `split_early_copy_parts` − 1 runs of pieces) as soon as every piece up to there is
+    /// read, and the rest when the last piece is: the first copy runs while the second half
+    /// is read. Reads with others in flight keep one copy per task either
     /// way. H200, ABBA, three reps (BENCHMARKS.md session 39 run 1): KvikIO compat OFF at its
     /// default one thread (4 MiB calls) 12.44 / 15.28 / 14.53 GB/s against 10.41 / 14.45 /
     /// 12.61, a call 0.282 ms against 0.315 (the copy landed 0.132 ms after queueing against

@@ -67,8 +67,8 @@ pub(crate) struct Counters {
     /// Pieces of split reads that a worker other than the task's owner read into the owner's
     /// bounce buffer (`split_into_one_buffer`).
     pub split_pieces_helped: AtomicU64,
-    /// Split reads whose first half went to the GPU in a copy of its own before the rest was
-    /// read (`split_early_copy`).
+    /// Split reads whose first parts went to the GPU in copies of their own before the rest
+    /// was read (`split_early_copy`, `split_early_copy_parts`; by default the first half).
     pub split_early_copies: AtomicU64,
     /// Tasks the completion watcher finished (before their workers looked).
     pub watcher_finished: AtomicU64,
@@ -331,7 +331,7 @@ impl Job {
         self.counters.as_deref().map(|c| &c.time)
     }
 
-    /// Counts a split read of this job whose first half was copied early.
+    /// Counts a split read of this job whose first parts were copied early.
     pub(crate) fn count_early_copy(&self) {
         if let Some(c) = self.counters.as_deref() {
             c.split_early_copies.fetch_add(1, Ordering::Relaxed);

@@ -104,8 +104,9 @@ pub struct EngineCounters {
     /// Pieces of split reads read by a worker other than the one that copied the task, into
     /// that worker's bounce buffer (`split_into_one_buffer`): how much the free workers helped.
     pub split_pieces_helped: u64,
-    /// Split reads whose first half was copied to the GPU before the rest was read
-    /// (`split_early_copy`: reads alone in flight).
+    /// Split reads whose first parts were copied to the GPU before the rest was read
+    /// (`split_early_copy`: reads alone in flight; `split_early_copy_parts`, by default the
+    /// first half).
     pub split_early_copies: u64,
     /// Tasks the completion watcher finished the moment their copies landed, before their
     /// workers looked (`completion_watcher`; requests of one or two tasks, and split reads).

@@ -59,7 +59,7 @@ pub(crate) struct SplitRead {
     /// Piece indices where a run whose copy may go early ends (exclusive), rising; empty: no
     /// early copy.
     run_ends: Vec<usize>,
-    /// Each piece read in full.
+    /// Each piece read in full; empty without early copies (nothing asks).
     full: Vec<AtomicBool>,
 }
 
@@ -76,9 +76,10 @@ impl SplitRead {
         let mut run_ends: Vec<usize> = (1..parts.max(1)).map(|j| n * j / parts).collect();
         run_ends.dedup();
         run_ends.retain(|&e| e > 0 && e < n);
+        let flags = if run_ends.is_empty() { 0 } else { n };
         SplitRead {
             run_ends,
-            full: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            full: (0..flags).map(|_| AtomicBool::new(false)).collect(),
             workers: workers.clamp(1, n.max(1)),
             pieces,
             base: AtomicUsize::new(0),
@@ -131,8 +132,8 @@ impl SplitRead {
         });
         let full = matches!(r, Ok((got, _)) if got == p.len);
         self.results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
-        if full {
-            self.full[i].store(true, Ordering::Release);
+        if let Some(flag) = self.full.get(i).filter(|_| full) {
+            flag.store(true, Ordering::Release);
         }
         self.done.fetch_add(1, Ordering::AcqRel);
     }

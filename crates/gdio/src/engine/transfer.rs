@@ -520,14 +520,14 @@ fn read_split(
     if queued > 0 {
         job.count_early_copy();
     }
-    // Every piece read in full up to the first short or failed one: the head (if queued)
-    // lies within them.
+    // Every piece read in full up to the first short or failed one: the early copies' bytes
+    // (if any) lie within them.
     let rest = result.bytes.saturating_sub(queued);
     if rest > 0 || queued > 0 {
         ran.last = Some(timed(job.clock(), Phase::CopyQueue, || -> Result<_> {
             if rest > 0 {
-                // SAFETY: as for the head: the range lies inside the job's buffer and after the
-                // head's bytes; every piece's reader is done with the pinned source.
+                // SAFETY: as for the early copies: the range lies inside the job's buffer and
+                // after their bytes; every piece's reader is done with the pinned source.
                 unsafe {
                     lane.stream.copy_to_device(
                         dst + queued,
