@@ -48,3 +48,77 @@ fn each_request_counts_one_start_and_each_sleeping_caller_one_wake() {
     let wake = t.mean_wake_ms().unwrap();
     assert!(start < 1000.0 && wake < 1000.0, "{t:?}");
 }
+
+/// `lone_caller_polls`: a caller whose read is alone in flight polls until it is done and is
+/// never put to sleep (no wake counted), with the file's bytes landed and the bytes around the
+/// destination untouched; two callers whose reads overlap sleep as before (the poll stops when
+/// another read opens); with the key off a lone caller sleeps.
+#[test]
+fn a_lone_caller_polls_instead_of_sleeping_and_a_crowd_sleeps() {
+    let data = random_bytes(23, 20 * 1024 * 1024 + 999);
+    let dir = tempfile::tempdir().unwrap();
+    let f = Arc::new(FileHandle::open(write_file(dir.path(), "lone", &data)).unwrap());
+    for polls in [true, false] {
+        let config = Config {
+            threads: 4,
+            lone_caller_polls: polls,
+            // Long enough for any simulated read: a lone caller never runs out of spin.
+            completion_spin_us: 1_000_000,
+            ..Config::default()
+        };
+        let drv = Arc::new(sim_driver(config, 1));
+        drv.prepare_gpu(0).unwrap();
+        let read = |seed: u64| {
+            let mut r = rng(seed);
+            let len = r.random_range((1 << 20)..=(8 << 20));
+            let off = r.random_range(0..(data.len() - len) as u64);
+            let mut dev = drv.alloc_device(0, len + 128).unwrap();
+            dev.copy_from_host(0, &[0xA5; 64]).unwrap();
+            dev.copy_from_host(len + 64, &[0x5A; 64]).unwrap();
+            assert_eq!(drv.read(&f, off, &mut dev, 64, len).unwrap(), len);
+            let mut back = vec![0u8; len + 128];
+            dev.copy_to_host(0, &mut back).unwrap();
+            assert!(back[..64].iter().all(|&b| b == 0xA5), "head guard at {off}+{len}");
+            assert!(back[64..64 + len] == data[off as usize..off as usize + len], "{off}+{len}");
+            assert!(back[len + 64..].iter().all(|&b| b == 0x5A), "tail guard at {off}+{len}");
+        };
+        let before = drv.engine().counters().worker_time;
+        for i in 0..6 {
+            read(70 + i);
+        }
+        let lone = drv.engine().counters().worker_time.since(&before);
+        assert_eq!(lone.requests_started, 6, "{lone:?}");
+        if polls {
+            assert_eq!(lone.callers_woken, 0, "a lone caller slept: {lone:?}");
+        } else {
+            assert!(lone.callers_woken >= 1, "no lone caller slept with the key off: {lone:?}");
+        }
+        // Two callers starting each read together: the one that finds the other's read open
+        // does not poll, and sleeps.
+        let before = drv.engine().counters().worker_time;
+        let gate = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            for t in 0..2u64 {
+                let (read, gate) = (&read, &gate);
+                s.spawn(move || {
+                    for i in 0..6 {
+                        gate.wait();
+                        read(100 + 10 * t + i);
+                    }
+                });
+            }
+        });
+        let crowd = drv.engine().counters().worker_time.since(&before);
+        assert!(crowd.callers_woken >= 1, "polls {polls}: no caller of two slept: {crowd:?}");
+    }
+}
+
+#[test]
+fn lone_caller_polls_is_read_from_the_environment() {
+    let vars = |v: &str| vec![("GDIO_LONE_CALLER_POLLS".to_string(), v.to_string())];
+    let on = !Config::default().lone_caller_polls;
+    let l = Config::load_from_vars(vars(if on { "true" } else { "false" })).unwrap();
+    assert_eq!(l.config().lone_caller_polls, on);
+    let e = Config::load_from_vars(vars("sometimes")).unwrap_err();
+    assert!(e.to_string().contains("LONE_CALLER_POLLS"), "{e}");
+}

@@ -68,6 +68,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("split_early_copy", KeyKind::Bool),
     ("split_early_copy_min_bytes", KeyKind::Count),
     ("split_early_copy_parts", KeyKind::Count),
+    ("lone_caller_polls", KeyKind::Bool),
     ("copy_streams", KeyKind::Count),
     ("own_stream_max_bytes", KeyKind::Count),
     ("pool_per_gpu", KeyKind::Bool),
@@ -307,6 +308,7 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
             config.split_early_copy_min_bytes = as_usize(origin, key, value)? as u64
         }
         "split_early_copy_parts" => config.split_early_copy_parts = as_usize(origin, key, value)?,
+        "lone_caller_polls" => config.lone_caller_polls = as_bool(origin, key, value)?,
         "split_pieces_per_worker" => {
             config.split_pieces_per_worker = as_usize(origin, key, value)?;
         }
@@ -442,6 +444,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "split_early_copy" => config.split_early_copy.into(),
         "split_early_copy_min_bytes" => config.split_early_copy_min_bytes.into(),
         "split_early_copy_parts" => config.split_early_copy_parts.into(),
+        "lone_caller_polls" => config.lone_caller_polls.into(),
         "copy_streams" => config.copy_streams.into(),
         "own_stream_max_bytes" => config.own_stream_max_bytes.into(),
         "pool_per_gpu" => config.pool_per_gpu.into(),

@@ -332,6 +332,14 @@ pub struct Config {
     /// compat OFF at one thread halves 14.88 / 14.08 GB/s, quarters 14.86 / 14.88, eighths
     /// 14.49 / 14.64 (`gdio bench` 4 MiB × 1 likewise inside the spread), so halves stay.
     pub split_early_copy_parts: usize,
+    /// A synchronous read into GPU memory alone in flight in its pool: its caller polls the
+    /// request's done flag for up to `completion_spin_us` (while no other read opens) instead
+    /// of sleeping until a worker wakes it. A woken thread runs again tens of microseconds
+    /// after it is woken (the H200's library summary at one thread: callers woke 0.021 ms
+    /// after their request was done, in a call of 0.34 ms). Only one caller polls, on a core
+    /// the twelve workers leave over; a crowd of polling callers took the workers' cores
+    /// (session 7).
+    pub lone_caller_polls: bool,
     /// Streams per GPU that a pool's workers queue their copies on, in turn. 0: a stream per
     /// worker, so every worker's copies share the link at once and each lands when those
     /// beside it do; N: the copies of the workers on one stream run one after another in the
@@ -519,6 +527,7 @@ impl Default for Config {
             split_early_copy: true,
             split_early_copy_min_bytes: 4 << 20,
             split_early_copy_parts: 2,
+            lone_caller_polls: false,
             copy_streams: 1,
             own_stream_max_bytes: 1 << 20,
             pool_per_gpu: false,

@@ -602,7 +602,27 @@ impl Engine {
         }
         // Not queued: canceled, so the job counts as done before it is dropped.
         let job = self.launch(Arc::new(job), offset, len, None)?;
+        self.poll_while_alone(&job);
         Self::settled(&job)
+    }
+
+    /// A synchronous read into GPU memory alone in flight in its pool (`lone_caller_polls`):
+    /// the caller polls the job's done flag for up to `completion_spin_us` instead of going
+    /// to sleep at once, and stops as soon as another read opens, so that only a lone caller
+    /// keeps a core busy (a crowd of polling callers takes the workers' cores).
+    fn poll_while_alone(&self, job: &Job) {
+        if !self.config.lone_caller_polls
+            || job.op != Op::Read
+            || !matches!(job.buf.kind, MemoryKind::Device { .. })
+        {
+            return;
+        }
+        let pool = self.pool_for(job.buf.kind);
+        let spin = pool.shape().polling.spin;
+        let start = std::time::Instant::now();
+        while !job.is_done() && pool.reads_open() <= 1 && start.elapsed() < spin {
+            std::hint::spin_loop();
+        }
     }
 
     /// A read into GPU memory out of page-cache pins, when they hold all of it (on the calling
