@@ -78,7 +78,7 @@ fn the_one_buffer_keys_are_read_from_the_environment_and_bounded() {
     let vars = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
     let d = Config::default();
     assert!(d.split_into_one_buffer);
-    assert_eq!(d.split_pieces_per_worker, 4);
+    assert_eq!(d.split_pieces_per_worker, 8);
     let l = Config::load_from_vars(vars("GDIO_SPLIT_INTO_ONE_BUFFER", "false")).unwrap();
     assert!(!l.config().split_into_one_buffer);
     assert!(d.split_early_copy);

@@ -52,15 +52,20 @@ fn each_request_counts_one_start_and_each_sleeping_caller_one_wake() {
 /// `lone_caller_polls`: a caller whose read is alone in flight polls until it is done and is
 /// never put to sleep (no wake counted), with the file's bytes landed and the bytes around the
 /// destination untouched; two callers whose reads overlap sleep as before (the poll stops when
-/// another read opens); with the key off a lone caller sleeps.
+/// another read opens); with the key off, or without a core to spare for the caller (as many
+/// workers as cores), a lone caller sleeps.
 #[test]
 fn a_lone_caller_polls_instead_of_sleeping_and_a_crowd_sleeps() {
     let data = random_bytes(23, 20 * 1024 * 1024 + 999);
     let dir = tempfile::tempdir().unwrap();
     let f = Arc::new(FileHandle::open(write_file(dir.path(), "lone", &data)).unwrap());
-    for polls in [true, false] {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // One worker leaves a core for the caller on any machine of two cores or more; as many
+    // workers as cores leave none.
+    for (polls, threads) in [(true, 1), (false, 1), (true, cores)] {
+        let may_poll = polls && threads < cores;
         let config = Config {
-            threads: 4,
+            threads,
             lone_caller_polls: polls,
             // Long enough for any simulated read: a lone caller never runs out of spin.
             completion_spin_us: 1_000_000,
@@ -88,10 +93,13 @@ fn a_lone_caller_polls_instead_of_sleeping_and_a_crowd_sleeps() {
         }
         let lone = drv.engine().counters().worker_time.since(&before);
         assert_eq!(lone.requests_started, 6, "{lone:?}");
-        if polls {
+        if may_poll {
             assert_eq!(lone.callers_woken, 0, "a lone caller slept: {lone:?}");
         } else {
-            assert!(lone.callers_woken >= 1, "no lone caller slept with the key off: {lone:?}");
+            assert!(
+                lone.callers_woken >= 1,
+                "polls {polls}, {threads} workers: none slept: {lone:?}"
+            );
         }
         // Two callers starting each read together: the one that finds the other's read open
         // does not poll, and sleeps.

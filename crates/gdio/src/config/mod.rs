@@ -306,7 +306,12 @@ pub struct Config {
     /// 32 runs 5 and 6, on a machine slower than runs 3 and 4): KvikIO compat OFF at 8 threads
     /// 4 pieces 35.5–43.8 GB/s (means 39.5, 38.9) against 1 piece 34.3–39.6 (37.6, 36.4),
     /// `gdio bench` 4 MiB × 8 +3 to +5 % on the means, 16 threads the same; 2 pieces no
-    /// better than 1.
+    /// better than 1. Since a read alone in flight takes every free worker (pieces of about
+    /// 90 KiB at 4), 8 leads 4 for reads alone and ties with more in flight (session 40 run 3,
+    /// ABBA, two reps, with `lone_caller_polls`: `gdio bench` 4 MiB × 1 18.47 / 16.58 GB/s
+    /// against 12.74 / 13.87 with 4 and no polling, 2 MiB × 1 15.05 / 14.04 against 9.84 /
+    /// 10.45, KvikIO compat OFF at one thread 18.82 / 16.31 against 13.64 / 13.10, 4 MiB × 2,
+    /// × 4 and × 8 inside the spread).
     pub split_pieces_per_worker: usize,
     /// A split read alone in flight (`split_min_bytes`, into one buffer) of at least
     /// `split_early_copy_min_bytes` queues the copy of its first half (of each of its first
@@ -338,7 +343,10 @@ pub struct Config {
     /// after it is woken (the H200's library summary at one thread: callers woke 0.021 ms
     /// after their request was done, in a call of 0.34 ms). Only one caller polls, on a core
     /// the twelve workers leave over; a crowd of polling callers took the workers' cores
-    /// (session 7).
+    /// (session 7). H200, session 40 run 3, ABBA, two reps, against neither this nor 8 split
+    /// pieces per worker: alone 4 MiB × 1 16.71 / 14.03 GB/s against 12.74 / 13.87, 1 MiB × 1
+    /// 9.29 / 8.95 against 7.79 / 8.20, KvikIO compat OFF at one thread 16.24 / 14.53 against
+    /// 13.64 / 13.10; with 8 pieces per worker (the defaults) see `split_pieces_per_worker`.
     pub lone_caller_polls: bool,
     /// Streams per GPU that a pool's workers queue their copies on, in turn. 0: a stream per
     /// worker, so every worker's copies share the link at once and each lands when those
@@ -523,11 +531,11 @@ impl Default for Config {
             inline_max_callers: default_threads(),
             split_min_bytes: 1 << 20,
             split_into_one_buffer: true,
-            split_pieces_per_worker: 4,
+            split_pieces_per_worker: 8,
             split_early_copy: true,
             split_early_copy_min_bytes: 4 << 20,
             split_early_copy_parts: 2,
-            lone_caller_polls: false,
+            lone_caller_polls: true,
             copy_streams: 1,
             own_stream_max_bytes: 1 << 20,
             pool_per_gpu: false,

@@ -609,7 +609,8 @@ impl Engine {
     /// A synchronous read into GPU memory alone in flight in its pool (`lone_caller_polls`):
     /// the caller polls the job's done flag for up to `completion_spin_us` instead of going
     /// to sleep at once, and stops as soon as another read opens, so that only a lone caller
-    /// keeps a core busy (a crowd of polling callers takes the workers' cores).
+    /// keeps a core busy (a crowd of polling callers takes the workers' cores). Only where
+    /// every worker and a caller have a core of their own ([`may_poll_while_idle`]).
     fn poll_while_alone(&self, job: &Job) {
         if !self.config.lone_caller_polls
             || job.op != Op::Read
@@ -618,7 +619,11 @@ impl Engine {
             return;
         }
         let pool = self.pool_for(job.buf.kind);
-        let spin = pool.shape().polling.spin;
+        let shape = pool.shape();
+        if !shape.poll_for_work {
+            return;
+        }
+        let spin = shape.polling.spin;
         let start = std::time::Instant::now();
         while !job.is_done() && pool.reads_open() <= 1 && start.elapsed() < spin {
             std::hint::spin_loop();
