@@ -101,20 +101,27 @@ fn a_lone_caller_polls_instead_of_sleeping_and_a_crowd_sleeps() {
                 "polls {polls}, {threads} workers: none slept: {lone:?}"
             );
         }
-        // Two callers starting each read together: the one that finds the other's read open
-        // does not poll, and sleeps.
+        // One caller reads back to back while another makes six reads: a read that finds the
+        // other's open, or sees it open while it polls, stops polling and sleeps.
         let before = drv.engine().counters().worker_time;
-        let gate = std::sync::Barrier::new(2);
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        let (stop, reads) = (AtomicBool::new(false), AtomicU64::new(0));
         std::thread::scope(|s| {
-            for t in 0..2u64 {
-                let (read, gate) = (&read, &gate);
-                s.spawn(move || {
-                    for i in 0..6 {
-                        gate.wait();
-                        read(100 + 10 * t + i);
-                    }
-                });
+            let (read, stop, reads) = (&read, &stop, &reads);
+            s.spawn(move || {
+                while !stop.load(Ordering::Acquire) {
+                    let i = reads.fetch_add(1, Ordering::AcqRel);
+                    read(200 + i);
+                }
+            });
+            // Not before the other caller's reads have begun.
+            while reads.load(Ordering::Acquire) == 0 {
+                std::thread::yield_now();
             }
+            for i in 0..6 {
+                read(100 + i);
+            }
+            stop.store(true, Ordering::Release);
         });
         let crowd = drv.engine().counters().worker_time.since(&before);
         assert!(crowd.callers_woken >= 1, "polls {polls}: no caller of two slept: {crowd:?}");
