@@ -95,7 +95,9 @@ fn a_lone_caller_polls_instead_of_sleeping_and_a_crowd_sleeps() {
         assert_eq!(lone.requests_started, 6, "{lone:?}");
         if may_poll {
             assert_eq!(lone.callers_woken, 0, "a lone caller slept: {lone:?}");
+            assert_eq!(lone.callers_polled, 6, "{lone:?}");
         } else {
+            assert_eq!(lone.callers_polled, 0, "polls {polls}, {threads} workers: {lone:?}");
             assert!(
                 lone.callers_woken >= 1,
                 "polls {polls}, {threads} workers: none slept: {lone:?}"

@@ -628,6 +628,9 @@ impl Engine {
         while !job.is_done() && pool.reads_open() <= 1 && start.elapsed() < spin {
             std::hint::spin_loop();
         }
+        if job.is_done() {
+            self.counters.time.polled();
+        }
     }
 
     /// A read into GPU memory out of page-cache pins, when they hold all of it (on the calling

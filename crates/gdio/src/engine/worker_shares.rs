@@ -38,6 +38,10 @@ pub struct WorkerShares {
     /// Mean milliseconds from a request done to its sleeping caller running again.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wake_ms: Option<f64>,
+    /// Callers that slept until their request was done (the count behind `wake_ms`).
+    pub callers_woken: u64,
+    /// Callers whose lone read was done while they polled it (`lone_caller_polls`).
+    pub callers_polled: u64,
 }
 
 impl WorkerShares {
@@ -60,6 +64,8 @@ impl WorkerShares {
             landing_ms: time.mean_landing_ms(),
             start_wait_ms: time.mean_start_wait_ms(),
             wake_ms: time.mean_wake_ms(),
+            callers_woken: time.callers_woken,
+            callers_polled: time.callers_polled,
         };
         let busy = shares.busy();
         shares.idle = if busy > 0.0 { (1.0 - busy).max(0.0) } else { 0.0 };
@@ -133,7 +139,16 @@ impl WorkerShares {
             s += &format!("; requests waited {ms:.3} ms for a worker");
         }
         if let Some(ms) = self.wake_ms {
-            s += &format!("; callers woke {ms:.3} ms after their request was done");
+            s += &format!(
+                "; {} callers woke {ms:.3} ms after their request was done",
+                self.callers_woken
+            );
+        }
+        if self.callers_polled > 0 {
+            s += &format!(
+                "; {} callers polled their read alone in flight until it was done (no wake-up)",
+                self.callers_polled
+            );
         }
         if let Some(v) = self.verdict() {
             s += &format!("; most time: {v}");
@@ -171,7 +186,13 @@ mod tests {
         assert!(line.contains("file I/O 50%") && line.contains("idle 12%"), "{line}");
         assert!(line.contains("1.500 ms"), "{line}");
         assert!(line.contains("requests waited 0.100 ms for a worker"), "{line}");
-        assert!(line.contains("callers woke 0.025 ms after their request was done"), "{line}");
+        assert!(line.contains("; 2 callers woke 0.025 ms after their request was done"), "{line}");
+        assert!(!line.contains("polled"), "{line}");
+        let polled = WorkerShares::new(4, 2.0, WorkerTime { callers_polled: 7, ..t }).line();
+        assert!(
+            polled.contains("; 7 callers polled their read alone in flight until it was done"),
+            "{polled}"
+        );
 
         // Mostly idle: the verdict asks for more in flight.
         let idle = WorkerTime { file_io_ns: 1_000_000_000, buffer_wait_ns: 0, ..t };

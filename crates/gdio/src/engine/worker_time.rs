@@ -65,6 +65,9 @@ pub struct WorkerTime {
     pub wake_ns: u64,
     /// Callers that slept until their request was done (the count behind `wake_ns`).
     pub callers_woken: u64,
+    /// Synchronous callers whose read, alone in flight, was done while they polled it
+    /// (`lone_caller_polls`): they never slept, so they count in no wake.
+    pub callers_polled: u64,
 }
 
 impl WorkerTime {
@@ -83,6 +86,7 @@ impl WorkerTime {
             requests_started: self.requests_started.saturating_sub(before.requests_started),
             wake_ns: self.wake_ns.saturating_sub(before.wake_ns),
             callers_woken: self.callers_woken.saturating_sub(before.callers_woken),
+            callers_polled: self.callers_polled.saturating_sub(before.callers_polled),
         }
     }
 
@@ -101,6 +105,7 @@ impl WorkerTime {
             requests_started: self.requests_started + other.requests_started,
             wake_ns: self.wake_ns + other.wake_ns,
             callers_woken: self.callers_woken + other.callers_woken,
+            callers_polled: self.callers_polled + other.callers_polled,
         }
     }
 
@@ -151,6 +156,7 @@ pub(crate) struct Clock {
     started: AtomicU64,
     wake: AtomicU64,
     woken: AtomicU64,
+    polled: AtomicU64,
 }
 
 fn nanos_since(since: Instant) -> u64 {
@@ -192,6 +198,11 @@ impl Clock {
         self.woken.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// A caller polling its lone request saw it done (`lone_caller_polls`).
+    pub(crate) fn polled(&self) {
+        self.polled.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The totals now.
     pub(crate) fn snapshot(&self) -> WorkerTime {
         let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -208,6 +219,7 @@ impl Clock {
             requests_started: r(&self.started),
             wake_ns: r(&self.wake),
             callers_woken: r(&self.woken),
+            callers_polled: r(&self.polled),
         }
     }
 }
