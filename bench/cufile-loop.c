@@ -78,9 +78,10 @@ static int cmp_ll(const void *a, const void *b) {
 int main(int argc, char **argv) {
     if (argc < 5) { fprintf(stderr, "usage: %s FILE CHUNK_MIB THREADS PASSES [reg]\n", argv[0]); return 2; }
     void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!cuda) { printf("no libcuda.so.1: %s\n", dlerror()); return 1; }
     const char *libpath = getenv("LIB") ? getenv("LIB") : "libcufile.so.0";
     void *cufile = dlopen(libpath, RTLD_NOW);
-    if (!cuda || !cufile) { printf("no libcuda or no %s: %s\n", libpath, dlerror()); return 1; }
+    if (!cufile) { printf("no %s: %s\n", libpath, dlerror()); return 1; }
     LOAD(cuda, cuInit, "cuInit"); LOAD(cuda, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
     LOAD(cuda, cuCtxSetCurrent, "cuCtxSetCurrent"); LOAD(cuda, cuMemAlloc, "cuMemAlloc_v2");
     LOAD(cuda, cuMemcpyDtoH, "cuMemcpyDtoH_v2"); LOAD(cuda, cuMemsetD8, "cuMemsetD8_v2");
@@ -109,6 +110,7 @@ int main(int argc, char **argv) {
     if (reg && (e = fBufRegister((void *)dev, file_size, 0)).err) { printf("cuFileBufRegister: %d\n", e.err); return 1; }
     size_t pieces = (file_size + chunk - 1) / chunk;
     call_ns = calloc(pieces * (size_t)passes, sizeof *call_ns);
+    if (!call_ns) { printf("out of memory for %zu call times\n", pieces * (size_t)passes); return 1; }
     long long *all = call_ns;
     printf("{\"threads\": %d, \"chunk_mib\": %zu, \"mode\": \"%s\", \"pass_gbps\": [", threads,
            chunk >> 20, mode);

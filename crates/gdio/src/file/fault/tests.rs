@@ -606,9 +606,12 @@ fn a_caller_beside_another_open_read_sleeps_and_alone_it_polls() {
     let before = drv.engine().counters().worker_time;
     let started = || drv.engine().counters().worker_time.since(&before).requests_started;
     std::thread::scope(|s| {
-        s.spawn(|| read(&fa, 0, &a_data));
+        let a = s.spawn(|| read(&fa, 0, &a_data));
         // Once the worker has started A's read, that read is open for the 600 ms of its pread.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while started() == 0 {
+            assert!(!a.is_finished(), "A's read ended before a worker started it");
+            assert!(std::time::Instant::now() < deadline, "no worker started A's read in 30 s");
             std::thread::yield_now();
         }
         read(&fb, 4096, &b_data[4096..(1 << 20) + 4096]);
