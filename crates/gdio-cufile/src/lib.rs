@@ -794,7 +794,15 @@ fn async_io(
         put(bytes_p, -(libc::EINVAL as isize));
         return err(code::INVALID_VALUE);
     };
-    if base.is_null() || size_p.is_null() || file_offset_p.is_null() || buf_offset_p.is_null() {
+    // NULL or misaligned (C's `size_t *` and `off_t *` are 8-byte aligned; gdio reads them and
+    // stores the result with aligned, atomic accesses): 5022, said in the result too.
+    let usable = |p: *const u8, align: usize| !p.is_null() && p as usize % align == 0;
+    if base.is_null()
+        || !usable(size_p.cast(), std::mem::align_of::<usize>())
+        || !usable(file_offset_p.cast(), std::mem::align_of::<i64>())
+        || !usable(buf_offset_p.cast(), std::mem::align_of::<i64>())
+        || !usable(bytes_p.cast_const().cast(), std::mem::align_of::<isize>())
+    {
         put(bytes_p, -(code::INVALID_VALUE as isize));
         return err(code::INVALID_VALUE);
     }

@@ -590,6 +590,35 @@ fn stream_ordered_io_and_stream_registration() {
     );
     assert_eq!((e.err, bytes), (0, 5000));
     assert_eq!(&buf[100..5100], &data[777..5777]);
+    // Misaligned parameter or result pointers: 5022 (in the result too, written unaligned),
+    // nothing read into the buffer and the parameters left as they were.
+    let before = buf.clone();
+    let mut raw = [0u64; 5];
+    let base = raw.as_mut_ptr().cast::<u8>();
+    let at = |i: usize| base.wrapping_add(i);
+    for case in 0..4 {
+        // SAFETY: `raw` has 40 bytes; every slot below starts inside it with 8 bytes to spare.
+        unsafe {
+            at(8).cast::<usize>().write_unaligned(5000);
+            at(16).cast::<i64>().write_unaligned(777);
+            at(24).cast::<i64>().write_unaligned(100);
+        }
+        let shift = |slot: usize, which: usize| at(slot + usize::from(case == which));
+        let e = cuFileReadAsync(
+            fh,
+            buf.as_mut_ptr().cast(),
+            shift(8, 0).cast(),
+            shift(16, 1).cast(),
+            shift(24, 2).cast(),
+            shift(32, 3).cast(),
+            null_mut(),
+        );
+        assert_eq!(e.err, code::INVALID_VALUE, "case {case}");
+        // SAFETY: inside `raw`, as above.
+        let result = unsafe { shift(32, 3).cast::<isize>().read_unaligned() };
+        assert_eq!(result, -(code::INVALID_VALUE as isize), "case {case}");
+        assert_eq!(buf, before, "case {case}: a refused read wrote the buffer");
+    }
     let w = random_bytes(9, 3000);
     let mut wb = w.clone();
     let (mut ws, mut wo, mut wbo) = (2000usize, 10i64, 1000i64);

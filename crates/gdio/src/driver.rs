@@ -756,7 +756,9 @@ impl Driver {
     /// stream must be of that GPU's context: another GPU's or context's stream is an error
     /// here. Host memory (pinned or not) is ordered on the stream's own GPU. Without a GPU
     /// (host runtime) there are no streams: on the null stream (0) an I/O on host memory runs
-    /// before this returns; any other stream is an error.
+    /// before this returns; any other stream is an error. A NULL or misaligned pointer in
+    /// `params` is an error (`InvalidInput`, EINVAL) before anything is read or queued; the
+    /// result is stored atomically, so it may be polled with an atomic load.
     ///
     /// # Safety
     /// `stream` is a live stream; the `params` pointers stay valid until the stream has run the

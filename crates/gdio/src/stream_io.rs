@@ -30,6 +30,7 @@
 //! never grows a worker's ring (`bench/pageable-gate-probe.c` shows which calls block; the C
 //! ABI program's device part hung here before).
 
+use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,7 +52,9 @@ pub struct StreamIoParams {
     pub file_offset_p: *const i64,
     /// Offset into the buffer (`bufPtr_offset_p`), read when the stream reaches the I/O.
     pub buf_offset_p: *const i64,
-    /// Where the result goes (`bytes_read_p`): bytes moved, or a negative errno.
+    /// Where the result goes (`bytes_read_p`): bytes moved, or a negative errno. Stored with an
+    /// atomic release store, so a caller may poll it with an atomic load (C11 `atomic_load`,
+    /// Rust's `AtomicIsize`) while the I/O runs, besides reading it after later stream work.
     pub bytes_p: *mut isize,
     /// Read the size and offsets when the I/O is enqueued, not when the stream reaches it (the
     /// caller promised they are fixed by then: cuFile's `FIXED_*` stream flags).
@@ -84,6 +87,43 @@ struct Args {
 }
 
 impl StreamIoParams {
+    /// Refuses a NULL or misaligned pointer (reading or writing through one is undefined
+    /// behaviour), naming it.
+    fn check(&self) -> Result<()> {
+        fn ok<T>(p: *const T) -> bool {
+            !p.is_null() && p.is_aligned()
+        }
+        let bad = [
+            ("size", ok(self.size_p)),
+            ("file offset", ok(self.file_offset_p)),
+            ("buffer offset", ok(self.buf_offset_p)),
+            ("result", ok(self.bytes_p.cast_const())),
+        ]
+        .into_iter()
+        .find(|(_, fine)| !fine);
+        match bad {
+            None => Ok(()),
+            Some((what, _)) => Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "stream-ordered I/O: the {what} pointer is NULL or not aligned for its \
+                     type (8 bytes)"
+                ),
+            )
+            .with_errno(libc::EINVAL)),
+        }
+    }
+
+    /// Stores `v` as the result, with release ordering (see [`StreamIoParams::bytes_p`]).
+    ///
+    /// # Safety
+    /// `bytes_p` is valid for writes (it is aligned: [`StreamIoParams::check`]) and nothing
+    /// reads or writes it non-atomically until later stream work runs.
+    unsafe fn store_result(&self, v: isize) {
+        // SAFETY: forwarded contract: aligned, valid, and accessed only atomically meanwhile.
+        unsafe { AtomicIsize::from_ptr(self.bytes_p) }.store(v, Ordering::Release);
+    }
+
     /// Reads the size and offsets.
     ///
     /// # Safety
@@ -131,11 +171,11 @@ impl Job {
         // stream reaches this I/O (contract of `enqueue`).
         let a = self.fixed.unwrap_or_else(|| unsafe { p.args() });
         self.fixed = Some(a);
-        let bytes_p = p.bytes_p as usize;
         // The result if no thread can be started (the gate then opens as the closure drops);
         // otherwise overwritten before the gate opens. Later stream work reads it only after.
-        // SAFETY: `bytes_p` is the caller's, valid until later stream work runs.
-        unsafe { std::ptr::write_volatile(bytes_p as *mut isize, -(libc::EAGAIN as isize)) };
+        // SAFETY: `bytes_p` is the caller's, checked aligned in `enqueue`, valid until later
+        // stream work runs.
+        unsafe { p.store_result(-(libc::EAGAIN as isize)) };
         let spawned = std::thread::Builder::new().name("gdio-stream-io".into()).spawn(move || {
             self.run();
             gate.open();
@@ -164,9 +204,10 @@ impl Job {
             Some(done) => done(a.size, &r, took),
             None => default_result(&r),
         };
-        // SAFETY: as above, `bytes_p` is the caller's, valid and not read until later stream
-        // work runs (the done hook, which may be what keeps it valid, drops with `self` after).
-        unsafe { std::ptr::write_volatile(p.bytes_p, v) };
+        // SAFETY: as above, `bytes_p` is the caller's, checked aligned in `enqueue`, valid and
+        // read only atomically until later stream work runs (the done hook, which may be what
+        // keeps it valid, drops with `self` after).
+        unsafe { p.store_result(v) };
     }
 
     fn io(&self, size: usize, foff: i64, boff: i64) -> Result<usize> {
@@ -200,6 +241,9 @@ impl Job {
 /// Enqueues `op` on `stream` of GPU `ordinal` (`None`: the runtime has no GPU and `stream` is
 /// the null stream: the I/O runs now); see the module docs for the ordering.
 ///
+/// A NULL or misaligned parameter pointer is refused (`InvalidInput`, EINVAL) before anything
+/// is read, written or queued.
+///
 /// # Safety
 /// `stream` is a live stream of this process; the parameter pointers are valid until the
 /// stream has run the I/O; `buf_base + *buf_offset_p .. + *size_p` is memory of `kind` valid
@@ -220,6 +264,7 @@ pub(crate) unsafe fn enqueue(
     stream: u64,
     done: Option<StreamIoDone>,
 ) -> Result<()> {
+    params.check().map_err(|e| e.with_path(file.path()))?;
     // SAFETY: forwarded contract: with `read_at_queue` the values are written now.
     let fixed = params.read_at_queue.then(|| unsafe { params.args() });
     let job = Job {

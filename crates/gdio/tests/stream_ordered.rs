@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,22 +18,33 @@ fn setup(delay_ms: u64) -> (Arc<SimRuntime>, Driver) {
     (rt, drv)
 }
 
+/// The caller's parameter memory. The result is an atomic, as a caller who polls it while the
+/// I/O runs must read it (the library stores it with release ordering).
 struct Params {
     size: usize,
     foff: i64,
     boff: i64,
-    bytes: isize,
+    bytes: AtomicIsize,
 }
 
 impl Params {
+    fn new(size: usize, foff: i64, boff: i64) -> Box<Params> {
+        Box::new(Params { size, foff, boff, bytes: AtomicIsize::new(-999) })
+    }
+
     fn ptrs(&mut self) -> StreamIoParams {
         StreamIoParams {
             size_p: &self.size,
             file_offset_p: &self.foff,
             buf_offset_p: &self.boff,
-            bytes_p: &mut self.bytes,
+            bytes_p: self.bytes.as_ptr(),
             read_at_queue: false,
         }
+    }
+
+    /// The result as the I/O stored it.
+    fn bytes(&self) -> isize {
+        self.bytes.load(Ordering::Acquire)
     }
 }
 
@@ -52,7 +64,7 @@ fn read_whose_size_and_offset_are_written_by_earlier_stream_work() {
     real.extend_from_slice(&777i64.to_ne_bytes());
     let mut pdev = drv.alloc_device(0, real.len()).unwrap();
     pdev.copy_from_host(0, &real).unwrap();
-    let mut p = Box::new(Params { size: 0, foff: 0, boff: 0, bytes: -999 });
+    let mut p = Params::new(0, 0, 0);
     let mut out = vec![0u8; 300_000];
     rt.with_stream(stream, |s| {
         // SAFETY: the parameter fields and `pdev` live until the stream is synchronized below.
@@ -73,7 +85,7 @@ fn read_whose_size_and_offset_are_written_by_earlier_stream_work() {
         s.synchronize().unwrap();
     })
     .unwrap();
-    assert_eq!(p.bytes, 300_000, "result written before later stream work ran");
+    assert_eq!(p.bytes(), 300_000, "result written before later stream work ran");
     assert_eq!(&out[..], &data[12_345..312_345]);
     rt.destroy_stream(stream);
 }
@@ -90,7 +102,7 @@ fn write_of_bytes_that_earlier_stream_work_put_in_gpu_memory() {
     let stream = rt.create_stream(1).unwrap();
     let payload = random_bytes(61, 200_000);
     let dev = drv.alloc_device(1, 200_000).unwrap();
-    let mut p = Box::new(Params { size: 200_000, foff: 4096, boff: 0, bytes: -999 });
+    let mut p = Params::new(200_000, 4096, 0);
     rt.with_stream(stream, |s| {
         // SAFETY: `payload` and `dev` live until the stream is synchronized below.
         unsafe { s.copy_to_device(dev.addr(), payload.as_ptr(), payload.len()).unwrap() };
@@ -100,7 +112,7 @@ fn write_of_bytes_that_earlier_stream_work_put_in_gpu_memory() {
     // SAFETY: as in the read test.
     unsafe { drv.submit_on_stream(Op::Write, &f, dev.addr(), params, stream) }.unwrap();
     rt.with_stream(stream, |s| s.synchronize().unwrap()).unwrap();
-    assert_eq!(p.bytes, 200_000);
+    assert_eq!(p.bytes(), 200_000);
     let got = std::fs::read(&path).unwrap();
     assert_eq!(&got[4096..], &payload[..]);
 }
@@ -113,7 +125,7 @@ fn errors_land_in_the_result_and_foreign_streams_are_refused() {
     let f = Arc::new(FileHandle::open(&src).unwrap());
     let (rt, drv) = setup(1);
     let dev = drv.alloc_device(0, 100_000).unwrap();
-    let mut p = Box::new(Params { size: 1000, foff: 0, boff: 0, bytes: -999 });
+    let mut p = Params::new(1000, 0, 0);
     // A stream of another runtime (another context), and one of another GPU.
     let other = SimRuntime::new(1, Duration::ZERO);
     let foreign = other.create_stream(0).unwrap();
@@ -135,16 +147,80 @@ fn errors_land_in_the_result_and_foreign_streams_are_refused() {
     // SAFETY: the stream, parameters and `dev` outlive the synchronize below.
     unsafe { drv.submit_on_stream(Op::Write, &f, dev.addr(), params, s0) }.unwrap();
     rt.with_stream(s0, |s| s.synchronize().unwrap()).unwrap();
-    assert_eq!(p.bytes, -(libc::EBADF as isize));
+    assert_eq!(p.bytes(), -(libc::EBADF as isize));
     assert_eq!(std::fs::read(&src).unwrap(), data);
     // A negative offset read from memory at run time: -EINVAL.
     p.foff = -5;
-    p.bytes = 0;
+    *p.bytes.get_mut() = 0;
     let params = p.ptrs();
     // SAFETY: as above.
     unsafe { drv.submit_on_stream(Op::Read, &f, dev.addr(), params, s0) }.unwrap();
     rt.with_stream(s0, |s| s.synchronize().unwrap()).unwrap();
-    assert_eq!(p.bytes, -(libc::EINVAL as isize));
+    assert_eq!(p.bytes(), -(libc::EINVAL as isize));
+}
+
+/// A NULL or misaligned parameter pointer (reading or writing through one is undefined
+/// behaviour) is refused when the I/O is submitted, naming it: nothing is read into the
+/// buffer and the memory behind the other pointers is not written.
+#[test]
+fn null_or_misaligned_parameter_pointers_are_refused_before_anything_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let data = random_bytes(66, 100_000);
+    let f = Arc::new(FileHandle::open(write_file(d.path(), "m", &data)).unwrap());
+    let (rt, drv) = setup(1);
+    let s0 = rt.create_stream(0).unwrap();
+    let mut dev = drv.alloc_device(0, 100_000).unwrap();
+    let junk = random_bytes(67, 100_000);
+    dev.copy_from_host(0, &junk).unwrap();
+    // Four 8-byte slots in memory aligned to 8, holding the size, offsets and a result
+    // sentinel; a pointer one byte in is misaligned.
+    let mut slots = [1000u64, 0, 0, (-999i64) as u64];
+    let base = slots.as_mut_ptr().cast::<u8>();
+    let good = |i: usize| base.wrapping_add(8 * i);
+    let cases: [(&str, StreamIoParams); 5] = std::array::from_fn(|case| {
+        let mut p = StreamIoParams {
+            size_p: good(0).cast(),
+            file_offset_p: good(1).cast(),
+            buf_offset_p: good(2).cast(),
+            bytes_p: good(3).cast(),
+            read_at_queue: case % 2 == 0,
+        };
+        match case {
+            0 => p.size_p = good(0).wrapping_add(1).cast(),
+            1 => p.file_offset_p = good(1).wrapping_add(3).cast(),
+            2 => p.buf_offset_p = good(2).wrapping_add(4).cast(),
+            3 => p.bytes_p = good(3).wrapping_add(1).cast(),
+            _ => p.bytes_p = std::ptr::null_mut(),
+        }
+        let what = ["size", "file offset", "buffer offset", "result", "result"][case];
+        (what, p)
+    });
+    for (what, params) in cases {
+        // SAFETY: refused before anything is read, written or queued; the stream and `dev`
+        // outlive the synchronize below.
+        let e =
+            unsafe { drv.submit_on_stream(Op::Read, &f, dev.addr(), params, s0) }.expect_err(what);
+        assert_eq!(e.kind(), gdio::ErrorKind::InvalidInput, "{what}: {e}");
+        assert_eq!(e.errno(), Some(libc::EINVAL), "{what}: {e}");
+        assert!(e.to_string().contains(&format!("the {what} pointer")), "{e}");
+    }
+    rt.with_stream(s0, |s| s.synchronize().unwrap()).unwrap();
+    assert_eq!(dev.to_vec().unwrap(), junk, "a refused I/O wrote the buffer");
+    assert_eq!(slots, [1000u64, 0, 0, (-999i64) as u64], "a refused I/O wrote its parameters");
+    // The same memory, aligned, reads.
+    let params = StreamIoParams {
+        size_p: good(0).cast(),
+        file_offset_p: good(1).cast(),
+        buf_offset_p: good(2).cast(),
+        bytes_p: good(3).cast(),
+        read_at_queue: false,
+    };
+    // SAFETY: `slots` and `dev` outlive the synchronize below.
+    unsafe { drv.submit_on_stream(Op::Read, &f, dev.addr(), params, s0) }.unwrap();
+    rt.with_stream(s0, |s| s.synchronize().unwrap()).unwrap();
+    assert_eq!(slots[3] as i64, 1000);
+    assert_eq!(dev.to_vec().unwrap()[..1000], data[..1000]);
+    assert_eq!(dev.to_vec().unwrap()[1000..], junk[1000..]);
 }
 
 #[test]
@@ -161,7 +237,7 @@ fn fixed_parameters_are_read_at_queue_time_and_the_allocation_end_holds() {
     let mut pdev = drv.alloc_device(0, 8).unwrap();
     pdev.copy_from_host(0, &5000usize.to_ne_bytes()).unwrap();
     // Earlier stream work changes the size; with read_at_queue the queued value (3000) holds.
-    let mut p = Box::new(Params { size: 3000, foff: 100, boff: 10, bytes: -999 });
+    let mut p = Params::new(3000, 100, 10);
     let mut hold = rt.hold_stream(stream).unwrap();
     rt.with_stream(stream, |s| {
         // SAFETY: `p` and `pdev` live until the stream is synchronized below.
@@ -184,18 +260,18 @@ fn fixed_parameters_are_read_at_queue_time_and_the_allocation_end_holds() {
     assert!(!hold.timed_out(), "the submission waited for its stream");
     // The hook saw the size and result and chose the stored value.
     assert_eq!(*seen.lock().unwrap(), Some((3000, Some(3000))));
-    assert_eq!((p.size, p.bytes), (5000, -77));
+    assert_eq!((p.size, p.bytes()), (5000, -77));
     assert_eq!(dev.to_vec().unwrap()[10..3010], data[100..3100]);
     // A size read at run time that runs past the allocation: -EINVAL, nothing written.
     let before = dev.to_vec().unwrap();
     p.size = 4096;
     p.boff = (1 << 20) - 100;
-    p.bytes = 0;
+    *p.bytes.get_mut() = 0;
     let params = p.ptrs();
     // SAFETY: as above.
     unsafe { drv.submit_on_stream(Op::Read, &f, dev.addr(), params, stream) }.unwrap();
     rt.with_stream(stream, |s| s.synchronize().unwrap()).unwrap();
-    assert_eq!(p.bytes, -(libc::EINVAL as isize));
+    assert_eq!(p.bytes(), -(libc::EINVAL as isize));
     assert_eq!(dev.to_vec().unwrap(), before);
     rt.destroy_stream(stream);
 }
@@ -211,11 +287,11 @@ fn without_a_gpu_the_null_stream_runs_host_io_at_once() {
     )
     .unwrap();
     let mut out = vec![0u8; 50_000];
-    let mut p = Box::new(Params { size: 20_000, foff: 777, boff: 5, bytes: -999 });
+    let mut p = Params::new(20_000, 777, 5);
     let params = p.ptrs();
     // SAFETY: `out` and `p` live past the call, which runs the read before returning.
     unsafe { drv.submit_on_stream(Op::Read, &f, out.as_mut_ptr() as u64, params, 0) }.unwrap();
-    assert_eq!(p.bytes, 20_000);
+    assert_eq!(p.bytes(), 20_000);
     assert_eq!(&out[5..20_005], &data[777..20_777]);
     // Any other stream cannot exist here.
     let params = p.ptrs();
@@ -234,7 +310,7 @@ fn host_memory_is_ordered_on_the_streams_gpu() {
     let (rt, drv) = setup(2);
     let stream = rt.create_stream(1).unwrap();
     let mut host = vec![0u8; 300_000];
-    let mut p = Box::new(Params { size: 1, foff: 12_345, boff: 7, bytes: -999 });
+    let mut p = Params::new(1, 12_345, 7);
     let mut pdev = drv.alloc_device(1, 8).unwrap();
     pdev.copy_from_host(0, &250_000usize.to_ne_bytes()).unwrap();
     rt.with_stream(stream, |s| {
@@ -248,7 +324,7 @@ fn host_memory_is_ordered_on_the_streams_gpu() {
     unsafe { drv.submit_on_stream(Op::Read, &f, host.as_mut_ptr() as u64, params, stream) }
         .unwrap();
     rt.with_stream(stream, |s| s.synchronize().unwrap()).unwrap();
-    assert_eq!(p.bytes, 250_000);
+    assert_eq!(p.bytes(), 250_000);
     assert_eq!(&host[7..250_007], &data[12_345..262_345]);
     assert!(host[..7].iter().chain(&host[250_007..]).all(|&b| b == 0), "bytes outside written");
     // And a write from host memory, at an offset, lands in the file.
@@ -257,13 +333,13 @@ fn host_memory_is_ordered_on_the_streams_gpu() {
     let wf =
         Arc::new(FileHandle::open_with(&out, OpenOptions::new().read(true).write(true)).unwrap());
     let payload = random_bytes(65, 5000);
-    let mut q = Box::new(Params { size: 5000, foff: 1000, boff: 0, bytes: -999 });
+    let mut q = Params::new(5000, 1000, 0);
     let params = q.ptrs();
     // SAFETY: as above.
     unsafe { drv.submit_on_stream(Op::Write, &wf, payload.as_ptr() as u64, params, stream) }
         .unwrap();
     rt.with_stream(stream, |s| s.synchronize().unwrap()).unwrap();
-    assert_eq!(q.bytes, 5000);
+    assert_eq!(q.bytes(), 5000);
     let got = std::fs::read(&out).unwrap();
     assert_eq!(&got[1000..6000], &payload[..]);
     assert!(got[..1000].iter().chain(&got[6000..]).all(|&b| b == 0));
@@ -283,7 +359,7 @@ fn parameters_owned_by_the_done_hook_live_until_the_result_is_written() {
     let dev = drv.alloc_device(0, 1 << 20).unwrap();
     for round in 0..4u64 {
         let (foff, len) = (1000 + round as i64 * 4099, 70_000 + round as usize * 333);
-        let mut owned = Box::new(Params { size: len, foff, boff: 0, bytes: -999 });
+        let mut owned = Params::new(len, foff, 0);
         let mut params = owned.ptrs();
         params.read_at_queue = true;
         let (tx, rx) = std::sync::mpsc::channel();
@@ -322,10 +398,8 @@ fn parameters_owned_by_the_done_hook_live_until_the_result_is_written() {
 fn result_while_creation_is_held(rt: &SimRuntime, stream: u64, p: &Params) -> isize {
     let held = rt.hold_resource_creation();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let result = || {
-        // SAFETY: `p` lives; the I/O thread writes the field once, with a volatile write.
-        unsafe { std::ptr::read_volatile(&p.bytes) }
-    };
+    // Polled while the I/O runs: an atomic load of what the library stores atomically.
+    let result = || p.bytes();
     while (result() == -999 || result() == -(libc::EAGAIN as isize))
         && std::time::Instant::now() < deadline
     {
@@ -349,7 +423,7 @@ fn the_io_creates_no_gpu_resource_while_it_holds_the_stream() {
     let (rt, drv) = setup(1);
     let stream = rt.create_stream(0).unwrap();
     let dev = drv.alloc_device(0, 4 << 20).unwrap();
-    let mut p = Box::new(Params { size: 3 << 20, foff: 5, boff: 7, bytes: -999 });
+    let mut p = Params::new(3 << 20, 5, 7);
     let params = p.ptrs();
     // SAFETY: the stream, the parameters and `dev` outlive the stream's run of the I/O.
     unsafe { drv.submit_on_stream(Op::Read, &f, dev.addr(), params, stream) }.unwrap();
@@ -376,7 +450,7 @@ fn a_write_creates_no_gpu_resource_while_it_holds_the_stream() {
     let stream = rt.create_stream(0).unwrap();
     let mut dev = drv.alloc_device(0, 4 << 20).unwrap();
     dev.copy_from_host(0, &data).unwrap();
-    let mut p = Box::new(Params { size: 3 << 20, foff: 11, boff: 9, bytes: -999 });
+    let mut p = Params::new(3 << 20, 11, 9);
     let params = p.ptrs();
     // SAFETY: the stream, the parameters and `dev` outlive the stream's run of the I/O.
     unsafe { drv.submit_on_stream(Op::Write, &f, dev.addr(), params, stream) }.unwrap();
