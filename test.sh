@@ -9,6 +9,15 @@
 #                       (host memory and the simulated GPU) under valgrind's memcheck: I/O
 #                       dropped, canceled or refused in flight must never touch freed or
 #                       undefined memory (skipped, saying so, where valgrind is not installed)
+#   ./test.sh tsan      the Rust tests of gdio, gdio-cufile, gdio-gdrapi and gdio-cli built with
+#                       ThreadSanitizer: any data race fails the run
+#   ./test.sh asan      the same with AddressSanitizer and LeakSanitizer (leaks the tests make
+#                       on purpose: crates/gdio/tests/lsan-suppressions.txt); not part of `all`
+#                       Both need the nightly toolchain (-Zsanitizer, -Zbuild-std) and add its
+#                       rust-src component; without a nightly they print SKIPPED.
+#   ./test.sh miri      the library's unit tests listed in crates/gdio/tests/miri-tests.txt
+#                       under Miri (nightly's miri component, added if missing; about 7
+#                       minutes); not part of `all`
 # Needs: Rust, Python ≥ 3.11 with venv, a C compiler; valgrind for memcheck. The venv lives in
 # target/py-venv (GDIO_VENV to change); pip fetches maturin, pytest, numpy, safetensors and
 # jax from PyPI the first time. The multi-rank tests (torch.distributed's gloo, host memory) run in a second
@@ -147,4 +156,67 @@ for line in sys.stdin:
     done <<<"$list"
     rm -f "$log"
   fi
+fi
+
+# Rust tests under a sanitizer ($1: thread or address), std rebuilt with it (-Zbuild-std), in a
+# target dir of their own. The tests that build libcufile.so.0 or libgdrapi.so.2 with a cargo
+# of their own (the C programs, `gdio check`'s choice of libcufile) cannot pass -Zbuild-std to
+# it: they are skipped here and run in the plain build above, as is the test that bounds
+# `gdio save`'s peak resident memory (the sanitizer's shadow memory counts in it).
+sanitized() {
+  local san=$1 name=$2
+  if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+    echo "$name: SKIPPED: no nightly toolchain (-Zsanitizer needs one: rustup toolchain install nightly)"
+    return 0
+  fi
+  if ! rustup +nightly component list --installed 2>/dev/null | grep -q '^rust-src'; then
+    rustup component add --toolchain nightly rust-src >/dev/null 2>&1 ||
+      { echo "$name: SKIPPED: the nightly toolchain has no rust-src and it cannot be added"; return 0; }
+  fi
+  local host t0=$SECONDS
+  host=$(rustc -vV | sed -n 's/^host: //p')
+  # ThreadSanitizer's exit code on a report fails the test binary; halt_on_error stops at the
+  # first report so its stacks are the last thing printed.
+  RUSTFLAGS="-Zsanitizer=$san" RUSTDOCFLAGS="-Zsanitizer=$san" \
+    CARGO_TARGET_DIR="target/$name" TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" \
+    ASAN_OPTIONS="detect_leaks=1 ${ASAN_OPTIONS:-}" \
+    LSAN_OPTIONS="suppressions=$PWD/crates/gdio/tests/lsan-suppressions.txt ${LSAN_OPTIONS:-}" \
+    cargo +nightly test -q -Zbuild-std --target "$host" --locked \
+      -p gdio -p gdio-cufile -p gdio-gdrapi -p gdio-cli --tests -- \
+      --skip c_program --skip soname_and_symbols --skip summary_at_info \
+      --skip loading_starts_no_thread --skip check_names_the_libcufile \
+      --skip holds_the_checkpoint_once_in_host_memory ||
+    { echo "$name: FAILED (above)" >&2; exit 1; }
+  echo "$name: clean ($((SECONDS - t0)) s)"
+}
+
+if [ "$what" = all ] || [ "$what" = tsan ]; then
+  sanitized thread tsan
+fi
+if [ "$what" = asan ]; then
+  sanitized address asan
+fi
+
+# The library's unit tests that Miri can interpret (the list says why the others cannot), with
+# the copy routines' SSE4.1 and AVX2 paths compiled in so that Miri runs them too.
+if [ "$what" = miri ]; then
+  if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+    echo "miri: SKIPPED: no nightly toolchain (rustup toolchain install nightly)"
+    exit 0
+  fi
+  if ! rustup +nightly component list --installed 2>/dev/null | grep -q '^miri'; then
+    rustup component add --toolchain nightly miri rust-src >/dev/null 2>&1 ||
+      { echo "miri: SKIPPED: the nightly toolchain has no miri component and it cannot be added"; exit 0; }
+  fi
+  export CARGO_TARGET_DIR=target/miri MIRIFLAGS="-Zmiri-disable-isolation ${MIRIFLAGS:-}"
+  export RUSTFLAGS="-Ctarget-feature=+sse4.1,+avx2"
+  mapfile -t names < <(grep -v '^#' crates/gdio/tests/miri-tests.txt | grep .)
+  known=$(cargo +nightly miri test -q -p gdio --lib --locked -- --list 2>/dev/null | sed -n 's/: test$//p')
+  for n in "${names[@]}"; do
+    grep -qxF "$n" <<<"$known" || { echo "miri: no test $n (crates/gdio/tests/miri-tests.txt)" >&2; exit 1; }
+  done
+  t0=$SECONDS
+  cargo +nightly miri test -q -p gdio --lib --locked -- --exact "${names[@]}" ||
+    { echo "miri: FAILED (above)" >&2; exit 1; }
+  echo "miri: clean, ${#names[@]} tests ($((SECONDS - t0)) s)"
 fi

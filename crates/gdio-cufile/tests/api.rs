@@ -593,11 +593,11 @@ fn stream_ordered_io_and_stream_registration() {
     // Misaligned parameter or result pointers: 5022 (in the result too, written unaligned),
     // nothing read into the buffer and the parameters left as they were.
     let before = buf.clone();
-    let mut raw = [0u64; 5];
+    let mut raw = [0u64; 6];
     let base = raw.as_mut_ptr().cast::<u8>();
     let at = |i: usize| base.wrapping_add(i);
     for case in 0..4 {
-        // SAFETY: `raw` has 40 bytes; every slot below starts inside it with 8 bytes to spare.
+        // SAFETY: `raw` has 48 bytes; every slot below, shifted or not, ends inside it.
         unsafe {
             at(8).cast::<usize>().write_unaligned(5000);
             at(16).cast::<i64>().write_unaligned(777);

@@ -118,6 +118,11 @@ fn a_bad_sector_is_minus_one_with_eio_from_sync_reads_and_minus_eio_from_batch_a
     assert_eq!(host[..], data[(bad - 1000) as usize..(bad - 1000) as usize + (1 << 20)]);
     assert_eq!(cuFileBufDeregister(dev as *const _).err, 0);
     cuFileHandleDeregister(fh);
+    // SAFETY: both allocations are this test's, and nothing uses them any more.
+    unsafe {
+        rt.free_device(0, dev);
+        rt.free_device(0, plain);
+    }
 }
 
 #[test]
@@ -155,6 +160,8 @@ fn a_full_disk_fails_the_write_with_enospc_and_leaves_the_rest_of_the_file_as_it
         assert!(g == old || g == new, "byte {} is neither the old nor the written value", off + i);
     }
     cuFileHandleDeregister(fh);
+    // SAFETY: the allocation is this test's, and nothing uses it any more.
+    unsafe { rt.free_device(0, dev) };
 }
 
 #[test]
@@ -185,4 +192,6 @@ fn signal_storms_and_short_system_calls_still_return_every_byte() {
     model[1_000_003..1_600_003].copy_from_slice(&w);
     assert_eq!(std::fs::read(&path).unwrap(), model);
     cuFileHandleDeregister(fh);
+    // SAFETY: the allocation is this test's, and nothing uses it any more.
+    unsafe { rt.free_device(0, dev) };
 }

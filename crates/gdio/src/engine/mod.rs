@@ -1106,6 +1106,8 @@ mod tests {
         }
         assert!(host == data, "the host read's bytes");
         assert_eq!(in_flight(), 0);
+        // SAFETY: the allocation is this test's, and nothing uses it any more.
+        unsafe { rt.free_device(0, dev) };
     }
 
     #[test]
