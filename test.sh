@@ -16,7 +16,7 @@
 #                       Both need the nightly toolchain (-Zsanitizer, -Zbuild-std) and add its
 #                       rust-src component; without a nightly they print SKIPPED.
 #   ./test.sh miri      the library's unit tests listed in crates/gdio/tests/miri-tests.txt
-#                       under Miri (nightly's miri component, added if missing; about 7
+#                       under Miri (nightly's miri component, added if missing; about 5
 #                       minutes); not part of `all`
 # Needs: Rust, Python ≥ 3.11 with venv, a C compiler; valgrind for memcheck. The venv lives in
 # target/py-venv (GDIO_VENV to change); pip fetches maturin, pytest, numpy, safetensors and
