@@ -15,9 +15,9 @@
 #                       on purpose: crates/gdio/tests/lsan-suppressions.txt); not part of `all`
 #                       Both need the nightly toolchain (-Zsanitizer, -Zbuild-std) and add its
 #                       rust-src component; without a nightly they print SKIPPED.
-#   ./test.sh miri      the library's unit tests listed in crates/gdio/tests/miri-tests.txt
-#                       under Miri (nightly's miri component, added if missing; about 5
-#                       minutes); not part of `all`
+#   ./test.sh miri      the library's unit tests listed in crates/gdio/tests/miri-tests.txt,
+#                       and those of libcufile and libgdrapi, under Miri (nightly's miri
+#                       component, added if missing; about 5 minutes); not part of `all`
 # Needs: Rust, Python ≥ 3.11 with venv, a C compiler; valgrind for memcheck. The venv lives in
 # target/py-venv (GDIO_VENV to change); pip fetches maturin, pytest, numpy, safetensors and
 # jax from PyPI the first time. The multi-rank tests (torch.distributed's gloo, host memory) run in a second
@@ -218,5 +218,11 @@ if [ "$what" = miri ]; then
   t0=$SECONDS
   cargo +nightly miri test -q -p gdio --lib --locked -- --exact "${names[@]}" ||
     { echo "miri: FAILED (above)" >&2; exit 1; }
-  echo "miri: clean, ${#names[@]} tests ($((SECONDS - t0)) s)"
+  # The two C ABIs' own unit tests (NULL and garbage handles, parameters, batches' timeouts,
+  # stream registration) and cufile.h's struct layouts: all of them run under Miri.
+  cargo +nightly miri test -q -p gdio-cufile -p gdio-gdrapi --lib --locked ||
+    { echo "miri: FAILED (above)" >&2; exit 1; }
+  cargo +nightly miri test -q -p gdio-cufile --test layout --locked ||
+    { echo "miri: FAILED (above)" >&2; exit 1; }
+  echo "miri: clean, ${#names[@]} tests of gdio and the C ABIs' unit and layout tests ($((SECONDS - t0)) s)"
 fi
