@@ -4,21 +4,22 @@
 #
 #   crates/gdio/fuzz/run.sh header 600
 #   crates/gdio/fuzz/run.sh index 600 -max_len=8192     # extra args go to libFuzzer
+#   crates/gdio/fuzz/run.sh config 600
 #
 # Environment: CARGO_TARGET_DIR (default: crates/gdio/fuzz/target, git-ignored),
 # NICE (default 10), RSS_MB (default 2048).
 set -euo pipefail
 
 if [ $# -lt 2 ]; then
-    echo "usage: $0 header|index SECONDS [libFuzzer args...]" >&2
+    echo "usage: $0 header|index|config SECONDS [libFuzzer args...]" >&2
     exit 2
 fi
 target=$1
 secs=$2
 shift 2
 case $target in
-    header | index) ;;
-    *) echo "unknown target $target (header, index)" >&2; exit 2 ;;
+    header | index | config) ;;
+    *) echo "unknown target $target (header, index, config)" >&2; exit 2 ;;
 esac
 
 here=$(cd "$(dirname "$0")" && pwd)
