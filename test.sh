@@ -204,25 +204,28 @@ if [ "$what" = miri ]; then
     echo "miri: SKIPPED: no nightly toolchain (rustup toolchain install nightly)"
     exit 0
   fi
-  if ! rustup +nightly component list --installed 2>/dev/null | grep -q '^miri'; then
+  have=$(rustup +nightly component list --installed 2>/dev/null)
+  if ! grep -q '^miri' <<<"$have" || ! grep -q '^rust-src' <<<"$have"; then
     rustup component add --toolchain nightly miri rust-src >/dev/null 2>&1 ||
-      { echo "miri: SKIPPED: the nightly toolchain has no miri component and it cannot be added"; exit 0; }
+      { echo "miri: SKIPPED: nightly's miri and rust-src components cannot be added"; exit 0; }
   fi
   export CARGO_TARGET_DIR=target/miri MIRIFLAGS="-Zmiri-disable-isolation ${MIRIFLAGS:-}"
+  # (`--target` keeps these flags off build scripts, which run natively on this CPU.)
   export RUSTFLAGS="-Ctarget-feature=+sse4.1,+avx2"
+  host=$(rustc -vV | sed -n 's/^host: //p')
   mapfile -t names < <(grep -v '^#' crates/gdio/tests/miri-tests.txt | grep .)
-  known=$(cargo +nightly miri test -q -p gdio --lib --locked -- --list 2>/dev/null | sed -n 's/: test$//p')
+  known=$(cargo +nightly miri test -q --target "$host" -p gdio --lib --locked -- --list 2>/dev/null | sed -n 's/: test$//p')
   for n in "${names[@]}"; do
     grep -qxF "$n" <<<"$known" || { echo "miri: no test $n (crates/gdio/tests/miri-tests.txt)" >&2; exit 1; }
   done
   t0=$SECONDS
-  cargo +nightly miri test -q -p gdio --lib --locked -- --exact "${names[@]}" ||
+  cargo +nightly miri test -q --target "$host" -p gdio --lib --locked -- --exact "${names[@]}" ||
     { echo "miri: FAILED (above)" >&2; exit 1; }
   # The two C ABIs' own unit tests (NULL and garbage handles, parameters, batches' timeouts,
   # stream registration) and cufile.h's struct layouts: all of them run under Miri.
-  cargo +nightly miri test -q -p gdio-cufile -p gdio-gdrapi --lib --locked ||
+  cargo +nightly miri test -q --target "$host" -p gdio-cufile -p gdio-gdrapi --lib --locked ||
     { echo "miri: FAILED (above)" >&2; exit 1; }
-  cargo +nightly miri test -q -p gdio-cufile --test layout --locked ||
+  cargo +nightly miri test -q --target "$host" -p gdio-cufile --test layout --locked ||
     { echo "miri: FAILED (above)" >&2; exit 1; }
   echo "miri: clean, ${#names[@]} tests of gdio and the C ABIs' unit and layout tests ($((SECONDS - t0)) s)"
 fi
