@@ -794,21 +794,15 @@ fn async_io(
         put(bytes_p, -(libc::EINVAL as isize));
         return err(code::INVALID_VALUE);
     };
-    // NULL or misaligned (C's `size_t *` and `off_t *` are 8-byte aligned; gdio reads them and
-    // stores the result with aligned, atomic accesses): 5022, said in the result too.
-    let usable = |p: *const u8, align: usize| !p.is_null() && p as usize % align == 0;
-    if base.is_null()
-        || !usable(size_p.cast(), std::mem::align_of::<usize>())
-        || !usable(file_offset_p.cast(), std::mem::align_of::<i64>())
-        || !usable(buf_offset_p.cast(), std::mem::align_of::<i64>())
-        || !usable(bytes_p.cast_const().cast(), std::mem::align_of::<isize>())
-    {
-        put(bytes_p, -(code::INVALID_VALUE as isize));
-        return err(code::INVALID_VALUE);
-    }
     let read_at_queue = session::streams().flags(stream as u64).is_some_and(|f| f.all_fixed());
     let params =
         gdio::StreamIoParams { size_p, file_offset_p, buf_offset_p, bytes_p, read_at_queue };
+    // NULL or misaligned size, offset or result pointers (gdio reads and writes them with
+    // aligned accesses): 5022, said in the result too (written unaligned).
+    if base.is_null() || params.check().is_err() {
+        put(bytes_p, -(code::INVALID_VALUE as isize));
+        return err(code::INVALID_VALUE);
+    }
     let gpu = s.driver.runtime().classify(base as u64).device_ordinal();
     let counted = s.clone();
     let done: gdio::stream_io::StreamIoDone = Box::new(move |size, r, took| {

@@ -88,8 +88,9 @@ struct Args {
 
 impl StreamIoParams {
     /// Refuses a NULL or misaligned pointer (reading or writing through one is undefined
-    /// behaviour), naming it.
-    fn check(&self) -> Result<()> {
+    /// behaviour), naming it. [`Driver::submit_on_stream`](crate::Driver::submit_on_stream)
+    /// checks this before anything else; a front end may ask first to report it its own way.
+    pub fn check(&self) -> Result<()> {
         fn ok<T>(p: *const T) -> bool {
             !p.is_null() && p.is_aligned()
         }

@@ -343,8 +343,9 @@ pub struct Config {
     /// after it is woken (the H200's library summary at one thread: callers woke 0.021 ms
     /// after their request was done, in a call of 0.34 ms). Only a caller alone in its pool
     /// polls, and only where the workers leave a core over (`threads` < cores); a crowd of
-    /// polling callers took the workers' cores (session 7). H200, session 40 run 3, ABBA, two reps, against neither this nor 8 split
-    /// pieces per worker: alone 4 MiB × 1 16.71 / 14.03 GB/s against 12.74 / 13.87, 1 MiB × 1
+    /// polling callers took the workers' cores (session 7). H200, session 40 run 3, ABBA, two
+    /// reps, against neither this nor 8 split pieces per worker: alone 4 MiB × 1 16.71 / 14.03
+    /// GB/s against 12.74 / 13.87, 1 MiB × 1
     /// 9.29 / 8.95 against 7.79 / 8.20, KvikIO compat OFF at one thread 16.24 / 14.53 against
     /// 13.64 / 13.10; with 8 pieces per worker (the defaults) see `split_pieces_per_worker`.
     pub lone_caller_polls: bool,
