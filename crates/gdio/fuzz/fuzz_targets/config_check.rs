@@ -12,11 +12,9 @@
 //!   file is opened): `Config::load_from_vars` loads or refuses without a panic, and a loaded
 //!   configuration validates.
 
+use gdio::config::env::FILE_VARS;
 use gdio::config::json::{parse, strip_comments};
 use gdio::{Config, LoadedConfig};
-
-/// The variables that name a config file to read; not taken from fuzzed input.
-const FILE_VARS: &[&str] = &["GDIO_CONFIG", "CUFILE_ENV_PATH_JSON"];
 
 /// Checks one input both ways; panics on a broken promise.
 pub fn config(data: &[u8]) {
@@ -62,6 +60,7 @@ fn environment(text: &str) {
     let vars: Vec<(String, String)> = text
         .lines()
         .filter_map(|l| l.split_once('='))
+        // The variables that name a config file to read are not taken from fuzzed input.
         .filter(|(k, _)| !FILE_VARS.contains(&k.trim()))
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect();
