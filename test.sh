@@ -176,8 +176,12 @@ sanitized() {
   local host t0=$SECONDS
   host=$(rustc -vV | sed -n 's/^host: //p')
   # ThreadSanitizer's exit code on a report fails the test binary; halt_on_error stops at the
-  # first report so its stacks are the last thing printed.
-  RUSTFLAGS="-Zsanitizer=$san" RUSTDOCFLAGS="-Zsanitizer=$san" \
+  # first report so its stacks are the last thing printed. rustix makes its system calls itself
+  # unless built with rustix_use_libc: through libc the sanitizer sees every mmap and munmap
+  # (without it a page unmapped by one test and mapped again by another kept the first test's
+  # history, and ThreadSanitizer reported the second test's reads into it as a race).
+  RUSTFLAGS="-Zsanitizer=$san --cfg=rustix_use_libc" \
+    RUSTDOCFLAGS="-Zsanitizer=$san --cfg=rustix_use_libc" \
     CARGO_TARGET_DIR="target/$name" TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" \
     ASAN_OPTIONS="detect_leaks=1 ${ASAN_OPTIONS:-}" \
     LSAN_OPTIONS="suppressions=$PWD/crates/gdio/tests/lsan-suppressions.txt ${LSAN_OPTIONS:-}" \
