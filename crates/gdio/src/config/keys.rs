@@ -69,6 +69,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("split_early_copy_min_bytes", KeyKind::Count),
     ("split_early_copy_parts", KeyKind::Count),
     ("lone_caller_polls", KeyKind::Bool),
+    ("polling_callers_max", KeyKind::Count),
     ("copy_streams", KeyKind::Count),
     ("own_stream_max_bytes", KeyKind::Count),
     ("pool_per_gpu", KeyKind::Bool),
@@ -158,6 +159,7 @@ pub const BOUNDS: &[(&str, Bound)] = &[
     ("page_cache_pins_idle_ms", Bound::new(0, 86_400_000)),
     ("page_cache_pins_min_request_bytes", Bound::new(0, MAX_SIZE)),
     ("split_pieces_per_worker", Bound::new(1, 64)),
+    ("polling_callers_max", Bound::new(1, 64)),
     ("copy_streams", Bound::new(0, 64)),
     ("own_stream_max_bytes", Bound::new(0, MAX_SIZE)),
     ("save_writes_in_flight", Bound::new(1, 256)),
@@ -309,6 +311,7 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         }
         "split_early_copy_parts" => config.split_early_copy_parts = as_usize(origin, key, value)?,
         "lone_caller_polls" => config.lone_caller_polls = as_bool(origin, key, value)?,
+        "polling_callers_max" => config.polling_callers_max = as_usize(origin, key, value)?,
         "split_pieces_per_worker" => {
             config.split_pieces_per_worker = as_usize(origin, key, value)?;
         }
@@ -445,6 +448,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "split_early_copy_min_bytes" => config.split_early_copy_min_bytes.into(),
         "split_early_copy_parts" => config.split_early_copy_parts.into(),
         "lone_caller_polls" => config.lone_caller_polls.into(),
+        "polling_callers_max" => config.polling_callers_max.into(),
         "copy_streams" => config.copy_streams.into(),
         "own_stream_max_bytes" => config.own_stream_max_bytes.into(),
         "pool_per_gpu" => config.pool_per_gpu.into(),

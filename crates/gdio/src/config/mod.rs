@@ -349,6 +349,13 @@ pub struct Config {
     /// 9.29 / 8.95 against 7.79 / 8.20, KvikIO compat OFF at one thread 16.24 / 14.53 against
     /// 13.64 / 13.10; with 8 pieces per worker (the defaults) see `split_pieces_per_worker`.
     pub lone_caller_polls: bool,
+    /// With `lone_caller_polls`, a caller polls while at most this many reads into GPU memory
+    /// are open in its pool (its own included), never more than the cores the workers and the
+    /// completion watcher leave over (`threads` + 1 fewer than the cores), and always while
+    /// alone. 1: only a caller alone polls. Two or three callers, each with a read that the
+    /// free workers split between them, otherwise sleep and are woken tens of µs after their
+    /// read is done, in calls of about 0.2 ms.
+    pub polling_callers_max: usize,
     /// Streams per GPU that a pool's workers queue their copies on, in turn. 0: a stream per
     /// worker, so every worker's copies share the link at once and each lands when those
     /// beside it do; N: the copies of the workers on one stream run one after another in the
@@ -537,6 +544,7 @@ impl Default for Config {
             split_early_copy_min_bytes: 4 << 20,
             split_early_copy_parts: 2,
             lone_caller_polls: true,
+            polling_callers_max: 1,
             copy_streams: 1,
             own_stream_max_bytes: 1 << 20,
             pool_per_gpu: false,

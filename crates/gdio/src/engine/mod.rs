@@ -154,6 +154,9 @@ pub struct Engine {
     crowd_seen: AtomicBool,
     /// File chunks read twice over, registered with the GPU (`page_cache_pins_max_bytes`).
     pins: page_cache_pins::PageCachePins,
+    /// A synchronous read's caller polls while at most this many reads into GPU memory are
+    /// open in its pool; 0: never ([`polling_callers`]).
+    polling_callers: usize,
 }
 
 /// A caller counted in [`Engine::small_callers`] until dropped.
@@ -227,12 +230,13 @@ impl Engine {
             gpu_pools: (0..extra).map(|_| std::sync::OnceLock::new()).collect(),
             spec,
             runtime,
-            config,
             counters,
             io,
             small_callers: AtomicUsize::new(0),
             crowded: AtomicBool::new(false),
             crowd_seen: AtomicBool::new(false),
+            polling_callers: polling_callers(&config),
+            config,
         }
     }
 
@@ -606,13 +610,13 @@ impl Engine {
         Self::settled(&job)
     }
 
-    /// A synchronous read into GPU memory alone in flight in its pool (`lone_caller_polls`):
-    /// the caller polls the job's done flag for up to `completion_spin_us` instead of going
-    /// to sleep at once, and stops as soon as another read opens, so that only a lone caller
-    /// keeps a core busy (a crowd of polling callers takes the workers' cores). Only where
-    /// every worker and a caller have a core of their own ([`may_poll_while_idle`]).
+    /// A synchronous read into GPU memory with at most [`Engine::polling_callers`] reads open
+    /// in its pool (`lone_caller_polls`, `polling_callers_max`): the caller polls the job's
+    /// done flag for up to `completion_spin_us` instead of going to sleep at once, and stops
+    /// as soon as more reads open, so that only callers with a core of their own keep one
+    /// busy (a crowd of polling callers takes the workers' cores).
     fn poll_while_alone(&self, job: &Job) {
-        if !self.config.lone_caller_polls
+        if self.polling_callers == 0
             || job.op != Op::Read
             || !matches!(job.buf.kind, MemoryKind::Device { .. })
         {
@@ -625,7 +629,8 @@ impl Engine {
         }
         let spin = shape.polling.spin;
         let start = std::time::Instant::now();
-        while !job.is_done() && pool.reads_open() <= 1 && start.elapsed() < spin {
+        while !job.is_done() && pool.reads_open() <= self.polling_callers && start.elapsed() < spin
+        {
             std::hint::spin_loop();
         }
         if job.is_done() {
@@ -919,8 +924,34 @@ impl Bulk {
 /// workers poll for new work, and batch waiters for completions, before they sleep (spinning
 /// threads that outnumber the cores take the cores from the threads doing the I/O).
 pub(crate) fn may_poll_while_idle(config: &Config) -> bool {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    may_poll_on(config, cores())
+}
+
+/// The cores this process may run on.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// [`may_poll_while_idle`] on `cores` cores.
+fn may_poll_on(config: &Config, cores: usize) -> bool {
     config.completion_spin_us > 0 && config.threads.max(1) < cores
+}
+
+/// How many reads into GPU memory may be open in a pool while synchronous callers poll theirs
+/// (`lone_caller_polls`, `polling_callers_max`): none without polling, at most the cores left
+/// over by the workers and the completion watcher, and always a caller alone where every
+/// worker and it have a core of their own ([`may_poll_while_idle`]).
+fn polling_callers(config: &Config) -> usize {
+    polling_callers_on(config, cores())
+}
+
+/// [`polling_callers`] on `cores` cores.
+fn polling_callers_on(config: &Config, cores: usize) -> usize {
+    if !config.lone_caller_polls || !may_poll_on(config, cores) {
+        return 0;
+    }
+    let spare = cores.saturating_sub(config.threads.max(1) + 1);
+    config.polling_callers_max.min(spare).max(1)
 }
 
 /// Bounce buffer size of a worker's own-stream lane (`own_stream_max_bytes`): enough for the
@@ -983,6 +1014,30 @@ mod tests {
     use super::*;
     use crate::gpu::sim::SimRuntime;
     use std::time::Duration;
+
+    #[test]
+    fn callers_poll_only_on_cores_the_workers_and_the_watcher_leave_over() {
+        let with = |threads, max, polls, spin| Config {
+            threads,
+            polling_callers_max: max,
+            lone_caller_polls: polls,
+            completion_spin_us: spin,
+            ..Config::default()
+        };
+        // 12 workers and the watcher on 16 cores leave 3 over.
+        assert_eq!(polling_callers_on(&with(12, 1, true, 50), 16), 1);
+        assert_eq!(polling_callers_on(&with(12, 2, true, 50), 16), 2);
+        assert_eq!(polling_callers_on(&with(12, 3, true, 50), 16), 3);
+        assert_eq!(polling_callers_on(&with(12, 8, true, 50), 16), 3);
+        // None over: a caller alone still polls, as long as the workers leave it a core.
+        assert_eq!(polling_callers_on(&with(14, 4, true, 50), 16), 1);
+        assert_eq!(polling_callers_on(&with(15, 4, true, 50), 16), 1);
+        // Workers on every core, polling off, or no spinning at all: nobody polls.
+        assert_eq!(polling_callers_on(&with(16, 4, true, 50), 16), 0);
+        assert_eq!(polling_callers_on(&with(12, 4, false, 50), 16), 0);
+        assert_eq!(polling_callers_on(&with(12, 4, true, 0), 16), 0);
+        assert_eq!(polling_callers_on(&with(1, 4, true, 50), 1), 0);
+    }
 
     #[test]
     fn pool_per_gpu_gives_each_gpu_after_the_first_a_pool_of_its_own() {

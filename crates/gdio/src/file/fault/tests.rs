@@ -575,12 +575,14 @@ fn split_reads_into_one_buffer_land_exactly_with_pieces_read_by_other_workers() 
 }
 
 /// `lone_caller_polls`: a synchronous read alone in flight has its caller poll until it is
-/// done, but a read opened beside another stops polling and sleeps, and so does the other. One
-/// worker; file a's reads sleep 600 ms (a slow disk), so A's read is open while B reads file b
-/// (B queues behind it); both callers sleep and are woken. Alone again, B polls. The bytes land
-/// either way.
+/// done, but a read opened beside another stops polling and sleeps, and so does the other,
+/// unless `polling_callers_max` lets two poll and the cores hold them. One worker; file a's
+/// reads sleep 600 ms (a slow disk), so A's read is open while B reads file b (B queues behind
+/// it). With `polling_callers_max` 1 both callers sleep and are woken; with 2, on four cores or
+/// more (the worker, the watcher, two callers), both poll to the end. Alone again, B polls.
+/// The bytes land either way.
 #[test]
-fn a_caller_beside_another_open_read_sleeps_and_alone_it_polls() {
+fn callers_beside_other_open_reads_sleep_unless_the_cores_hold_them_and_alone_they_poll() {
     use std::time::Duration;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let d = tempfile::tempdir().unwrap();
@@ -589,41 +591,47 @@ fn a_caller_beside_another_open_read_sleeps_and_alone_it_polls() {
     let pa = file(d.path(), "a", &a_data);
     let fa = FileHandle::open(&pa).unwrap();
     let fb = FileHandle::open(file(d.path(), "b", &b_data)).unwrap();
-    let config = Config {
-        lone_caller_polls: true,
-        // Longer than A's read: A would poll to its end if no other read opened.
-        completion_spin_us: 1_000_000,
-        ..one_worker_1mib_tasks()
-    };
-    let drv = sim_driver_warm(config, Duration::from_millis(1));
-    let plan = FaultPlan { read_delay: Some(Duration::from_millis(600)), ..FaultPlan::default() };
-    let slow = inject(&pa, plan).unwrap();
-    let read = |f: &FileHandle, off: u64, want: &[u8]| {
-        let mut dev = drv.alloc_device(0, want.len()).unwrap();
-        assert_eq!(drv.read(f, off, &mut dev, 0, want.len()).unwrap(), want.len());
-        assert_eq!(dev.to_vec().unwrap(), want, "bytes at {off}");
-    };
-    let before = drv.engine().counters().worker_time;
-    let started = || drv.engine().counters().worker_time.since(&before).requests_started;
-    std::thread::scope(|s| {
-        let a = s.spawn(|| read(&fa, 0, &a_data));
-        // Once the worker has started A's read, that read is open for the 600 ms of its pread.
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while started() == 0 {
-            assert!(!a.is_finished(), "A's read ended before a worker started it");
-            assert!(std::time::Instant::now() < deadline, "no worker started A's read in 30 s");
-            std::thread::yield_now();
-        }
-        read(&fb, 4096, &b_data[4096..(1 << 20) + 4096]);
-    });
-    let crowd = drv.engine().counters().worker_time.since(&before);
-    assert_eq!(crowd.requests_started, 2, "{crowd:?}");
-    assert_eq!((crowd.callers_polled, crowd.callers_woken), (0, 2), "{crowd:?}");
-    drop(slow);
-    let before = drv.engine().counters().worker_time;
-    read(&fb, 777, &b_data[777..777 + (1 << 20)]);
-    let alone = drv.engine().counters().worker_time.since(&before);
-    // Polling needs a core beside the one worker.
-    let polled = u64::from(cores > 1);
-    assert_eq!((alone.callers_polled, alone.callers_woken), (polled, 1 - polled), "{alone:?}");
+    for max in [1, 2] {
+        let config = Config {
+            lone_caller_polls: true,
+            polling_callers_max: max,
+            // Longer than A's read: A would poll to its end if no other read opened.
+            completion_spin_us: 1_000_000,
+            ..one_worker_1mib_tasks()
+        };
+        let drv = sim_driver_warm(config, Duration::from_millis(1));
+        let plan =
+            FaultPlan { read_delay: Some(Duration::from_millis(600)), ..FaultPlan::default() };
+        let slow = inject(&pa, plan).unwrap();
+        let read = |f: &FileHandle, off: u64, want: &[u8]| {
+            let mut dev = drv.alloc_device(0, want.len()).unwrap();
+            assert_eq!(drv.read(f, off, &mut dev, 0, want.len()).unwrap(), want.len());
+            assert_eq!(dev.to_vec().unwrap(), want, "bytes at {off}");
+        };
+        let before = drv.engine().counters().worker_time;
+        let started = || drv.engine().counters().worker_time.since(&before).requests_started;
+        std::thread::scope(|s| {
+            let a = s.spawn(|| read(&fa, 0, &a_data));
+            // Once the worker has started A's read, it is open for the 600 ms of its pread.
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while started() == 0 {
+                assert!(!a.is_finished(), "A's read ended before a worker started it");
+                assert!(std::time::Instant::now() < deadline, "no worker started A's read in 30 s");
+                std::thread::yield_now();
+            }
+            read(&fb, 4096, &b_data[4096..(1 << 20) + 4096]);
+        });
+        let crowd = drv.engine().counters().worker_time.since(&before);
+        assert_eq!(crowd.requests_started, 2, "{crowd:?}");
+        let both_poll = max == 2 && cores >= 4;
+        let want = if both_poll { (2, 0) } else { (0, 2) };
+        assert_eq!((crowd.callers_polled, crowd.callers_woken), want, "max {max}: {crowd:?}");
+        drop(slow);
+        let before = drv.engine().counters().worker_time;
+        read(&fb, 777, &b_data[777..777 + (1 << 20)]);
+        let alone = drv.engine().counters().worker_time.since(&before);
+        // Polling needs a core beside the one worker.
+        let polled = u64::from(cores > 1);
+        assert_eq!((alone.callers_polled, alone.callers_woken), (polled, 1 - polled), "{alone:?}");
+    }
 }
