@@ -53,7 +53,7 @@ fn each_request_counts_one_start_and_each_sleeping_caller_one_wake() {
 /// never put to sleep (no wake counted), with the file's bytes landed and the bytes around the
 /// destination untouched; with the key off, or without a core to spare for the caller (as many
 /// workers as cores), it sleeps. (A caller beside another open read: the fault-injection tests,
-/// `a_caller_beside_another_open_read_sleeps_and_alone_it_polls`.)
+/// `callers_beside_other_open_reads_sleep_unless_the_cores_hold_them_and_alone_they_poll`.)
 #[test]
 fn a_lone_caller_polls_instead_of_sleeping() {
     let data = random_bytes(23, 20 * 1024 * 1024 + 999);
@@ -114,4 +114,16 @@ fn lone_caller_polls_is_read_from_the_environment() {
     assert_eq!(l.config().lone_caller_polls, on);
     let e = Config::load_from_vars(vars("sometimes")).unwrap_err();
     assert!(e.to_string().contains("LONE_CALLER_POLLS"), "{e}");
+}
+
+#[test]
+fn polling_callers_max_is_read_from_the_environment_and_bounded() {
+    let vars = |v: &str| vec![("GDIO_POLLING_CALLERS_MAX".to_string(), v.to_string())];
+    let want = Config::default().polling_callers_max % 64 + 1;
+    let l = Config::load_from_vars(vars(&want.to_string())).unwrap();
+    assert_eq!(l.config().polling_callers_max, want);
+    for bad in ["0", "65", "two"] {
+        let e = Config::load_from_vars(vars(bad)).unwrap_err();
+        assert!(e.to_string().contains("POLLING_CALLERS_MAX"), "{bad}: {e}");
+    }
 }
