@@ -6,6 +6,8 @@
 # reading KVROW_FILE (the 8 GiB ext4 file, page-cached first) with compat mode ON, and with
 # compat mode OFF through gdio's libcufile (LD_PRELOAD), three timed passes each
 # (bench/cufile_kvikio_read.py), and OFF ÷ ON. Stops starting reps after KVROW_BUDGET_S (300) s.
+# With KVROW_BENCH=1, each OFF row is followed by `gdio bench` of the same shape (4 MiB × N from
+# the same file, three iterations) and OFF ÷ it, so that both ratios of issue 9 come in pairs.
 # Then (KVROW_WHY=1, the default) one more compat-OFF pass per thread count with the library's
 # summary at CUFILE_LOGGING_LEVEL=INFO: calls in flight, a call's time, where the workers' time
 # went (file I/O, buffers, split partners, draining, idle) and how long copies took to land.
@@ -30,7 +32,14 @@ for rep in $(seq "${KVROW_REPS:-3}"); do
     on=$(python3 bench/cufile_kvikio_read.py on "$f" "$t" 3 2>>"$out/stderr.txt" | gb)
     off=$(LD_PRELOAD=$lib python3 bench/cufile_kvikio_read.py off "$f" "$t" 3 2>>"$out/stderr.txt" | gb)
     ratio=$(python3 -c "print(round(${off:-0}/${on:-0},3))" 2>/dev/null || echo failed)
-    echo "rep $rep t$t KvikIO ON ${on:-failed} | OFF on gdio ${off:-failed} | ratio $ratio"
+    bench=
+    if [ "${KVROW_BENCH:-0}" = 1 ]; then
+      b=$("${GDIO:-.dev/bin/gdio}" bench --json --file "$f" --mode read --iterations 3 --io-size 4M \
+        --queue-depth "$t" 2>>"$out/stderr.txt" | python3 -c "
+import json, sys; r = json.load(sys.stdin)['results'][0]; print(round(r['gbps'], 2) if r['verified'] else 'unverified')" 2>/dev/null)
+      bench=" | gdio bench 4M x $t ${b:-failed} | OFF / bench $(python3 -c "print(round(${off:-0}/${b:-0},3))" 2>/dev/null || echo failed)"
+    fi
+    echo "rep $rep t$t KvikIO ON ${on:-failed} | OFF on gdio ${off:-failed} | ratio $ratio$bench"
   done
 done | tee "$out/kvrow.txt"
 [ "${KVROW_WHY:-1}" = 1 ] || exit 0
