@@ -16,7 +16,14 @@ fn each_request_counts_one_start_and_each_sleeping_caller_one_wake() {
     let data = random_bytes(17, 12 * 1024 * 1024 + 4321);
     let dir = tempfile::tempdir().unwrap();
     let f = Arc::new(FileHandle::open(write_file(dir.path(), "t", &data)).unwrap());
-    let config = Config { threads: 3, task_size: 1 << 20, split_min_bytes: 0, ..Config::default() };
+    // Only a lone caller polls: three callers beside each other sleep and are woken.
+    let config = Config {
+        threads: 3,
+        task_size: 1 << 20,
+        split_min_bytes: 0,
+        polling_callers_max: 1,
+        ..Config::default()
+    };
     let drv = Arc::new(sim_driver(config, 1));
     drv.prepare_gpu(0).unwrap();
     let before = drv.engine().counters().worker_time;

@@ -354,7 +354,12 @@ pub struct Config {
     /// completion watcher leave over (`threads` + 1 fewer than the cores), and always while
     /// alone. 1: only a caller alone polls. Two or three callers, each with a read that the
     /// free workers split between them, otherwise sleep and are woken tens of µs after their
-    /// read is done, in calls of about 0.2 ms.
+    /// read is done, in calls of about 0.2 ms. Default 3 (H200, BENCHMARKS.md session 42 run
+    /// 3, ABBA, two reps, means against 1: KvikIO compat OFF through gdio's libcufile at two
+    /// threads +11 %, four +3 %, sixteen +0.5 %; `gdio bench` 4 MiB × 2 +7 %, × 3 +5 %, × 4
+    /// +2 %, 2 MiB × 2 +10 %, 1 MiB × 2 +16 %; one thread and 4 MiB × 1 the same. With more
+    /// reads open than this nobody polls, so eight or more in flight run as before: run 6,
+    /// two reps, inside the machine's spread).
     pub polling_callers_max: usize,
     /// Streams per GPU that a pool's workers queue their copies on, in turn. 0: a stream per
     /// worker, so every worker's copies share the link at once and each lands when those
@@ -544,7 +549,7 @@ impl Default for Config {
             split_early_copy_min_bytes: 4 << 20,
             split_early_copy_parts: 2,
             lone_caller_polls: true,
-            polling_callers_max: 1,
+            polling_callers_max: 3,
             copy_streams: 1,
             own_stream_max_bytes: 1 << 20,
             pool_per_gpu: false,
