@@ -606,7 +606,7 @@ impl Engine {
         }
         // Not queued: canceled, so the job counts as done before it is dropped.
         let job = self.launch(Arc::new(job), offset, len, None)?;
-        self.poll_while_alone(&job);
+        self.poll_while_few_open(&job);
         Self::settled(&job)
     }
 
@@ -615,7 +615,7 @@ impl Engine {
     /// done flag for up to `completion_spin_us` instead of going to sleep at once, and stops
     /// as soon as more reads open, so that only callers with a core of their own keep one
     /// busy (a crowd of polling callers takes the workers' cores).
-    fn poll_while_alone(&self, job: &Job) {
+    fn poll_while_few_open(&self, job: &Job) {
         if self.polling_callers == 0
             || job.op != Op::Read
             || !matches!(job.buf.kind, MemoryKind::Device { .. })
