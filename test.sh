@@ -158,6 +158,21 @@ for line in sys.stdin:
   fi
 fi
 
+# The nightly toolchain with the components named after $1 (which names the part in the
+# SKIPPED line), added when missing; fails, having said SKIPPED, where they cannot be had.
+nightly_with() {
+  local name=$1 have c missing=()
+  shift
+  if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+    echo "$name: SKIPPED: no nightly toolchain (rustup toolchain install nightly)"
+    return 1
+  fi
+  have=$(rustup +nightly component list --installed 2>/dev/null)
+  for c in "$@"; do grep -q "^$c" <<<"$have" || missing+=("$c"); done
+  [ ${#missing[@]} = 0 ] || rustup component add --toolchain nightly "${missing[@]}" >/dev/null 2>&1 ||
+    { echo "$name: SKIPPED: nightly's ${missing[*]} cannot be added"; return 1; }
+}
+
 # Rust tests under a sanitizer ($1: thread or address), std rebuilt with it (-Zbuild-std), in a
 # target dir of their own. The tests that build libcufile.so.0 or libgdrapi.so.2 with a cargo
 # of their own (the C programs, `gdio check`'s choice of libcufile) cannot pass -Zbuild-std to
@@ -165,14 +180,7 @@ fi
 # `gdio save`'s peak resident memory (the sanitizer's shadow memory counts in it).
 sanitized() {
   local san=$1 name=$2
-  if ! rustup run nightly rustc --version >/dev/null 2>&1; then
-    echo "$name: SKIPPED: no nightly toolchain (-Zsanitizer needs one: rustup toolchain install nightly)"
-    return 0
-  fi
-  if ! rustup +nightly component list --installed 2>/dev/null | grep -q '^rust-src'; then
-    rustup component add --toolchain nightly rust-src >/dev/null 2>&1 ||
-      { echo "$name: SKIPPED: the nightly toolchain has no rust-src and it cannot be added"; return 0; }
-  fi
+  nightly_with "$name" rust-src || return 0
   local host t0=$SECONDS
   host=$(rustc -vV | sed -n 's/^host: //p')
   # ThreadSanitizer's exit code on a report fails the test binary; halt_on_error stops at the
@@ -204,15 +212,7 @@ fi
 # The library's unit tests that Miri can interpret (the list says why the others cannot), with
 # the copy routines' SSE4.1 and AVX2 paths compiled in so that Miri runs them too.
 if [ "$what" = miri ]; then
-  if ! rustup run nightly rustc --version >/dev/null 2>&1; then
-    echo "miri: SKIPPED: no nightly toolchain (rustup toolchain install nightly)"
-    exit 0
-  fi
-  have=$(rustup +nightly component list --installed 2>/dev/null)
-  if ! grep -q '^miri' <<<"$have" || ! grep -q '^rust-src' <<<"$have"; then
-    rustup component add --toolchain nightly miri rust-src >/dev/null 2>&1 ||
-      { echo "miri: SKIPPED: nightly's miri and rust-src components cannot be added"; exit 0; }
-  fi
+  nightly_with miri miri rust-src || exit 0
   export CARGO_TARGET_DIR=target/miri MIRIFLAGS="-Zmiri-disable-isolation ${MIRIFLAGS:-}"
   # (`--target` keeps these flags off build scripts, which run natively on this CPU.)
   export RUSTFLAGS="-Ctarget-feature=+sse4.1,+avx2"

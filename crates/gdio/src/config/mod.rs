@@ -337,13 +337,13 @@ pub struct Config {
     /// compat OFF at one thread halves 14.88 / 14.08 GB/s, quarters 14.86 / 14.88, eighths
     /// 14.49 / 14.64 (`gdio bench` 4 MiB × 1 likewise inside the spread), so halves stay.
     pub split_early_copy_parts: usize,
-    /// A synchronous read into GPU memory alone in flight in its pool: its caller polls the
-    /// request's done flag for up to `completion_spin_us` (while no other read opens) instead
-    /// of sleeping until a worker wakes it. A woken thread runs again tens of microseconds
-    /// after it is woken (the H200's library summary at one thread: callers woke 0.021 ms
-    /// after their request was done, in a call of 0.34 ms). Only a caller alone in its pool
-    /// polls, and only where the workers leave a core over (`threads` < cores); a crowd of
-    /// polling callers took the workers' cores (session 7). H200, session 40 run 3, ABBA, two
+    /// A synchronous read into GPU memory alone in flight in its pool (or beside a few others:
+    /// `polling_callers_max`): its caller polls the request's done flag for up to
+    /// `completion_spin_us` (while no more reads open) instead of sleeping until a worker
+    /// wakes it. A woken thread runs again tens of microseconds after it is woken (the H200's
+    /// library summary at one thread: callers woke 0.021 ms after their request was done, in
+    /// a call of 0.34 ms). Only where the workers leave a core over (`threads` < cores); a
+    /// crowd of polling callers took the workers' cores (session 7). H200, session 40 run 3, ABBA, two
     /// reps, against neither this nor 8 split pieces per worker: alone 4 MiB × 1 16.71 / 14.03
     /// GB/s against 12.74 / 13.87, 1 MiB × 1
     /// 9.29 / 8.95 against 7.79 / 8.20, KvikIO compat OFF at one thread 16.24 / 14.53 against

@@ -623,11 +623,7 @@ impl Engine {
             return;
         }
         let pool = self.pool_for(job.buf.kind);
-        let shape = pool.shape();
-        if !shape.poll_for_work {
-            return;
-        }
-        let spin = shape.polling.spin;
+        let spin = pool.shape().polling.spin;
         let start = std::time::Instant::now();
         while !job.is_done() && pool.reads_open() <= self.polling_callers && start.elapsed() < spin
         {

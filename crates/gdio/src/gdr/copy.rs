@@ -553,7 +553,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "too long to interpret: see edge_lengths_and_offsets")]
+    #[cfg_attr(
+        miri,
+        ignore = "too long to interpret: see edge_lengths_and_offsets_of_every_routine"
+    )]
     fn every_length_and_alignment_up_to_4096() {
         let mut s = Scratch::new(4096 + 64);
         for imp in CopyImpl::available() {
@@ -569,7 +572,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "too long to interpret: see edge_lengths_and_offsets")]
+    #[cfg_attr(
+        miri,
+        ignore = "too long to interpret: see edge_lengths_and_offsets_of_every_routine"
+    )]
     fn every_host_alignment_small_lengths() {
         let mut s = Scratch::new(200);
         for imp in CopyImpl::available() {
@@ -586,7 +592,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "too long to interpret: see edge_lengths_and_offsets")]
+    #[cfg_attr(
+        miri,
+        ignore = "too long to interpret: see edge_lengths_and_offsets_of_every_routine"
+    )]
     fn device_and_caching_types() {
         let mut s = Scratch::new(5000);
         for ty in [MappingType::Device, MappingType::Caching] {
