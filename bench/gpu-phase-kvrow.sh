@@ -8,6 +8,8 @@
 # (bench/cufile_kvikio_read.py), and OFF ÷ ON. Stops starting reps after KVROW_BUDGET_S (300) s.
 # With KVROW_BENCH=1, each OFF row is followed by `gdio bench` of the same shape (4 MiB × N from
 # the same file, three iterations) and OFF ÷ it, so that both ratios of issue 9 come in pairs.
+# After the reps, a table per thread count and the weakest sample of each ratio against its
+# target (bench/kvrow_verdict.py).
 # Then (KVROW_WHY=1, the default) one more compat-OFF pass per thread count with the library's
 # summary at CUFILE_LOGGING_LEVEL=INFO: calls in flight, a call's time, where the workers' time
 # went (file I/O, buffers, split partners, draining, idle) and how long copies took to land.
@@ -42,6 +44,8 @@ import json, sys; r = json.load(sys.stdin)['results'][0]; print(round(r['gbps'],
     echo "rep $rep t$t KvikIO ON ${on:-failed} | OFF on gdio ${off:-failed} | ratio $ratio$bench"
   done
 done | tee "$out/kvrow.txt"
+# The weakest sample of each ratio against its target (bench/kvrow_verdict.py).
+python3 bench/kvrow_verdict.py "$out/kvrow.txt" | tee -a "$out/kvrow.txt"
 [ "${KVROW_WHY:-1}" = 1 ] || exit 0
 for t in ${KVROW_THREADS:-8 16}; do
   rm -f "$out/why-t$t.log"

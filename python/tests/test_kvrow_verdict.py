@@ -1,0 +1,64 @@
+"""bench/kvrow_verdict.py, which reports issue 9's weakest rows from `kvrow` output: rows parsed
+as the phase prints them (with and without the paired `gdio bench`), failed rows counted, and
+the weakest sample named against its target."""
+
+import importlib.util
+import pathlib
+import random
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("kvrow_verdict", REPO / "bench" / "kvrow_verdict.py")
+kv = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(kv)
+
+
+def line(rep, t, on, off, bench=None):
+    ratio = "failed" if on is None or off is None else round(off / on, 3)
+    text = f"rep {rep} t{t} KvikIO ON {on if on is not None else 'failed'} | OFF on gdio {off if off is not None else 'failed'} | ratio {ratio}"
+    if bench is not None:
+        vs = "failed" if off is None else round(off / bench, 3)
+        text += f" | gdio bench 4M x {t} {bench} | OFF / bench {vs}"
+    return text + "\n"
+
+
+def test_random_rows_give_their_ranges_and_the_weakest_sample():
+    rng = random.Random(43)
+    lines, ratios, vs = ["rep 1 pinned 1 GiB copies: 55.1 GB/s\n"], [], []
+    for rep in (1, 2, 3):
+        for t in (1, 2, 4, 8, 16, 32):
+            on = round(rng.uniform(5, 48), 2)
+            off = round(on * rng.uniform(1.0, 2.5), 2)
+            bench = round(off / rng.uniform(0.9, 1.1), 2)
+            lines.append(line(rep, t, on, off, bench))
+            ratios.append((round(off / on, 3), t))
+            vs.append((round(off / bench, 3), t))
+    rows = kv.parse(lines)
+    assert sorted(rows) == [1, 2, 4, 8, 16, 32]
+    assert all(len(r["OFF / ON"]) == 3 and len(r["OFF / bench"]) == 3 for r in rows.values())
+    out = kv.verdict(rows)
+    low, t = min(ratios)
+    below = sum(1 for v, _ in ratios if v < 1.10)
+    state = "holds" if below == 0 else f"{below} of 18 below"
+    assert out[-2] == f"weakest OFF / ON: {low:.3f} at {t} threads (target 1.10: {state})"
+    low, t = min(vs)
+    below = sum(1 for v, _ in vs if v < 0.95)
+    state = "holds" if below == 0 else f"{below} of 18 below"
+    assert out[-1] == f"weakest OFF / bench: {low:.3f} at {t} threads (target 0.95: {state})"
+
+
+def test_rows_without_bench_and_failed_rows_are_said():
+    lines = [line(1, 16, 46.0, 51.5), line(2, 16, None, 50.0), line(1, 8, 42.0, 47.0)]
+    rows = kv.parse(lines)
+    assert rows[16]["failed"] == 1 and rows[16]["OFF / ON"] == [round(51.5 / 46.0, 3)]
+    out = kv.verdict(rows)
+    assert "16 | 2 | 1.120–1.120 | - | 1" in out
+    assert out[-2] == "weakest OFF / bench: no samples"
+    assert out[-1].startswith("some rows failed")
+    assert out[-3] == "weakest OFF / ON: 1.119 at 8 threads (target 1.10: holds)"
+
+
+def test_no_rows_is_an_error(tmp_path, capsys):
+    p = tmp_path / "kvrow.txt"
+    p.write_text("rep 1 pinned 1 GiB copies: 55.1 GB/s\n")
+    assert kv.main([str(p)]) == 1
+    assert "no kvrow rows" in capsys.readouterr().err
