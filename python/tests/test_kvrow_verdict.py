@@ -14,7 +14,9 @@ spec.loader.exec_module(kv)
 
 def line(rep, t, on, off, bench=None):
     ratio = "failed" if on is None or off is None else round(off / on, 3)
-    text = f"rep {rep} t{t} KvikIO ON {on if on is not None else 'failed'} | OFF on gdio {off if off is not None else 'failed'} | ratio {ratio}"
+    on_text = "failed" if on is None else on
+    off_text = "failed" if off is None else off
+    text = f"rep {rep} t{t} KvikIO ON {on_text} | OFF on gdio {off_text} | ratio {ratio}"
     if bench is not None:
         vs = "failed" if off is None else round(off / bench, 3)
         text += f" | gdio bench 4M x {t} {bench} | OFF / bench {vs}"
