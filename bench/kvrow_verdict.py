@@ -12,7 +12,8 @@ from collections import defaultdict
 
 ROW = re.compile(
     r"^rep (?P<rep>\d+) t(?P<t>\d+) KvikIO ON (?P<on>\S+) \| OFF on gdio (?P<off>\S+)"
-    r" \| ratio (?P<ratio>\S+)(?: \| gdio bench 4M x \d+ (?P<bench>\S+) \| OFF / bench (?P<vs>\S+))?"
+    r" \| ratio (?P<ratio>\S+)"
+    r"(?: \| gdio bench 4M x \d+ (?P<bench>\S+) \| OFF / bench (?P<vs>\S+))?"
 )
 TARGETS = {"OFF / ON": 1.10, "OFF / bench": 0.95}
 
@@ -57,7 +58,8 @@ def verdict(rows):
     for t in sorted(rows):
         r = rows[t]
         reps = max(len(r["OFF / ON"]), len(r["OFF / bench"])) + r["failed"]
-        out.append(f"{t} | {reps} | {span(r['OFF / ON'])} | {span(r['OFF / bench'])} | {r['failed']}")
+        on, vs = span(r["OFF / ON"]), span(r["OFF / bench"])
+        out.append(f"{t} | {reps} | {on} | {vs} | {r['failed']}")
     for name, target in TARGETS.items():
         samples = [(v, t) for t, r in rows.items() for v in r[name]]
         if not samples:
