@@ -27,13 +27,15 @@ def number(text):
 
 
 def parse(lines):
-    """{threads: {"OFF / ON": [...], "OFF / bench": [...], "failed": n}} from kvrow lines."""
-    rows = defaultdict(lambda: {"OFF / ON": [], "OFF / bench": [], "failed": 0})
+    """{threads: {"reps": n, "OFF / ON": [...], "OFF / bench": [...], "failed": n}} from kvrow
+    lines; `failed` counts the ratios that could not be taken."""
+    rows = defaultdict(lambda: {"reps": 0, "OFF / ON": [], "OFF / bench": [], "failed": 0})
     for line in lines:
         m = ROW.match(line.strip())
         if not m:
             continue
         row = rows[int(m["t"])]
+        row["reps"] += 1
         ratio = number(m["ratio"])
         if ratio is None:
             row["failed"] += 1
@@ -57,9 +59,8 @@ def verdict(rows):
     out = ["threads | reps | OFF / ON | OFF / bench | failed"]
     for t in sorted(rows):
         r = rows[t]
-        reps = max(len(r["OFF / ON"]), len(r["OFF / bench"])) + r["failed"]
         on, vs = span(r["OFF / ON"]), span(r["OFF / bench"])
-        out.append(f"{t} | {reps} | {on} | {vs} | {r['failed']}")
+        out.append(f"{t} | {r['reps']} | {on} | {vs} | {r['failed']}")
     for name, target in TARGETS.items():
         samples = [(v, t) for t, r in rows.items() for v in r[name]]
         if not samples:

@@ -50,11 +50,16 @@ def test_random_rows_give_their_ranges_and_the_weakest_sample():
 
 def test_rows_without_bench_and_failed_rows_are_said():
     lines = [line(1, 16, 46.0, 51.5), line(2, 16, None, 50.0), line(1, 8, 42.0, 47.0)]
+    # KvikIO ON failed but the OFF row and its bench did not: one ratio of two missing.
+    lines.append(line(1, 4, None, 30.0, 29.0))
+    lines.append(line(2, 4, 25.0, 30.0, 29.5))
     rows = kv.parse(lines)
     assert rows[16]["failed"] == 1 and rows[16]["OFF / ON"] == [round(51.5 / 46.0, 3)]
+    assert rows[4]["reps"] == 2 and rows[4]["failed"] == 1 and len(rows[4]["OFF / bench"]) == 2
     out = kv.verdict(rows)
     assert "16 | 2 | 1.120–1.120 | - | 1" in out
-    assert out[-2] == "weakest OFF / bench: no samples"
+    assert "4 | 2 | 1.200–1.200 | 1.017–1.034 | 1" in out
+    assert out[-2] == "weakest OFF / bench: 1.017 at 4 threads (target 0.95: holds)"
     assert out[-1].startswith("some rows failed")
     assert out[-3] == "weakest OFF / ON: 1.119 at 8 threads (target 1.10: holds)"
 
