@@ -106,7 +106,8 @@ if [ "$what" = all ] || [ "$what" = python ]; then
     log=$(mktemp)
     rc=0
     (cd python/tests && GDIO_REQUIRE_TORCH=1 "$tpy" -m pytest -q -rs \
-      -p no:cacheprovider -o tmp_path_retention_policy=failed test_safetensors_dist.py test_safetensors.py::test_torch_round_trip_host \
+      -p no:cacheprovider -o tmp_path_retention_policy=failed \
+      test_safetensors_dist.py test_safetensors.py::test_torch_round_trip_host \
       test_safetensors.py::test_torch_cpu_tensors_of_a_cached_file_are_copy_on_write_views \
       test_safetensors_torch_model.py test_safetensors_suite.py) \
       2>&1 | tee "$log" || rc=$?

@@ -13,7 +13,7 @@ from collections import defaultdict
 ROW = re.compile(
     r"^rep (?P<rep>\d+) t(?P<t>\d+) KvikIO ON (?P<on>\S+) \| OFF on gdio (?P<off>\S+)"
     r" \| ratio (?P<ratio>\S+)"
-    r"(?: \| gdio bench 4M x \d+ (?P<bench>\S+) \| OFF / bench (?P<vs>\S+))?"
+    r"(?: \| gdio bench 4M x \d+ \S+ \| OFF / bench (?P<vs>\S+))?"
 )
 TARGETS = {"OFF / ON": 1.10, "OFF / bench": 0.95}
 
