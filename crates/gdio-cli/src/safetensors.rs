@@ -48,15 +48,18 @@ pub struct LoadArgs {
     /// With --resave: fsync the files before returning.
     #[arg(long)]
     pub fsync: bool,
-    /// Bytes per read request (default: threads × task_size × 8 of the configuration).
+    /// Bytes per read request (default: the configuration's `safetensors_request_bytes`, else
+    /// threads × task_size × 8).
     #[arg(long, value_parser = parse_size)]
     pub request_size: Option<u64>,
-    /// Read requests in flight (default 2, or the number of GPUs).
+    /// Read requests in flight (default: `safetensors_requests_in_flight`, else 2, or the
+    /// number of GPUs).
     #[arg(long)]
     pub requests: Option<usize>,
     /// With several GPUs (--target gpu:0,1): each GPU reads a share over its own host link and
     /// copies it to the others (default: everything is read into the first GPU and copied to
-    /// the others over the GPU link, faster where the CPU side limits the load).
+    /// the others over the GPU link, faster where the CPU side limits the load; the
+    /// configuration's `safetensors_spread_reads` sets the default).
     #[arg(long)]
     pub spread_reads: bool,
     /// Tests only: this many simulated GPUs (host memory, copies that complete late) instead
@@ -230,7 +233,7 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
         request_size: a.request_size.unwrap_or(0) as usize,
         requests_in_flight: a.requests.unwrap_or(0),
         merge_gap: 0,
-        spread_reads: a.spread_reads,
+        spread_reads: a.spread_reads.then_some(true),
     };
     let time_before = driver.engine().counters().worker_time;
     let run = match run_load(&driver, &ckpt, targets, &a.tensors, &options, a.json) {
@@ -275,6 +278,7 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
     }
     let targets: Vec<String> = run.targets.iter().map(|t| t.to_string()).collect();
     let times = run.loaded.times();
+    let shape = run.loaded.shape();
     if a.json {
         let v = json!({
             "tensors": run.loaded.views().len() / run.targets.len().max(1),
@@ -295,6 +299,12 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
             "mismatch": mismatch,
             "resave": resave,
             "workers": workers,
+            "shape": {
+                "request_bytes": shape.request_size,
+                "requests_in_flight": shape.requests_in_flight,
+                "merge_gap_bytes": shape.merge_gap,
+                "spread_reads": shape.spread_reads,
+            },
         });
         outln!("{v}");
     } else {
@@ -307,6 +317,16 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
             gbps(bytes, seconds),
             format_size(run.loaded.bytes_read()),
             ckpt.files().len()
+        );
+        outln!(
+            "read in requests of {}, {} in flight{}",
+            format_size(shape.request_size),
+            shape.requests_in_flight,
+            if shape.spread_reads && run.targets.len() > 1 {
+                ", each GPU reading a share over its own link"
+            } else {
+                ""
+            }
         );
         let setup = times.allocate + times.warm;
         if setup.as_secs_f64() > seconds / 20.0 {

@@ -161,15 +161,41 @@ fn load_and_save_through_simulated_gpus() {
     let (p, mut data) = checkpoint(dir.path(), 24);
     data.sort();
     let total: usize = data.iter().map(|d| d.1.len()).sum();
-    let runs: [&[&str]; 4] = [
-        &["--target", "gpu:0", "--sim-gpus", "1"],
-        &["--target", "gpu", "--sim-gpus", "1", "--request-size", "12K", "--requests", "3"],
-        &["--target", "gpu:0,1", "--sim-gpus", "2"],
-        &["--target", "gpu:1,0", "--sim-gpus", "2", "--spread-reads"],
+    // (arguments, environment, the shape the load reports: request bytes or 0 for the
+    // derived size, requests in flight, spread).
+    let spread_keys =
+        [("GDIO_SAFETENSORS_SPREAD_READS", "on"), ("GDIO_SAFETENSORS_REQUEST_BYTES", "20480")];
+    type Run<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], u64, u64, bool);
+    let runs: [Run<'_>; 6] = [
+        (&["--target", "gpu:0", "--sim-gpus", "1"], &[], 0, 2, false),
+        (
+            &["--target", "gpu", "--sim-gpus", "1", "--request-size", "12K", "--requests", "3"],
+            &[],
+            12288,
+            3,
+            false,
+        ),
+        (&["--target", "gpu:0,1", "--sim-gpus", "2"], &[], 0, 2, false),
+        (&["--target", "gpu:1,0", "--sim-gpus", "2", "--spread-reads"], &[], 0, 2, true),
+        // The keys, as a Python user would set them, and the options over them.
+        (&["--target", "gpu:0,1", "--sim-gpus", "2"], &spread_keys, 20480, 2, true),
+        (
+            &["--target", "gpu:0,1", "--sim-gpus", "2", "--request-size", "8K"],
+            &[("GDIO_SAFETENSORS_REQUESTS_IN_FLIGHT", "5"), spread_keys[1]],
+            8192,
+            5,
+            false,
+        ),
     ];
-    for args in runs {
-        let out =
-            gdio().arg("load").arg(&p).args(args).args(["--verify", "--json"]).output().unwrap();
+    for (args, env, request, in_flight, spread) in runs {
+        let out = gdio()
+            .arg("load")
+            .arg(&p)
+            .args(args)
+            .args(["--verify", "--json"])
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
         let v = json_of(&out);
         let gpus = if args.contains(&"2") { 2 } else { 1 };
         assert_eq!(v["tensors"], 24, "{args:?}");
@@ -177,7 +203,29 @@ fn load_and_save_through_simulated_gpus() {
         assert_eq!(v["checkpoint_bytes"], total, "{args:?}");
         assert_eq!(v["bytes"], total * gpus, "{args:?}: every GPU holds every byte");
         assert_eq!(v["verified"], true, "{args:?}: {v}");
+        let shape = &v["shape"];
+        if request != 0 {
+            assert_eq!(shape["request_bytes"], request, "{args:?} {env:?}: {shape}");
+        } else {
+            assert!(shape["request_bytes"].as_u64().unwrap() >= 1 << 20, "{shape}");
+        }
+        assert_eq!(shape["requests_in_flight"], in_flight, "{args:?} {env:?}: {shape}");
+        assert_eq!(shape["spread_reads"], spread, "{args:?} {env:?}: {shape}");
     }
+    // The text output says how the load read.
+    let out = gdio()
+        .arg("load")
+        .arg(&p)
+        .args(["--target", "gpu:0,1", "--sim-gpus", "2"])
+        .envs(spread_keys)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("read in requests of 20.0 KiB, 2 in flight, each GPU reading a share"),
+        "{text}"
+    );
 
     // Resaved from GPU 1's copies: the same tensors, byte for byte.
     let resaved = dir.path().join("again.safetensors");

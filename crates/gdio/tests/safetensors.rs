@@ -27,7 +27,12 @@ fn sim(gpus: usize) -> Arc<Driver> {
 
 /// Small requests so a load takes many of them.
 fn small_requests() -> LoadOptions {
-    LoadOptions { request_size: 3 * 4096, requests_in_flight: 3, merge_gap: 0, spread_reads: true }
+    LoadOptions {
+        request_size: 3 * 4096,
+        requests_in_flight: 3,
+        merge_gap: 0,
+        spread_reads: Some(true),
+    }
 }
 
 /// Every tensor of `want` is in `loaded` on `target` with the same dtype, shape and bytes.
@@ -392,7 +397,7 @@ fn two_gpus_read_on_the_first_by_default_or_spread_their_reads() {
         let rt = Arc::new(gdio::gpu::sim::SimRuntime::new(2, std::time::Duration::ZERO));
         let config = common::tiny_config(DirectIoPolicy::Auto, 3);
         let driver = Arc::new(Driver::with_runtime(config, rt.clone()).unwrap());
-        let opts = LoadOptions { spread_reads: spread, ..small_requests() };
+        let opts = LoadOptions { spread_reads: Some(spread), ..small_requests() };
         let loaded = load(&driver, &ckpt, &Plan::all(&ckpt, &targets), &opts).unwrap();
         assert_loaded(&loaded, &tensors, Target::Gpu(0));
         assert_loaded(&loaded, &tensors, Target::Gpu(1));
@@ -404,6 +409,81 @@ fn two_gpus_read_on_the_first_by_default_or_spread_their_reads() {
             assert_eq!(to0, 0, "GPU 1 read nothing: it only receives");
         }
     }
+}
+
+/// The load's shape keys, set the way a Python user sets them (`GDIO_*` variables), drive a
+/// load that passes no options: spreading over both GPUs' links and the merge gap, read back
+/// byte for byte; an option given in code still wins over its key.
+#[test]
+fn the_load_shape_keys_drive_a_load_without_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let tensors = random_tensors(16, 24, 30_000);
+    let p = dir.path().join("m.safetensors");
+    write_with_crate(&p, &tensors, None);
+    let ckpt = Checkpoint::open_all(&[p]).unwrap();
+    let targets = Target::parse_list("gpu:0,1").unwrap();
+    let loaded_with = |vars: &[(&str, &str)], opts: &LoadOptions, plan: &Plan| {
+        let mut l = gdio::Config::load_from_vars(
+            vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        // The small engine shape of the other tests: many requests per load.
+        let tiny = common::tiny_config(DirectIoPolicy::Auto, 3);
+        l.set("threads", tiny.threads).unwrap();
+        l.set("task_size", tiny.task_size).unwrap();
+        let rt = Arc::new(gdio::gpu::sim::SimRuntime::new(2, std::time::Duration::ZERO));
+        let driver = Arc::new(Driver::with_runtime(l.into_config(), rt.clone()).unwrap());
+        let loaded = load(&driver, &ckpt, plan, opts).unwrap();
+        (loaded, rt)
+    };
+    let all = Plan::all(&ckpt, &targets);
+    let spread =
+        [("GDIO_SAFETENSORS_SPREAD_READS", "yes"), ("GDIO_SAFETENSORS_REQUEST_BYTES", "8192")];
+    for (vars, opts, both_read) in [
+        (&spread[..], LoadOptions::default(), true),
+        (&[][..], LoadOptions::default(), false),
+        (&spread[..], LoadOptions { spread_reads: Some(false), ..LoadOptions::default() }, false),
+    ] {
+        let (loaded, rt) = loaded_with(vars, &opts, &all);
+        assert_loaded(&loaded, &tensors, Target::Gpu(0));
+        assert_loaded(&loaded, &tensors, Target::Gpu(1));
+        let (to1, to0) = (rt.peer_bytes(0, 1), rt.peer_bytes(1, 0));
+        assert_eq!(to1 + to0, loaded.bytes_read(), "{vars:?} {opts:?}");
+        assert_eq!(to0 > 0, both_read, "{vars:?} {opts:?}: GPU 1 sent {to0}, GPU 0 {to1}");
+    }
+    // Every other tensor into the host: a merge gap wider than the file reads one span, the
+    // skipped tensors' bytes included; a gap of one byte reads only what is wanted (each range
+    // widened to whole pages).
+    let mut half = Plan::new();
+    let wanted: Vec<T> = tensors.iter().step_by(2).cloned().collect();
+    for t in &wanted {
+        half.add(&ckpt, &t.name, Target::Host).unwrap();
+    }
+    let (wide, _) = loaded_with(
+        &[("GDIO_SAFETENSORS_MERGE_GAP_BYTES", "1073741824")],
+        &LoadOptions::default(),
+        &half,
+    );
+    let (narrow, _) =
+        loaded_with(&[("GDIO_SAFETENSORS_MERGE_GAP_BYTES", "1")], &LoadOptions::default(), &half);
+    assert_loaded(&wide, &wanted, Target::Host);
+    assert_loaded(&narrow, &wanted, Target::Host);
+    let wanted_bytes: u64 = wanted.iter().map(|t| t.data.len() as u64).sum();
+    assert!(wide.bytes_read() > wanted_bytes, "{} {wanted_bytes}", wide.bytes_read());
+    assert!(
+        narrow.bytes_read() < wide.bytes_read(),
+        "{} {}",
+        narrow.bytes_read(),
+        wide.bytes_read()
+    );
+    assert!(narrow.bytes_read() <= wanted_bytes + wanted.len() as u64 * 2 * 4096);
+    // A bad value is refused when the configuration is read, naming the variable.
+    let e = gdio::Config::load_from_vars(vec![(
+        "GDIO_SAFETENSORS_REQUESTS_IN_FLIGHT".to_string(),
+        "1000".to_string(),
+    )])
+    .unwrap_err();
+    assert!(e.to_string().contains("GDIO_SAFETENSORS_REQUESTS_IN_FLIGHT"), "{e}");
 }
 
 #[test]

@@ -75,6 +75,10 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("pool_per_gpu", KeyKind::Bool),
     ("save_writes_in_flight", KeyKind::Count),
     ("safetensors_read_ahead_bytes", KeyKind::Count),
+    ("safetensors_request_bytes", KeyKind::Count),
+    ("safetensors_requests_in_flight", KeyKind::Count),
+    ("safetensors_merge_gap_bytes", KeyKind::Count),
+    ("safetensors_spread_reads", KeyKind::Bool),
     ("safetensors_overlap_warm", KeyKind::Bool),
     ("safetensors_map_host", KeyKind::Bool),
     ("save_files_in_flight", KeyKind::Count),
@@ -164,6 +168,9 @@ pub const BOUNDS: &[(&str, Bound)] = &[
     ("own_stream_max_bytes", Bound::new(0, MAX_SIZE)),
     ("save_writes_in_flight", Bound::new(1, 256)),
     ("safetensors_read_ahead_bytes", Bound::new(0, MAX_SIZE)),
+    ("safetensors_request_bytes", Bound::new(0, MAX_SIZE)),
+    ("safetensors_requests_in_flight", Bound::new(0, 256)),
+    ("safetensors_merge_gap_bytes", Bound::new(0, MAX_SIZE)),
     ("save_files_in_flight", Bound::new(1, 64)),
     ("http_max_attempts", Bound::new(1, 100)),
     ("http_timeout", Bound::new(1, 86_400)),
@@ -322,6 +329,18 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "safetensors_read_ahead_bytes" => {
             config.safetensors_read_ahead_bytes = as_usize(origin, key, value)?
         }
+        "safetensors_request_bytes" => {
+            config.safetensors_request_bytes = as_usize(origin, key, value)?
+        }
+        "safetensors_requests_in_flight" => {
+            config.safetensors_requests_in_flight = as_usize(origin, key, value)?
+        }
+        "safetensors_merge_gap_bytes" => {
+            config.safetensors_merge_gap_bytes = as_usize(origin, key, value)?
+        }
+        "safetensors_spread_reads" => {
+            config.safetensors_spread_reads = as_bool(origin, key, value)?
+        }
         "save_files_in_flight" => config.save_files_in_flight = as_usize(origin, key, value)?,
         "http_max_attempts" => config.http_max_attempts = as_usize(origin, key, value)?,
         "http_timeout" => config.http_timeout = as_count(origin, key, value)?,
@@ -454,6 +473,10 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "pool_per_gpu" => config.pool_per_gpu.into(),
         "save_writes_in_flight" => config.save_writes_in_flight.into(),
         "safetensors_read_ahead_bytes" => config.safetensors_read_ahead_bytes.into(),
+        "safetensors_request_bytes" => config.safetensors_request_bytes.into(),
+        "safetensors_requests_in_flight" => config.safetensors_requests_in_flight.into(),
+        "safetensors_merge_gap_bytes" => config.safetensors_merge_gap_bytes.into(),
+        "safetensors_spread_reads" => config.safetensors_spread_reads.into(),
         "save_files_in_flight" => config.save_files_in_flight.into(),
         "http_max_attempts" => config.http_max_attempts.into(),
         "http_timeout" => config.http_timeout.into(),
@@ -519,6 +542,9 @@ mod tests {
             ("save_writes_in_flight", serde_json::json!(0)),
             ("save_writes_in_flight", serde_json::json!(257)),
             ("save_files_in_flight", serde_json::json!(0)),
+            ("safetensors_requests_in_flight", serde_json::json!(257)),
+            ("safetensors_request_bytes", serde_json::json!(-4096)),
+            ("safetensors_spread_reads", serde_json::json!("sometimes")),
             ("http_max_attempts", serde_json::json!(0)),
             ("http_timeout", serde_json::json!(0)),
             ("http_status_codes", serde_json::json!([503, 99])),

@@ -400,6 +400,32 @@ pub struct Config {
     /// 14.8–21.2 ms and 368 MiB in 36.5–36.9 ms, the `safetensors` package's loop 23.8–29.9 and
     /// 111–115 ms (BENCHMARKS.md session 14, runs 1 and 4).
     pub safetensors_read_ahead_bytes: usize,
+    /// Bytes per read request of a safetensors load (`gdio load`, `gdio.safetensors`, the
+    /// library's `load`); 0: `threads × task_size × 8`, so that one request gives every engine
+    /// worker several tasks (a worker drains its copy pipeline at the end of each request): 768
+    /// MiB with 16 cores (12 workers, 8 MiB tasks), near the 1 GiB × 2 that `gdio bench` reads
+    /// fastest (BENCHMARKS.md "Tuning runs"). On the H200, `gdio load` of the 16 GiB checkpoint
+    /// with 1 GiB, 768 MiB × 3 and 256 MiB × 4 requests moved 33–48 GB/s with no order between
+    /// them (session 16 run 4), so the derived size stays. A load's own `LoadOptions` (the CLI's
+    /// `--request-size`) wins over this key.
+    pub safetensors_request_bytes: usize,
+    /// Read requests of a safetensors load in flight at once, each spread over the engine's
+    /// workers; 0: two, or the number of GPUs that load the same tensors if more (measured
+    /// with the request size above). The CLI's `--requests` wins over this key.
+    pub safetensors_requests_in_flight: usize,
+    /// Ranges of one file that a safetensors load wants and that lie closer than this many
+    /// bytes are read as one span, the bytes between included (fewer, larger reads for a
+    /// plan that skips small tensors); 0: `task_size`. Gaps under a page count as a page
+    /// (reads are page-aligned, so ranges closer than that share one).
+    pub safetensors_merge_gap_bytes: usize,
+    /// A safetensors load of the same tensors into several GPUs (`--target gpu:0,1`): each GPU
+    /// reads a share over its own host link and copies it to the others (true), or everything
+    /// is read into the first GPU and copied to the others over the GPU-to-GPU link (false).
+    /// H200 pair (BENCHMARKS.md sessions 6 and 7), where the CPU's copies out of the page cache
+    /// limit the load: 38.0–40.2 GB/s spread against 39.9–41.6 through the first GPU, which
+    /// keeps one bounce ring per worker, so false; spreading is for machines where one host
+    /// link is the limit. The CLI's `--spread-reads` wins over this key.
+    pub safetensors_spread_reads: bool,
     /// A safetensors load into GPUs starts reading at once and each engine worker makes its
     /// stream and pinned bounce buffers for the GPU (once per process) at its first task, so
     /// the first reads overlap the last workers' pinning (true); false: the load first waits
@@ -555,6 +581,10 @@ impl Default for Config {
             pool_per_gpu: false,
             save_writes_in_flight: 1,
             safetensors_read_ahead_bytes: 64 << 20,
+            safetensors_request_bytes: 0,
+            safetensors_requests_in_flight: 0,
+            safetensors_merge_gap_bytes: 0,
+            safetensors_spread_reads: false,
             safetensors_overlap_warm: true,
             safetensors_map_host: true,
             save_files_in_flight: 4,

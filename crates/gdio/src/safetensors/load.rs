@@ -33,28 +33,90 @@ use crate::file::FileHandle;
 /// Tasks per engine worker in one default read request.
 const REQUEST_TASKS_PER_WORKER: usize = 8;
 
-/// How a load reads. The defaults come from the driver's configuration.
+/// How a load reads. A field left at its default (0, `None`) takes the driver's configuration
+/// (`safetensors_request_bytes`, `safetensors_requests_in_flight`,
+/// `safetensors_merge_gap_bytes`, `safetensors_spread_reads`), and where that is 0 too, the
+/// value derived from the engine's shape.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LoadOptions {
-    /// Bytes per read request; 0 = `threads × task_bytes() × 8` of the configuration, so one
-    /// request gives every engine worker several tasks (a worker drains its copy pipeline at
-    /// the end of each request; `gdio bench` measured its best with 1 GiB requests, two in
+    /// Bytes per read request; 0: the configuration's, else `threads × task_bytes() × 8`, so
+    /// one request gives every engine worker several tasks (a worker drains its copy pipeline
+    /// at the end of each request; `gdio bench` measured its best with 1 GiB requests, two in
     /// flight, on the H200 machine).
     pub request_size: usize,
-    /// Read requests in flight at once (each spread over the engine's workers); 0 = two, or
-    /// the number of GPUs that share a group if more.
+    /// Read requests in flight at once (each spread over the engine's workers); 0: the
+    /// configuration's, else two, or the number of GPUs that share a group if more.
     pub requests_in_flight: usize,
     /// Planned ranges of one file closer than this are read as one span, bytes between
-    /// included; 0 = `task_bytes()` of the configuration.
+    /// included; 0: the configuration's, else `task_bytes()` of the configuration. Gaps under
+    /// a page count as a page (reads are page-aligned, so ranges closer than that share one).
     pub merge_gap: u64,
     /// With several GPUs for one tensor (a replicated load): spread the reads over every
-    /// GPU's own host link (each GPU reads a share and copies it to the others). Off (the
-    /// default): every request is read into the first GPU and copied to the others over the
-    /// GPU-to-GPU link, so each engine worker keeps one bounce ring. Where the CPU's copies out
-    /// of the page cache limit the load (the H200 pair: 39.9 against 38.0 GB/s on average,
-    /// BENCHMARKS.md session 6) the two are alike; spreading is for machines where one host
-    /// link is the limit.
+    /// GPU's own host link (each GPU reads a share and copies it to the others), or read every
+    /// request into the first GPU and copy it to the others over the GPU-to-GPU link, so each
+    /// engine worker keeps one bounce ring. `None`: the configuration's
+    /// `safetensors_spread_reads` (false by default: where the CPU's copies out of the page
+    /// cache limit the load, as on the H200 pair, 39.9 against 38.0 GB/s on average,
+    /// BENCHMARKS.md session 6, the two are alike; spreading is for machines where one host
+    /// link is the limit).
+    pub spread_reads: Option<bool>,
+}
+
+/// The read shape a load used: [`LoadOptions`] with every default filled in from the
+/// configuration and the engine's shape, so that a slow load can be told apart by how it read
+/// (`gdio load` prints it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadShape {
+    /// Bytes per read request (whole pages).
+    pub request_size: u64,
+    /// Planned ranges closer than this were read as one span (at least a page).
+    pub merge_gap: u64,
+    /// Replicated loads: each GPU read a share over its own link.
     pub spread_reads: bool,
+    /// Read requests in flight at once.
+    pub requests_in_flight: usize,
+}
+
+impl LoadShape {
+    /// `options` over `cfg`'s keys over the values derived from the engine's shape.
+    /// `requests_in_flight` stays 0 (not known yet) unless set: [`LoadShape::for_groups`]
+    /// fills it in once the layout says how many GPUs share a group.
+    fn resolve(options: &LoadOptions, cfg: &crate::config::Config) -> LoadShape {
+        let pick = |option: u64, key: usize| if option != 0 { option } else { key as u64 };
+        let request_size = match pick(options.request_size as u64, cfg.safetensors_request_bytes) {
+            0 => (cfg.threads as u64)
+                .saturating_mul(cfg.task_bytes() as u64)
+                .saturating_mul(REQUEST_TASKS_PER_WORKER as u64),
+            n => n,
+        }
+        .max(ALIGN);
+        // At least a page: spans are widened to whole pages, so two spans less than a page
+        // apart would share one and be read twice into different places.
+        let merge_gap = match pick(options.merge_gap, cfg.safetensors_merge_gap_bytes) {
+            0 => cfg.task_bytes() as u64,
+            n => n,
+        }
+        .max(ALIGN);
+        LoadShape {
+            request_size: request_size / ALIGN * ALIGN,
+            merge_gap,
+            spread_reads: options.spread_reads.unwrap_or(cfg.safetensors_spread_reads),
+            requests_in_flight: pick(
+                options.requests_in_flight as u64,
+                cfg.safetensors_requests_in_flight,
+            ) as usize,
+        }
+    }
+
+    /// The shape for a layout whose widest group has `widest` GPUs: two requests in flight,
+    /// or one per GPU of that group if more, unless set.
+    fn for_groups(self, widest: usize) -> LoadShape {
+        let requests_in_flight = match self.requests_in_flight {
+            0 => widest.max(2),
+            n => n,
+        };
+        LoadShape { requests_in_flight, ..self }
+    }
 }
 
 /// A loaded tensor (or slice of one): where its bytes are. The memory belongs to the
@@ -108,6 +170,7 @@ pub struct Loaded {
     views: Vec<TensorView>,
     bytes_read: u64,
     times: LoadTimes,
+    shape: LoadShape,
 }
 
 impl Loaded {
@@ -140,6 +203,11 @@ impl Loaded {
     /// Where the time before the reads went.
     pub fn times(&self) -> LoadTimes {
         self.times
+    }
+
+    /// How the load read: request size, requests in flight, merge gap, spreading.
+    pub fn shape(&self) -> LoadShape {
+        self.shape
     }
 
     /// The bytes of a host view (`None` for device memory or a view of another load).
@@ -223,10 +291,10 @@ pub fn load(
     let (state, mut views) = start(driver, ckpt, plan, options)?;
     let allocations = state.allocations.clone();
     let (tx, rx) = mpsc::channel();
-    let times = state.times;
+    let (times, shape) = (state.times, state.shape);
     let bytes_read = state.run(tx)?;
     views.extend(rx.try_iter());
-    Ok(Loaded { allocations, views, bytes_read, times })
+    Ok(Loaded { allocations, views, bytes_read, times, shape })
 }
 
 /// Starts loading `plan` and returns an iterator of the views in completion order; call
@@ -241,7 +309,7 @@ pub fn load_stream(
     let (state, ready) = start(driver, ckpt, plan, options)?;
     let allocations = state.allocations.clone();
     let cancel = state.cancel.clone();
-    let times = state.times;
+    let (times, shape) = (state.times, state.shape);
     let (tx, rx) = mpsc::channel();
     let handle = std::thread::Builder::new()
         .name("gdio-st-load".into())
@@ -257,6 +325,7 @@ pub fn load_stream(
         failed: None,
         bytes_read: 0,
         times,
+        shape,
     })
 }
 
@@ -269,17 +338,9 @@ fn start(
     options: &LoadOptions,
 ) -> Result<(Run, Vec<TensorView>)> {
     let cfg = driver.config();
-    let request_size = match options.request_size {
-        0 => cfg.threads.saturating_mul(cfg.task_bytes()).saturating_mul(REQUEST_TASKS_PER_WORKER),
-        n => n,
-    }
-    .max(ALIGN as usize) as u64;
-    let request_size = request_size / ALIGN * ALIGN;
-    let merge_gap = match options.merge_gap {
-        0 => cfg.task_bytes() as u64,
-        n => n,
-    };
-    let layout = Layout::build(ckpt, plan, merge_gap, request_size, options.spread_reads)?;
+    let shape = LoadShape::resolve(options, cfg);
+    let layout =
+        Layout::build(ckpt, plan, shape.merge_gap, shape.request_size, shape.spread_reads)?;
     // The engine workers' streams and pinned buffers for the load's GPUs (once per process):
     // each worker makes its own at its first task of the load, so that the first reads start
     // while the last workers still pin theirs (`safetensors_overlap_warm`), or all of them now.
@@ -311,17 +372,14 @@ fn start(
     let allocate = allocating.elapsed();
     let allocations: Allocations = Arc::new(allocations);
     let widest = layout.groups.iter().map(|g| g.members.len()).max().unwrap_or(1);
-    let in_flight = match options.requests_in_flight {
-        0 => widest.max(2),
-        n => n,
-    };
+    let shape = shape.for_groups(widest);
     let state = Run {
         driver: driver.clone(),
         files: ckpt.opened_files(),
         layout,
         allocations,
         cancel: Arc::new(AtomicBool::new(false)),
-        in_flight,
+        shape,
         times: LoadTimes { allocate, warm },
     };
     // Views of empty items are ready at once.
@@ -350,6 +408,7 @@ pub struct LoadStream {
     failed: Option<Error>,
     bytes_read: u64,
     times: LoadTimes,
+    shape: LoadShape,
 }
 
 impl std::fmt::Debug for LoadStream {
@@ -400,6 +459,7 @@ impl LoadStream {
             views,
             bytes_read: self.bytes_read,
             times: self.times,
+            shape: self.shape,
         })
     }
 }
@@ -620,7 +680,7 @@ struct Run {
     layout: Layout,
     allocations: Allocations,
     cancel: Arc<AtomicBool>,
-    in_flight: usize,
+    shape: LoadShape,
     times: LoadTimes,
 }
 
@@ -679,7 +739,7 @@ impl Run {
                 }
             }
         };
-        let readers = self.in_flight.min(self.layout.pieces.len()).max(1);
+        let readers = self.shape.requests_in_flight.min(self.layout.pieces.len()).max(1);
         std::thread::scope(|s| {
             for _ in 1..readers {
                 s.spawn(reader);
@@ -755,5 +815,64 @@ impl Run {
                 let _ = tx.send(self.view(p.group, ii, m));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn cfg() -> Config {
+        Config { threads: 6, task_size: 2 << 20, ..Config::default() }
+    }
+
+    #[test]
+    fn unset_options_and_keys_take_the_engine_shape() {
+        let c = cfg();
+        let s = LoadShape::resolve(&LoadOptions::default(), &c);
+        let derived = 6 * c.task_bytes() as u64 * REQUEST_TASKS_PER_WORKER as u64;
+        assert_eq!(s.request_size, derived);
+        assert_eq!(s.merge_gap, c.task_bytes() as u64);
+        assert!(!s.spread_reads);
+        let in_flight = |w| s.for_groups(w).requests_in_flight;
+        assert_eq!((in_flight(1), in_flight(2), in_flight(5)), (2, 2, 5));
+    }
+
+    #[test]
+    fn keys_override_the_engine_shape_and_options_override_keys() {
+        let c = Config {
+            safetensors_request_bytes: (3 << 20) + 100,
+            safetensors_requests_in_flight: 7,
+            safetensors_merge_gap_bytes: 12_345,
+            safetensors_spread_reads: true,
+            ..cfg()
+        };
+        let s = LoadShape::resolve(&LoadOptions::default(), &c);
+        // Requests stay whole pages: the key's 3 MiB + 100 is cut to 3 MiB.
+        assert_eq!(s.request_size, 3 << 20);
+        assert_eq!(s.merge_gap, 12_345);
+        assert!(s.spread_reads);
+        let in_flight = |w| s.for_groups(w).requests_in_flight;
+        assert_eq!((in_flight(1), in_flight(9)), (7, 7), "a set count ignores the GPUs");
+        let o = LoadOptions {
+            request_size: 5 * 4096,
+            requests_in_flight: 1,
+            merge_gap: 3 * ALIGN,
+            spread_reads: Some(false),
+        };
+        let s = LoadShape::resolve(&o, &c);
+        assert_eq!((s.request_size, s.merge_gap, s.spread_reads), (5 * 4096, 3 * ALIGN, false));
+        assert_eq!(s.for_groups(4).requests_in_flight, 1);
+    }
+
+    #[test]
+    fn a_request_and_a_merge_gap_are_at_least_one_page() {
+        let c = Config { safetensors_request_bytes: 1, safetensors_merge_gap_bytes: 1, ..cfg() };
+        let s = LoadShape::resolve(&LoadOptions::default(), &c);
+        assert_eq!((s.request_size, s.merge_gap), (ALIGN, ALIGN));
+        let o = LoadOptions { request_size: 4095, merge_gap: 4095, ..LoadOptions::default() };
+        let s = LoadShape::resolve(&o, &cfg());
+        assert_eq!((s.request_size, s.merge_gap), (ALIGN, ALIGN));
     }
 }

@@ -49,6 +49,8 @@ pub use alloc::{Allocation, ALIGN};
 pub use dtype::{byte_size, dtype_from_name, dtype_name, element_count, Dtype, ALL_DTYPES};
 pub use header::{parse_header, parse_prefix, read_header, FileHeader, Header, TensorInfo};
 pub use index::{parse_index, Checkpoint, Index, TensorLocation};
-pub use load::{load, load_stream, LoadOptions, LoadStream, LoadTimes, Loaded, TensorView};
+pub use load::{
+    load, load_stream, LoadOptions, LoadShape, LoadStream, LoadTimes, Loaded, TensorView,
+};
 pub use plan::{Plan, PlanItem, Target};
 pub use save::{build_header, save, SaveOptions, SaveTensor, Saved};
