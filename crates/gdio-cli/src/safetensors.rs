@@ -181,7 +181,8 @@ fn verify(ckpt: &Checkpoint, loaded: &Loaded) -> gdio::Result<Option<String>> {
     Ok(None)
 }
 
-/// Saves `views` of `loaded` in file order.
+/// Saves `views` of `loaded` in file order. A signal meanwhile stops the save, which removes
+/// its temporary files, and then ends the process by that signal (`signals`).
 fn run_save(
     driver: &Driver,
     loaded: &Loaded,
@@ -196,11 +197,18 @@ fn run_save(
     views.sort_by_key(|v| (v.location.file, v.location.tensor));
     let tensors =
         views.iter().map(|v| SaveTensor::from_view(loaded, v)).collect::<gdio::Result<Vec<_>>>()?;
-    let options =
-        SaveOptions { fsync, max_shard_size: shard_size.unwrap_or(0), metadata, cancel: None };
+    let cancel = crate::signals::cancel_on_signal();
+    let options = SaveOptions {
+        fsync,
+        max_shard_size: shard_size.unwrap_or(0),
+        metadata,
+        cancel: Some(cancel.flag()),
+    };
     let start = Instant::now();
-    let saved = save(driver, &tensors, out, &options)?;
-    Ok((saved, start.elapsed().as_secs_f64()))
+    let saved = save(driver, &tensors, out, &options);
+    let secs = start.elapsed().as_secs_f64();
+    cancel.finish("the save");
+    Ok((saved?, secs))
 }
 
 /// `gdio load`.

@@ -283,3 +283,94 @@ fn load_and_save_through_simulated_gpus() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains('2'), "{err}");
 }
+
+/// `SIGINT` in the middle of `gdio save` (seen by its temporary file appearing): the save
+/// stops, removes its temporary files and writes nothing under the final names, and the tool
+/// ends by the signal with a line saying so. Where the signal comes too late (the save done),
+/// the files must be whole; tried until one lands mid-save.
+#[test]
+fn a_signal_mid_save_leaves_no_file_behind() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = rand::rngs::StdRng::seed_from_u64(5);
+    let data: Vec<Vec<u8>> = (0..48)
+        .map(|_| {
+            let mut d = vec![0u8; 4 << 20];
+            r.fill_bytes(&mut d);
+            d
+        })
+        .collect();
+    let names: Vec<String> = (0..data.len()).map(|i| format!("w.{i}")).collect();
+    let tensors: Vec<SaveTensor<'_>> = data
+        .iter()
+        .zip(&names)
+        .map(|(d, n)| SaveTensor::host(n, Dtype::U8, &[d.len() as u64], d).unwrap())
+        .collect();
+    let src = dir.path().join("src.safetensors");
+    let driver = gdio::Driver::new(gdio::Config::default()).unwrap();
+    save(&driver, &tensors, &src, &SaveOptions::default()).unwrap();
+    let outdir = dir.path().join("out");
+    std::fs::create_dir(&outdir).unwrap();
+    let out_path = outdir.join("m.safetensors");
+    let leftovers = || -> Vec<String> {
+        std::fs::read_dir(&outdir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let mut cancelled = false;
+    for _attempt in 0..8 {
+        let _ = std::fs::remove_file(&out_path);
+        let _ = std::fs::remove_file(outdir.join("m.safetensors.index.json"));
+        let mut child = gdio()
+            .arg("save")
+            .arg(&src)
+            .arg("--out")
+            .arg(&out_path)
+            .args(["--via", "host", "--shard-size", "64M"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        let mut signalled = false;
+        while start.elapsed() < std::time::Duration::from_secs(60) {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            if leftovers().iter().any(|n| n.contains(".gdio-tmp-")) {
+                // SAFETY: kill(2) on our own child's pid.
+                unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+                signalled = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        let out = child.wait_with_output().unwrap();
+        let left = leftovers();
+        assert!(
+            !left.iter().any(|n| n.contains(".gdio-tmp-")),
+            "temporary files left: {left:?} (status {:?})",
+            out.status
+        );
+        if signalled && out.status.signal() == Some(libc::SIGINT) && left.is_empty() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("interrupted by signal 2"), "{err}");
+            cancelled = true;
+            break;
+        }
+        // Too late: whatever is there is a whole checkpoint.
+        if !left.is_empty() {
+            let index = outdir.join("m.safetensors.index.json");
+            let got = tensors_of_index(&index);
+            assert_eq!(got.len(), data.len(), "{left:?}");
+        }
+    }
+    assert!(cancelled, "no signal landed mid-save in 8 tries");
+}
+
+/// The tensors of a sharded checkpoint, by its index, each checked whole.
+fn tensors_of_index(index: &std::path::Path) -> Vec<String> {
+    let ck = Checkpoint::open(index).unwrap();
+    ck.keys().map(str::to_owned).collect()
+}
