@@ -207,7 +207,7 @@ fn run_save(
     let start = Instant::now();
     let saved = save(driver, &tensors, out, &options);
     let secs = start.elapsed().as_secs_f64();
-    cancel.finish("the save");
+    cancel.finish("the save", saved.is_ok());
     Ok((saved?, secs))
 }
 

@@ -80,16 +80,20 @@ impl CancelOnSignal {
         cancel_flag().clone()
     }
 
-    /// Ends cancellability. When a signal came meanwhile, says `what` was interrupted, removes
-    /// the paths registered with [`remove_on_signal`] and ends the process by that signal
-    /// (the operation has cleaned up by now); otherwise returns.
-    pub fn finish(self, what: &str) {
+    /// Ends cancellability. When a signal came meanwhile, says what became of `what` (stopped
+    /// and cleaned up, or `completed` before it saw the signal), removes the paths registered
+    /// with [`remove_on_signal`] and ends the process by that signal; otherwise returns.
+    pub fn finish(self, what: &str, completed: bool) {
         ARMED.store(null_mut(), Ordering::SeqCst);
         let sig = CAUGHT.swap(0, Ordering::SeqCst);
         if sig != 0 {
-            eprintln!(
-                "gdio: {what} interrupted by signal {sig}: it stopped and removed what it wrote"
-            );
+            if completed {
+                eprintln!("gdio: signal {sig} came after {what} wrote its last byte: it completed");
+            } else {
+                eprintln!(
+                    "gdio: {what} interrupted by signal {sig}: it stopped and removed what it wrote"
+                );
+            }
             end_by(sig);
         }
     }
