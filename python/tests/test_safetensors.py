@@ -69,6 +69,110 @@ def test_save_file_read_by_safetensors_and_back(tmp_path):
         assert f.keys() == sorted(t)
 
 
+@pytest.fixture
+def ctrl_c():
+    """SIGINT raising ``KeyboardInterrupt``, as at a terminal: a test run in the background
+    inherits SIGINT ignored, and Python then leaves it so (``_thread.interrupt_main`` too)."""
+    import signal
+
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+def test_ctrl_c_mid_save_stops_it_and_leaves_no_file(tmp_path, ctrl_c):
+    """Ctrl-C (``_thread.interrupt_main``, as SIGINT does) once the save's temporary file is
+    there: ``save_file`` raises ``KeyboardInterrupt`` soon after, with no temporary file and
+    nothing under the final name. A signal that comes after the last write lets the save
+    complete (the file whole) and still raises; tried until one lands mid-save."""
+    import _thread
+    import threading
+    import time
+
+    gen = np.random.default_rng(44)
+    # 768 MiB: long enough (tens of ms from the page cache) for the 10 ms check to see it.
+    tensors = {f"w{i}": np.frombuffer(gen.bytes(8 << 20), dtype=np.uint8) for i in range(96)}
+    out = tmp_path / "out"
+    out.mkdir()
+    for _ in range(8):
+        for name in os.listdir(out):
+            os.remove(out / name)
+        stop = threading.Event()
+        fired = []
+
+        def watch():
+            while not stop.is_set():
+                if any(".gdio-tmp-" in n for n in os.listdir(out)):
+                    fired.append(time.monotonic())
+                    _thread.interrupt_main()
+                    return
+                time.sleep(0.0002)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        interrupted = None
+        try:
+            gst_np.save_file(tensors, out / "m.safetensors")
+        except KeyboardInterrupt:
+            interrupted = time.monotonic()
+        stop.set()
+        watcher.join()
+        if fired and interrupted is None:
+            # The interrupt landed after the call returned: Python raises it now.
+            try:
+                time.sleep(0.5)
+            except KeyboardInterrupt:
+                pass
+        left = os.listdir(out)
+        assert not any(".gdio-tmp-" in n for n in left), left
+        if fired and interrupted is not None and not left:
+            # Seen within the check interval (10 ms) and one 8 MiB write, not at the save's end.
+            assert interrupted - fired[0] < 1.0, interrupted - fired[0]
+            return
+        if left:
+            assert left == ["m.safetensors"]
+            assert_same(ref_np.load_file(out / "m.safetensors"), tensors)
+    pytest.fail("no interrupt landed mid-save in 8 tries")
+
+
+def test_ctrl_c_mid_load_raises_keyboard_interrupt(tmp_path, ctrl_c):
+    """Ctrl-C during a large ``load_file`` (reads, not views of the page cache) stops it at
+    its next read request and raises ``KeyboardInterrupt`` long before such a load ends; the
+    same load without a signal reads every byte."""
+    import _thread
+    import threading
+    import time
+
+    gen = np.random.default_rng(45)
+    tensors = {f"w{i}": np.frombuffer(gen.bytes(8 << 20), dtype=np.uint8) for i in range(96)}
+    path = tmp_path / "m.safetensors"
+    gst_np.save_file(tensors, path)
+    # Requests of 4 MiB, one at a time: a load of 768 MiB takes 192 of them.
+    shape = {"safetensors_map_host": False, "safetensors_request_bytes": 4 << 20,
+             "safetensors_requests_in_flight": 1}
+    with gdio.defaults.set(shape):
+        start = time.monotonic()
+        assert_same(gst_np.load_file(path), tensors)
+        whole = time.monotonic() - start
+        for _ in range(8):
+            timer = threading.Timer(min(0.002, whole / 8), _thread.interrupt_main)
+            start = time.monotonic()
+            timer.start()
+            try:
+                gst_np.load_file(path)
+            except KeyboardInterrupt:
+                stopped = time.monotonic() - start
+                timer.join()
+                assert stopped < 0.5 + whole, (stopped, whole)
+                return
+            timer.join()
+            try:
+                time.sleep(0.5)  # the interrupt came after the load: it lands here
+            except KeyboardInterrupt:
+                pass
+    pytest.fail(f"no interrupt landed mid-load in 8 tries (a load takes {whole:.3f} s)")
+
+
 def test_bytes_round_trip_against_safetensors():
     t = random_tensors(2)
     assert_same(ref_np.load(gst_np.save(t, metadata={"a": "b"})), t)

@@ -242,6 +242,7 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
         requests_in_flight: a.requests.unwrap_or(0),
         merge_gap: 0,
         spread_reads: a.spread_reads.then_some(true),
+        cancel: None,
     };
     let time_before = driver.engine().counters().worker_time;
     let run = match run_load(&driver, &ckpt, targets, &a.tensors, &options, a.json) {

@@ -323,16 +323,24 @@ fn a_signal_mid_save_leaves_no_file_behind() {
         for name in leftovers() {
             std::fs::remove_file(outdir.join(name)).unwrap();
         }
-        let mut child = gdio()
-            .arg("save")
+        let mut cmd = gdio();
+        cmd.arg("save")
             .arg(&src)
             .arg("--out")
             .arg(&out_path)
             .args(["--via", "host", "--shard-size", "64M"])
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+            .stderr(std::process::Stdio::piped());
+        // SAFETY: between fork and exec only `signal`, which is async-signal-safe. A test run
+        // in the background inherits SIGINT ignored (the tool then leaves it so, as `nohup`
+        // asks); a terminal's Ctrl-C finds it at its default.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            })
+        };
+        let mut child = cmd.spawn().unwrap();
         let start = std::time::Instant::now();
         let mut signalled = false;
         while start.elapsed() < std::time::Duration::from_secs(60) {

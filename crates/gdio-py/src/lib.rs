@@ -11,6 +11,7 @@ mod dlpack;
 mod error;
 mod file;
 mod future;
+mod interrupt;
 mod io;
 mod report;
 mod safetensors;

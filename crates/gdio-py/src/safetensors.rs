@@ -11,6 +11,7 @@ use std::any::Any;
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use gdio::safetensors::{
@@ -181,9 +182,14 @@ impl Checkpoint {
         let plan = self.plan(names.as_deref(), gpu)?;
         let rt = runtime(py)?;
         let ckpt = self.ckpt.clone();
-        let loaded = py
-            .detach(|| st::load(&rt.driver, &ckpt, &plan, &LoadOptions::default()))
-            .map_err(to_py)?;
+        // A large load stops at Ctrl-C (before its next read request) and raises
+        // `KeyboardInterrupt`; its memory is freed.
+        let cancel = Arc::new(AtomicBool::new(false));
+        let options = LoadOptions { cancel: Some(cancel.clone()), ..LoadOptions::default() };
+        let loaded = crate::interrupt::cancellable_if_large(py, plan.bytes(), &cancel, || {
+            st::load(&rt.driver, &ckpt, &plan, &options)
+        })?
+        .map_err(to_py)?;
         let loaded = Arc::new(loaded);
         let owner: Owner = loaded.clone();
         Ok(loaded.views().iter().map(|v| Tensor::from_view(v, &owner)).collect())
@@ -535,8 +541,22 @@ pub fn save_file(
         parts.push((name, d, shape, src));
     }
     let rt = runtime(py)?;
-    let options = SaveOptions { metadata: metadata.unwrap_or_default(), ..SaveOptions::default() };
-    py.detach(|| {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let options = SaveOptions {
+        metadata: metadata.unwrap_or_default(),
+        cancel: Some(cancel.clone()),
+        ..SaveOptions::default()
+    };
+    // Ctrl-C stops a large save at its next write; it removes its temporary file and
+    // `KeyboardInterrupt` is raised here, with nothing under `path`.
+    let bytes = parts
+        .iter()
+        .map(|(.., src)| match src {
+            Source::Host(buf) => buf.len_bytes() as u64,
+            Source::Device { len, .. } => *len,
+        })
+        .sum();
+    crate::interrupt::cancellable_if_large(py, bytes, &cancel, || {
         let list = parts
             .iter()
             .map(|(name, d, shape, src)| match src {
@@ -561,6 +581,6 @@ pub fn save_file(
             })
             .collect::<gdio::Result<Vec<_>>>()?;
         st::save(&rt.driver, &list, &path, &options).map(|_| ())
-    })
+    })?
     .map_err(to_py)
 }

@@ -32,6 +32,7 @@ fn small_requests() -> LoadOptions {
         requests_in_flight: 3,
         merge_gap: 0,
         spread_reads: Some(true),
+        cancel: None,
     }
 }
 
@@ -484,6 +485,53 @@ fn the_load_shape_keys_drive_a_load_without_options() {
     )])
     .unwrap_err();
     assert!(e.to_string().contains("GDIO_SAFETENSORS_REQUESTS_IN_FLIGHT"), "{e}");
+}
+
+/// `LoadOptions::cancel`: set before the load, nothing is read and the load fails saying so;
+/// set after the first tensor of a stream, the stream ends with that error well before the
+/// rest; a load with the flag clear is unaffected.
+#[test]
+fn a_cancel_flag_stops_a_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let tensors = random_tensors(21, 40, 60_000);
+    let p = dir.path().join("m.safetensors");
+    write_with_crate(&p, &tensors, None);
+    let ckpt = Checkpoint::open(&p).unwrap();
+    let plan = Plan::all(&ckpt, &[Target::Gpu(0)]);
+    let driver = sim(1);
+    let flag = Arc::new(AtomicBool::new(true));
+    let opts = LoadOptions {
+        request_size: 4096,
+        requests_in_flight: 1,
+        cancel: Some(flag.clone()),
+        ..LoadOptions::default()
+    };
+    let e = load(&driver, &ckpt, &plan, &opts).unwrap_err();
+    assert!(e.to_string().contains("load cancelled"), "{e}");
+
+    flag.store(false, std::sync::atomic::Ordering::SeqCst);
+    let mut stream = load_stream(&driver, &ckpt, &plan, &opts).unwrap();
+    let first = stream.next().unwrap().unwrap();
+    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut seen = 1;
+    let mut ended = None;
+    for v in stream.by_ref() {
+        match v {
+            Ok(_) => seen += 1,
+            Err(e) => {
+                ended = Some(e);
+                break;
+            }
+        }
+    }
+    let e = ended.unwrap_or_else(|| panic!("the stream ran to its end ({seen} tensors)"));
+    assert!(e.to_string().contains("load cancelled"), "{e}");
+    assert!(seen < tensors.len(), "{seen} of {}", tensors.len());
+    assert!(!first.name.is_empty());
+
+    flag.store(false, std::sync::atomic::Ordering::SeqCst);
+    let loaded = load(&driver, &ckpt, &plan, &opts).unwrap();
+    assert_loaded(&loaded, &tensors, Target::Gpu(0));
 }
 
 #[test]

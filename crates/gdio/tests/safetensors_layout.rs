@@ -65,6 +65,7 @@ fn options() -> impl Strategy<Value = LoadOptions> {
             requests_in_flight,
             merge_gap,
             spread_reads,
+            cancel: None,
         })
 }
 

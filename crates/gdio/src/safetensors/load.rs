@@ -37,7 +37,7 @@ const REQUEST_TASKS_PER_WORKER: usize = 8;
 /// (`safetensors_request_bytes`, `safetensors_requests_in_flight`,
 /// `safetensors_merge_gap_bytes`, `safetensors_spread_reads`), and where that is 0 too, the
 /// value derived from the engine's shape.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
     /// Bytes per read request; 0: the configuration's, else `threads × task_bytes() × 8`, so
     /// one request gives every engine worker several tasks (a worker drains its copy pipeline
@@ -60,6 +60,10 @@ pub struct LoadOptions {
     /// BENCHMARKS.md session 6, the two are alike; spreading is for machines where one host
     /// link is the limit).
     pub spread_reads: Option<bool>,
+    /// Set to stop a load in progress (checked before each read request); the load then fails
+    /// with "load cancelled" and its memory is freed. A stream dropped early stops its load
+    /// without setting this.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 /// The read shape a load used: [`LoadOptions`] with every default filled in from the
@@ -379,6 +383,7 @@ fn start(
         layout,
         allocations,
         cancel: Arc::new(AtomicBool::new(false)),
+        stop: options.cancel.clone(),
         shape,
         times: LoadTimes { allocate, warm },
     };
@@ -680,11 +685,19 @@ struct Run {
     layout: Layout,
     allocations: Allocations,
     cancel: Arc<AtomicBool>,
+    /// The caller's `LoadOptions::cancel`.
+    stop: Option<Arc<AtomicBool>>,
     shape: LoadShape,
     times: LoadTimes,
 }
 
 impl Run {
+    /// The load is to stop: an error, a dropped stream, or the caller's flag.
+    fn stopped(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+            || self.stop.as_ref().is_some_and(|c| c.load(Ordering::Relaxed))
+    }
+
     fn view(&self, gi: usize, ii: usize, member: usize) -> TensorView {
         let g = &self.layout.groups[gi];
         let it = &g.items[ii];
@@ -719,7 +732,7 @@ impl Run {
         // Each reader takes the next request until none is left; the running thread is one
         // of them, so a load of one request starts no thread.
         let reader = || loop {
-            if self.cancel.load(Ordering::Relaxed) {
+            if self.stopped() {
                 return;
             }
             let i = next.fetch_add(1, Ordering::Relaxed);
@@ -749,7 +762,7 @@ impl Run {
         if let Some(e) = first_error.into_inner().unwrap_or_else(|x| x.into_inner()) {
             return Err(e);
         }
-        if self.cancel.load(Ordering::Relaxed) {
+        if self.stopped() {
             return Err(Error::new(ErrorKind::Io, "load cancelled"));
         }
         Ok(read.into_inner())
@@ -860,6 +873,7 @@ mod tests {
             requests_in_flight: 1,
             merge_gap: 3 * ALIGN,
             spread_reads: Some(false),
+            cancel: None,
         };
         let s = LoadShape::resolve(&o, &c);
         assert_eq!((s.request_size, s.merge_gap, s.spread_reads), (5 * 4096, 3 * ALIGN, false));
