@@ -150,7 +150,7 @@ fn parameters_stage_before_open_and_refuse_after() {
         cuFileSetParameterString(string::LOGGING_LEVEL as c_int, null()).err,
         code::INVALID_VALUE
     );
-    let mut s = [0i8; 64];
+    let mut s = [0 as std::ffi::c_char; 64];
     if std::env::var_os("CUFILE_LOGFILE_PATH").is_none() {
         assert_eq!(
             cuFileGetParameterString(string::ENV_LOGFILE_PATH as c_int, s.as_mut_ptr(), 64).err,
