@@ -22,6 +22,13 @@ fn choice(env: &[(&str, &Path)]) -> Value {
     v["platform"]["libcufile_choice"].clone()
 }
 
+/// The `--target` this test was built with, when it was (its profile folder is then
+/// `target/TRIPLE/PROFILE`): the library must be built for the same one.
+fn cross_target(profile: &Path) -> Option<String> {
+    let t = profile.parent()?.file_name()?.to_str()?;
+    t.starts_with(std::env::consts::ARCH).then(|| t.to_owned())
+}
+
 /// The workspace's `libcufile.so` beside the `gdio` executable, built first when this test run
 /// did not build it (`cargo test -p gdio-cli` alone does not).
 fn gdio_cufile() -> PathBuf {
@@ -33,6 +40,9 @@ fn gdio_cufile() -> PathBuf {
         cmd.args(["build", "-p", "gdio-cufile", "--lib"]);
         if dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
+        }
+        if let Some(t) = cross_target(&dir) {
+            cmd.args(["--target", &t]);
         }
         assert!(cmd.status().expect("cargo build").success(), "cannot build gdio-cufile");
     }

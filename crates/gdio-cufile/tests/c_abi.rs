@@ -58,6 +58,13 @@ fn profile_dir() -> PathBuf {
     exe.parent().and_then(Path::parent).expect("target dir").to_path_buf()
 }
 
+/// The `--target` this test was built with, when it was (its profile folder is then
+/// `target/TRIPLE/PROFILE`): the library must be built for the same one.
+fn cross_target(profile: &Path) -> Option<String> {
+    let t = profile.parent()?.file_name()?.to_str()?;
+    t.starts_with(std::env::consts::ARCH).then(|| t.to_owned())
+}
+
 /// The built library, brought up to date first: `cargo test` builds the crate's rlib for the
 /// tests, not its cdylib, so a library left from an earlier build would be tested otherwise.
 /// Without cargo (a test binary run on its own), the library there is used as it is.
@@ -70,6 +77,9 @@ fn library() -> PathBuf {
         cmd.args(["build", "-q", "-p", "gdio-cufile", "--lib"]);
         if profile_dir().file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
+        }
+        if let Some(t) = cross_target(&profile_dir()) {
+            cmd.args(["--target", &t]);
         }
         match cmd.status() {
             Ok(st) => assert!(st.success(), "cargo build -p gdio-cufile --lib failed"),
