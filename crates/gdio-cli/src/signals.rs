@@ -125,12 +125,14 @@ fn end_by(sig: libc::c_int) {
 }
 
 extern "C" fn on_signal(sig: libc::c_int) {
+    // Caught first: a `finish` on another thread that disarms after this sees it, and one that
+    // disarmed before makes the swap below find null, so the signal is never lost.
+    CAUGHT.store(sig, Ordering::SeqCst);
     let flag = ARMED.swap(null_mut(), Ordering::SeqCst);
     if flag.is_null() {
         end_by(sig);
         return;
     }
-    CAUGHT.store(sig, Ordering::SeqCst);
     // SAFETY: `flag` points into `cancel_flag()`'s `Arc`, which is never freed; an atomic store
     // is async-signal-safe. A second signal finds `ARMED` null and ends the process at once.
     unsafe { (*flag).store(true, Ordering::SeqCst) };
