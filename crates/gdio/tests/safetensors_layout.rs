@@ -100,7 +100,7 @@ proptest! {
         streamed in any::<bool>(),
     ) {
         let (dir, tensors) = checkpoint();
-        let ckpt = Checkpoint::open(&dir.path().join("m.safetensors")).unwrap();
+        let ckpt = Checkpoint::open(dir.path().join("m.safetensors")).unwrap();
         let targets = Target::parse_list(targets).unwrap();
         let gpus = targets.iter().filter(|t| t.gpu().is_some()).count();
         let driver: Arc<Driver> =
