@@ -52,7 +52,9 @@ def save_file(
     filename: Union[str, os.PathLike],
     metadata: Optional[Dict[str, str]] = None,
 ) -> None:
-    """Writes ``tensor_dict`` to ``filename`` with gdio (a temporary name, then a rename)."""
+    """Writes ``tensor_dict`` to ``filename`` with gdio (a temporary name, then a rename).
+    Ctrl-C stops a save of 256 MiB or more at its next write, removes the temporary file and
+    raises ``KeyboardInterrupt``."""
     entries = [_entry(k, v) for k, v in tensor_dict.items()]
     _format.check_metadata(metadata)
     _native.save_file(os.fspath(filename), _format.layout_order(entries), metadata)

@@ -94,7 +94,8 @@ def save_file(
     """Writes ``tensors`` to ``filename`` with gdio (a temporary name, then a rename). CUDA
     tensors go GPU → pinned bounce buffers → file with no host copy of the checkpoint
     (``save_writes_in_flight`` tensors at a time); the work queued on their devices' current
-    streams is waited for first."""
+    streams is waited for first. Ctrl-C stops a save of 256 MiB or more at its next write,
+    removes the temporary file and raises ``KeyboardInterrupt``."""
     _check(tensors)
     entries = [_entry(k, v, device_ok=True) for k, v in tensors.items()]
     _format.check_metadata(metadata)
