@@ -77,7 +77,7 @@ pub struct LoadShape {
     pub merge_gap: u64,
     /// Replicated loads: each GPU read a share over its own link.
     pub spread_reads: bool,
-    /// Read requests in flight at once.
+    /// Read requests in flight at once, at most (a load of fewer requests keeps fewer).
     pub requests_in_flight: usize,
 }
 
