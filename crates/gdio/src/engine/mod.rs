@@ -1064,6 +1064,16 @@ mod tests {
         e.split_size(len, &e.pool, e.pool.reads_open(), true)
     }
 
+    /// Waits for its job when dropped: a test that asserts while a job of its writes into
+    /// its memory holds one, declared after that memory, so a panic never frees it first.
+    struct Settles(Arc<Job>);
+
+    impl Drop for Settles {
+        fn drop(&mut self) {
+            self.0.wait_until(None);
+        }
+    }
+
     fn engine(split_min: usize) -> Engine {
         let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(1, Duration::ZERO));
         let config = Config { threads: 4, split_min_bytes: split_min, ..Config::default() };
@@ -1304,6 +1314,9 @@ mod tests {
         let host =
             BufferRef { addr: out.as_mut_ptr() as u64, len: out.len(), kind: MemoryKind::Host };
         let job = Arc::new(e.job(Op::Read, JobFile::Shared(f.clone()), host, 0, data.len() as u64));
+        // Dropped before `out`: a failed assertion below waits for the read instead of freeing
+        // the memory it still writes.
+        let _settles = Settles(job.clone());
         e.queue(&job, None).unwrap();
         let until = |n: usize| {
             let start = std::time::Instant::now();
@@ -1312,6 +1325,15 @@ mod tests {
             }
             e.pool.free_workers()
         };
+        // Until a worker has taken the job off the queue: queued, it already counts as one
+        // worker's (3 free), and a worker taking it counts as working before the queue count
+        // drops (2 free for that instant, which a split sized meanwhile would see; qemu's
+        // slower emulation caught it).
+        let start = std::time::Instant::now();
+        while e.pool.working() == 0 && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(e.pool.working(), 1, "no worker took the read");
         assert_eq!(until(3), 3, "the worker reading is not free");
         assert!(!job.is_done(), "the read finished before it was looked at");
         // Three workers free: an 8 MiB read goes out in three pieces.

@@ -248,6 +248,12 @@ impl Pool {
         OpenRead(self.shared.reads_open.clone())
     }
 
+    /// Workers running a job taken off the queue.
+    #[cfg(test)]
+    pub(crate) fn working(&self) -> usize {
+        self.shared.working.load(Ordering::Acquire)
+    }
+
     /// Workers asleep for want of work, not counting those already being woken.
     #[cfg(test)]
     pub(crate) fn idle_workers(&self) -> usize {
