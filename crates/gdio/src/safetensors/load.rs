@@ -94,8 +94,8 @@ impl LoadShape {
             n => n,
         }
         .max(ALIGN);
-        // At least a page: spans are widened to whole pages, so two spans less than a page
-        // apart would share one and be read twice into different places.
+        // At least a page: spans are widened to whole pages, and two spans less than a page
+        // apart would share one, which the layout cannot place (their tensors never came out).
         let merge_gap = match pick(options.merge_gap, cfg.safetensors_merge_gap_bytes) {
             0 => cfg.task_bytes() as u64,
             n => n,
