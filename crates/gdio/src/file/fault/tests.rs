@@ -291,11 +291,13 @@ fn sim_driver_warm_on(config: Config, rt: Arc<SimRuntime>) -> Driver {
     drv
 }
 
-/// One worker, every read of file b sleeping 400 ms. The worker is busy in Z (a read of b) while
-/// A (a read of a) and B (another read of b) queue behind it; it then reads A, queues A's copy
-/// (the simulated copy takes 30 ms) and starts B. With completion callbacks, or with the
-/// completion watcher, A completes when its copy lands (about 430 ms in); with neither, only
-/// when the worker is back from B (800 ms in).
+/// One worker, every read of file b sleeping `SLOW` (600 ms). The worker is busy in Z (a read of
+/// b) while A (a read of a) and B (another read of b) queue behind it; it then reads A, queues
+/// A's copy (the simulated copy takes 30 ms) and starts B. With completion callbacks, or with
+/// the completion watcher, A completes when its copy lands (about 630 ms in); with neither, only
+/// when the worker is back from B, which cannot be before 2 × `SLOW` (1200 ms) in: the bound
+/// between the two is that sleep, not a guess at how fast the rest runs (under valgrind A's
+/// fast path has taken 660 ms of a 400 ms sleep).
 #[test]
 fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
     use std::time::{Duration, Instant};
@@ -305,6 +307,9 @@ fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
     let fa = Arc::new(FileHandle::open(file(d.path(), "a", &a_data)).unwrap());
     let pb = file(d.path(), "b", &b_data);
     let fb = Arc::new(FileHandle::open(&pb).unwrap());
+    const SLOW: Duration = Duration::from_millis(600);
+    // Z's and B's reads, one after the other on the one worker.
+    let b_read_done = 2 * SLOW;
     // The watcher told by the markers recorded after the copies (on the shared copy stream),
     // and by the progress word (asked so, or on the worker's own stream: `own_stream_max_bytes`
     // covers the 1 MiB tasks unless it is 0).
@@ -324,8 +329,7 @@ fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
         };
         let rt = Arc::new(SimRuntime::new(1, Duration::from_millis(30)));
         let drv = sim_driver_warm_on(config, rt.clone());
-        let plan =
-            FaultPlan { read_delay: Some(Duration::from_millis(400)), ..FaultPlan::default() };
+        let plan = FaultPlan { read_delay: Some(SLOW), ..FaultPlan::default() };
         let _slow = inject(&pb, plan).unwrap();
         let dev = || drv.alloc_device(0, 1 << 20).unwrap();
         let t0 = Instant::now();
@@ -350,13 +354,13 @@ fn a_request_completes_when_its_copy_lands_not_when_its_worker_is_free() {
         assert_eq!(words > 0, by_word, "{words} words (events {events}, shared {shared})");
         if callbacks || watcher {
             assert!(
-                a_took < Duration::from_millis(650),
-                "A took {a_took:?}: it waited for B (callbacks {callbacks}, watcher {watcher}, \
-                 events {events}, shared {shared})"
+                a_took < b_read_done,
+                "A took {a_took:?}: it waited for B's read (callbacks {callbacks}, watcher \
+                 {watcher}, events {events}, shared {shared})"
             );
         } else {
             // The gap the callbacks close (and proof that this test tells the two apart).
-            assert!(a_took >= Duration::from_millis(750), "A took {a_took:?}");
+            assert!(a_took >= b_read_done, "A took {a_took:?}");
         }
     }
 }
