@@ -8,7 +8,11 @@
 # cuFileBufRegister. (e) `nvidia`: NVIDIA's own compat mode, made to run by writing the udev
 # properties it wants (needs root; the file is removed again), against ours, hot and cold.
 #
-# usage: bench/cufile-h200.sh [all|kvikio-tests|kvikio-tests-plain|torch|perf|registered|nvidia]...   (repo root)
+# (f) `kvikio-http-release`: KvikIO's test_http_io.py through our library with its two
+# retry-message checks reading standard error (bench/kvikio-http-release-logging.py), where the
+# released 26.10.0 wheel logs that message at KVIKIO_LOG_LEVEL=WARN; the stored tests predate it.
+#
+# usage: bench/cufile-h200.sh [all|kvikio-tests|kvikio-tests-plain|kvikio-http-release|torch|perf|registered|nvidia]...   (repo root)
 #   env: PERF_THREADS (default "8 16 32"), PERF_CAPPED=1 (see perf), FILE (default the ext4 file)
 # needs: LIB = gdio's library (default .dev/lib/libcufile.so.0, else target/release/libcufile.so),
 #        GDIO = gdio release binary (default .dev/bin/gdio, else target/release/gdio),
@@ -76,6 +80,16 @@ kvikio_tests_plain() {
   echo "KvikIO tests, compat ON, no libcufile: $(tail -1 "$OUT/kvikio-tests-plain.txt")"
 }
 
+# The HTTP tests as the released wheel logs (see (f) above), compat OFF through our library.
+kvikio_http_release() {
+  rm -rf "$OUT/kth" && cp -r "$root/bench/kvikio-tests" "$OUT/kth"
+  python3 "$root/bench/kvikio-http-release-logging.py" "$OUT/kth/test_http_io.py" || return
+  ( cd "$OUT/kth" && env LD_PRELOAD="$OURS" KVIKIO_COMPAT_MODE=off KVIKIO_LOG_LEVEL=WARN \
+      CUFILE_ENV_PATH_JSON="$CFG" PYTHONPATH="${PYTHONPATH:-}${TEST_SITE:+:$TEST_SITE}" \
+      python3 -m pytest -q -p no:cacheprovider test_http_io.py > "$OUT/kvikio-http-release.txt" 2>&1 )
+  echo "KvikIO test_http_io.py, compat OFF through gdio, retry checks on stderr (released wheel's logging): $(tail -1 "$OUT/kvikio-http-release.txt")"
+}
+
 torch_gds() {
   [ -f "$F" ] || "$GDIO" make-file "$F" --size 8G
   LD_PRELOAD="$OURS" python3 bench/cufile_torch_gds.py "$OUT/torch" "$F" >> "$log" 2> "$OUT/torch-stderr.txt"
@@ -129,6 +143,7 @@ for w in $what; do
   case $w in
     kvikio-tests) kvikio_tests ;;
     kvikio-tests-plain) kvikio_tests_plain ;;
+    kvikio-http-release) kvikio_http_release ;;
     torch) torch_gds ;;
     perf) perf ;;
     registered) registered ;;
