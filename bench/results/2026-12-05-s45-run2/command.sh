@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Session 45 run 2, the build of run 1: 1. KvikIO 26.10's suite compat OFF through gdio's
+# libcufile, then its test_http_io.py with the two retry checks reading standard error, where
+# the released wheel logs (bench/kvikio-http-release-logging.py), and torch.cuda.gds;
+# 2. `polling_callers_max` 3 (compiled in) against 1 where it was never measured: ABBA, two
+# reps, `gdio bench` 4 MiB × 1/2/3, 2 MiB × 2, 1 MiB × 2 from tmpfs (and KvikIO OFF at two
+# threads from ext4), then cold `O_DIRECT` reads (`--cold`, the page cache dropped before each
+# timed read) of a 2 GiB ext4 file, 4 MiB × 1/2/3. Logs tarred under $OUT.
+O=$OUT; mkdir -p $O
+T0=$(date +%s)
+el() { echo "== $1 after $(( $(date +%s) - T0 )) s"; }
+export GDIO=$PWD/.dev/bin/gdio LIB=$PWD/.dev/lib/libcufile.so.0
+f=/tmp/gdio-bench-8g.bin shm=/dev/shm/gdio-bench-4g.bin cold=/tmp/gdio-cold-2g.bin
+[ -f $f ] || $GDIO make-file $f --size 8G >/dev/null
+[ -f $shm ] || $GDIO make-file $shm --size 4G >/dev/null
+[ -f $cold ] || $GDIO make-file $cold --size 2G >/dev/null
+[ -f /etc/cufile.json ] && export CUFILE_ENV_PATH_JSON=/etc/cufile.json
+nvidia-smi --query-gpu=name --format=csv,noheader
+el setup
+OUT=$O/c SKIP_FILES=1 CUFILE_PARTS="kvikio-tests kvikio-http-release torch" timeout 200 bash bench/gpu-session.sh cufile > $O/cufile-session.txt 2>&1
+cat $O/c/summary.txt; tail -10 $O/c/logs/cufile.txt
+grep -E "^(FAILED|ERROR)" $O/c/logs/cufile/kvikio-tests.txt | sort | uniq -c | head -8
+grep -E "passed|failed" $O/c/logs/cufile/kvikio-http-release.txt | tail -2
+el cufile
+mkdir -p $O/a
+OUT=$O/a SKIP_FILES=1 ABBA_REPS=2 ABBA_BUDGET_S=60 ABBA_THREADS="2" ABBA_PASSES=3 ABBA_FILE=$f ABBA_BENCH_FILE=$shm \
+  ABBA_SHAPES="4M:1 4M:2 4M:3 2M:2 1M:2" ABBA_SETTINGS="GDIO_POLLING_CALLERS_MAX=1 GDIO_POLLING_CALLERS_MAX=3" \
+  timeout 150 bash bench/gpu-session.sh abba > $O/abba-session.txt 2>&1
+cat $O/a/logs/abba.txt
+el tmpfs
+for rep in 1 2; do
+  order="1 3"; [ $rep = 2 ] && order="3 1"
+  for v in $order; do for n in 1 2 3; do
+    echo "rep $rep cold 4M x $n polling_callers_max $v: $(GDIO_POLLING_CALLERS_MAX=$v timeout 30 $GDIO bench --json --cold --file $cold --mode read --iterations 2 --io-size 4M --queue-depth $n 2>>$O/stderr.txt | python3 -c "
+import json,sys; d=json.load(sys.stdin); r=d['results'][0]; print(f\"{r['gbps']:.2f} GB/s verified {r['verified']} limit {r.get('limit_gbps') or 0:.2f}\")")"
+  done; done
+done | tee $O/cold.txt
+el total
+for d in c a; do [ -d $O/$d/logs ] && tar czf $O/$d-logs.tgz -C $O/$d logs && rm -rf $O/$d/logs; done
