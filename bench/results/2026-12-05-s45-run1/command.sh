@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Session 45 run 1, this session's build (sessions 43-44: `polling_callers_max` 3 compiled in,
 # the safetensors shape keys, Ctrl-C-able Python loads and saves; never on a GPU):
-# 1. GPU test binaries and the C ABI program; 2. gdio's Python suite on the GPU; 3. issue 9's
-# row: `kvrow` at 1, 2, 4, 8, 16, 32 threads, three reps, each OFF row paired with `gdio bench`
-# of the same shape (KVROW_BENCH=1); 4. the default `gdio bench`. Logs tarred under $OUT.
+# 1. GPU test binaries and the C ABI program; 2. issue 9's row: `kvrow` at 1, 2, 4, 8, 16, 32
+# threads, three reps, each OFF row paired with `gdio bench` of the same shape (KVROW_BENCH=1);
+# 3. the default `gdio bench`; 4. KvikIO's test_http_io.py through gdio's libcufile with its two
+# retry checks reading standard error, where the released wheel logs
+# (bench/kvikio-http-release-logging.py), and torch.cuda.gds. Logs tarred under $OUT.
 O=$OUT; mkdir -p $O
 T0=$(date +%s)
 el() { echo "== $1 after $(( $(date +%s) - T0 )) s"; }
@@ -16,13 +18,13 @@ el setup
 OUT=$O/t SKIP_FILES=1 timeout 75 bash bench/gpu-session.sh tests > $O/tests-session.txt 2>&1
 cat $O/t/summary.txt; echo "tests ok: $(grep -c ': ok$' $O/t/logs/tests.txt)"; grep -E "FAILED|C api|panicked" $O/t/logs/tests.txt | head
 el tests
-( python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gdsite .dev/wheel/gdio-*.whl \
-  && cd python/tests && GDIO_REQUIRE_GPU=1 PYTHONPATH=/tmp/gdsite:/tmp/site timeout 110 python3 -m pytest -q -p no:cacheprovider . ) > $O/pytest.txt 2>&1
-tail -4 $O/pytest.txt
-el pytest
-OUT=$O/k SKIP_FILES=1 KVROW_THREADS="1 2 4 8 16 32" KVROW_REPS=3 KVROW_BENCH=1 KVROW_WHY=0 KVROW_BUDGET_S=230 timeout 320 bash bench/gpu-session.sh kvrow > $O/kvrow-session.txt 2>&1
+OUT=$O/k SKIP_FILES=1 KVROW_THREADS="1 2 4 8 16 32" KVROW_REPS=3 KVROW_BENCH=1 KVROW_WHY=0 KVROW_BUDGET_S=200 timeout 320 bash bench/gpu-session.sh kvrow > $O/kvrow-session.txt 2>&1
 cat $O/k/logs/kvrow.txt
 el kvrow
 (cd /tmp && timeout 25 $GDIO bench 2>&1 | tail -30) > $O/default-bench.txt; grep -E "^(read|write) |path" $O/default-bench.txt
+el bench
+OUT=$O/c SKIP_FILES=1 CUFILE_PARTS="kvikio-http-release torch" timeout 100 bash bench/gpu-session.sh cufile > $O/cufile-session.txt 2>&1
+cat $O/c/summary.txt; tail -8 $O/c/logs/cufile.txt
+grep -E "passed|failed" $O/c/logs/cufile/kvikio-http-release.txt | tail -2
 el total
-for d in t k; do [ -d $O/$d/logs ] && tar czf $O/$d-logs.tgz -C $O/$d logs && rm -rf $O/$d/logs; done
+for d in t k c; do [ -d $O/$d/logs ] && tar czf $O/$d-logs.tgz -C $O/$d logs && rm -rf $O/$d/logs; done

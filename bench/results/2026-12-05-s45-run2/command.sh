@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
-# Session 45 run 2, the build of run 1: 1. KvikIO 26.10's suite compat OFF through gdio's
-# libcufile, then its test_http_io.py with the two retry checks reading standard error, where
-# the released wheel logs (bench/kvikio-http-release-logging.py), and torch.cuda.gds;
-# 2. `polling_callers_max` 3 (compiled in) against 1 where it was never measured: ABBA, two
+# Session 45 run 2, the build of run 1: 1. gdio's Python suite on the GPU (the Ctrl-C tests
+# of session 44 among them); 2. `polling_callers_max` 3 (compiled in) against 1 where it was never measured: ABBA, two
 # reps, `gdio bench` 4 MiB × 1/2/3, 2 MiB × 2, 1 MiB × 2 from tmpfs (and KvikIO OFF at two
 # threads from ext4), then cold `O_DIRECT` reads (`--cold`, the page cache dropped before each
 # timed read) of a 2 GiB ext4 file, 4 MiB × 1/2/3. Logs tarred under $OUT.
@@ -17,11 +15,11 @@ f=/tmp/gdio-bench-8g.bin shm=/dev/shm/gdio-bench-4g.bin cold=/tmp/gdio-cold-2g.b
 [ -f /etc/cufile.json ] && export CUFILE_ENV_PATH_JSON=/etc/cufile.json
 nvidia-smi --query-gpu=name --format=csv,noheader
 el setup
-OUT=$O/c SKIP_FILES=1 CUFILE_PARTS="kvikio-tests kvikio-http-release torch" timeout 200 bash bench/gpu-session.sh cufile > $O/cufile-session.txt 2>&1
-cat $O/c/summary.txt; tail -10 $O/c/logs/cufile.txt
-grep -E "^(FAILED|ERROR)" $O/c/logs/cufile/kvikio-tests.txt | sort | uniq -c | head -8
-grep -E "passed|failed" $O/c/logs/cufile/kvikio-http-release.txt | tail -2
-el cufile
+( python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
+  && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gdsite .dev/wheel/gdio-*.whl \
+  && cd python/tests && GDIO_REQUIRE_GPU=1 PYTHONPATH=/tmp/gdsite:/tmp/site timeout 110 python3 -m pytest -q -p no:cacheprovider . ) > $O/pytest.txt 2>&1
+tail -4 $O/pytest.txt
+el pytest
 mkdir -p $O/a
 OUT=$O/a SKIP_FILES=1 ABBA_REPS=2 ABBA_BUDGET_S=60 ABBA_THREADS="2" ABBA_PASSES=3 ABBA_FILE=$f ABBA_BENCH_FILE=$shm \
   ABBA_SHAPES="4M:1 4M:2 4M:3 2M:2 1M:2" ABBA_SETTINGS="GDIO_POLLING_CALLERS_MAX=1 GDIO_POLLING_CALLERS_MAX=3" \
@@ -36,4 +34,4 @@ import json,sys; d=json.load(sys.stdin); r=d['results'][0]; print(f\"{r['gbps']:
   done; done
 done | tee $O/cold.txt
 el total
-for d in c a; do [ -d $O/$d/logs ] && tar czf $O/$d-logs.tgz -C $O/$d logs && rm -rf $O/$d/logs; done
+for d in a; do [ -d $O/$d/logs ] && tar czf $O/$d-logs.tgz -C $O/$d logs && rm -rf $O/$d/logs; done
