@@ -585,10 +585,10 @@ mod tests {
 
     #[test]
     fn a_spinning_waiter_keeps_its_deadline_and_sees_completions() {
-        let n = Arc::new(Notifier::with_spin(Duration::from_secs(1)));
+        let n = Arc::new(Notifier::with_spin(Duration::from_secs(10)));
         let t0 = Instant::now();
         assert!(!n.wait_for(1, Some(t0 + Duration::from_millis(5))), "nothing completed");
-        assert!(t0.elapsed() < Duration::from_millis(500), "spun past its deadline");
+        assert!(t0.elapsed() < Duration::from_secs(5), "spun past its deadline");
         let waiter = {
             let n = n.clone();
             std::thread::spawn(move || n.wait_for(2, None))
