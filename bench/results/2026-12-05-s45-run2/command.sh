@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# As run: `OUT=$OUT timeout 420 bash bench/results/2026-12-05-s45-run2/command.sh`, on the warm
+# machine of run 1, after a prefix meant to run the default `gdio bench` twice more that failed to
+# start it (it named the binary through $PWD after a `cd /tmp`): those two rows are missing.
 # Session 45 run 2, the build of run 1: 1. gdio's Python suite on the GPU (the Ctrl-C tests
 # of session 44 among them); 2. `polling_callers_max` 3 (compiled in) against 1 where it was never measured: ABBA, two
 # reps, `gdio bench` 4 MiB × 1/2/3, 2 MiB × 2, 1 MiB × 2 from tmpfs (and KvikIO OFF at two
