@@ -104,9 +104,19 @@ pub fn parallel_chunks(
     threads: usize,
     f: impl Fn(u64, u64, usize) -> Result<(), String> + Sync,
 ) -> Result<(), String> {
+    parallel_chunks_on(len, threads, |_, k, off, n| f(k, off, n))
+}
+
+/// [`parallel_chunks`] that also tells `f` which of the `threads` threads (`0..threads`) runs
+/// the chunk: `f(thread, chunk_index, offset, len)`.
+pub fn parallel_chunks_on(
+    len: u64,
+    threads: usize,
+    f: impl Fn(usize, u64, u64, usize) -> Result<(), String> + Sync,
+) -> Result<(), String> {
     let next = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
-    on_threads(threads, |_| {
+    on_threads(threads, |thread| {
         while !stop.load(Ordering::Relaxed) {
             let k = next.fetch_add(1, Ordering::Relaxed);
             let off = k * CHUNK as u64;
@@ -114,7 +124,7 @@ pub fn parallel_chunks(
                 break;
             }
             let n = (len - off).min(CHUNK as u64) as usize;
-            if let Err(e) = f(k, off, n) {
+            if let Err(e) = f(thread, k, off, n) {
                 stop.store(true, Ordering::Relaxed);
                 return Err(e);
             }
@@ -193,55 +203,88 @@ pub fn write_generated(
     Ok(digests.into_iter().map(AtomicU64::into_inner).collect())
 }
 
+/// One `CHUNK` buffer per thread of a plain read, allocated and written once (every page
+/// faulted in) before any timed pass, and reused by every pass: a buffer allocated by each
+/// pass's threads would time the kernel's page faults and zeroing beside the read (2-core
+/// build machine, 4 threads, 1 GiB, `bench/plain-read-scratch-probe.c`: tmpfs 21.8–27.6 GB/s
+/// with fresh buffers against 29.6–33.5 with kept ones, the ext4 page cache 24.6–32.3 against
+/// 31.6–40.6; huge pages added nothing).
+pub struct ReadScratch {
+    bufs: Vec<AlignedBuf>,
+}
+
+impl ReadScratch {
+    /// `threads` buffers of `CHUNK` bytes, every page written.
+    pub fn new(threads: usize) -> Result<ReadScratch, String> {
+        let bufs = (0..threads.max(1))
+            .map(|_| {
+                let mut b = AlignedBuf::new(CHUNK)?;
+                b.as_mut_slice().fill(0xA5);
+                Ok(b)
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok(ReadScratch { bufs })
+    }
+}
+
+/// Where a plain read puts the bytes.
+pub enum ReadInto<'a> {
+    /// Into this memory, the file's bytes at their own offsets (it must hold `len`, rounded up
+    /// to 4096 with `O_DIRECT`).
+    Memory(&'a mut [u8]),
+    /// Into each thread's buffer of the scratch, chunk after chunk (memory stays the same
+    /// whatever the size), on as many threads as the scratch has buffers.
+    Scratch(&'a mut ReadScratch),
+}
+
 /// Reads the first `len` bytes of `file` with parallel `pread`s of `CHUNK` (the plain read
-/// the bench compares gdio with) into `dest` when given, else into one reused buffer per thread
-/// (memory stays the same whatever the size). With `direct`, `file` must be open with
-/// `O_DIRECT` and `dest`, when given, must hold `len` rounded up to 4096. Returns the bytes
-/// read; a file that ends early is an error (its size cannot be trusted).
+/// the bench compares gdio with) into `into`, on `threads` threads (with
+/// [`ReadInto::Scratch`], the scratch's). With `direct`, `file` must be open with `O_DIRECT`.
+/// Returns the bytes read; a file that ends early is an error (its size cannot be trusted).
 pub fn plain_read(
     file: &File,
     what: &str,
     len: u64,
     threads: usize,
     direct: bool,
-    dest: Option<&mut [u8]>,
+    into: ReadInto<'_>,
 ) -> Result<u64, String> {
-    let dest = dest.map(|d| (d.as_mut_ptr() as usize, d.len()));
-    if let Some((_, cap)) = dest {
-        let need = if direct { len.div_ceil(4096) * 4096 } else { len };
-        if need > cap as u64 {
-            return Err(format!("plain read buffer of {cap} bytes is too small for {len}"));
+    // O_DIRECT needs an aligned length: read whole blocks, the last one may come up short.
+    let whole = |n: u64| if direct { n.div_ceil(4096) * 4096 } else { n };
+    // Chunks land at their offsets from `base`, or each in its thread's buffer of `bufs`.
+    let (base, bufs, threads) = match into {
+        ReadInto::Memory(d) => {
+            if whole(len) > d.len() as u64 {
+                return Err(format!(
+                    "plain read buffer of {} bytes is too small for {len}",
+                    d.len()
+                ));
+            }
+            (Some(d.as_mut_ptr() as usize), Vec::new(), threads)
         }
-    }
+        ReadInto::Scratch(s) => {
+            let bufs: Vec<usize> = s.bufs.iter().map(AlignedBuf::addr).collect();
+            let n = bufs.len();
+            (None, bufs, n)
+        }
+    };
     let total = AtomicU64::new(0);
-    parallel_chunks(len, threads, |_, off, n| {
-        thread_local!(static SCRATCH: std::cell::RefCell<Option<AlignedBuf>> = const { std::cell::RefCell::new(None) });
-        // O_DIRECT needs an aligned length: read whole blocks, the last one may come up short.
-        let want = if direct { n.div_ceil(4096) * 4096 } else { n };
-        let got = SCRATCH.with(|s| -> Result<usize, String> {
-            let mut s = s.borrow_mut();
-            let ptr = match dest {
-                Some((base, _)) => (base + off as usize) as *mut u8,
-                None => {
-                    if s.is_none() {
-                        *s = Some(AlignedBuf::new(CHUNK)?);
-                    }
-                    s.as_mut()
-                        .map(|b| b.as_mut_slice().as_mut_ptr())
-                        .unwrap_or(std::ptr::null_mut())
-                }
-            };
-            // SAFETY: [ptr, ptr+want) lies in `dest` (checked above: chunks start at multiples
-            // of CHUNK, and `cap` covers the rounded length) or in this thread's own CHUNK
-            // buffer; chunks of `dest` do not overlap.
-            unsafe { gdio::file::posix::pread_full_raw(file.as_fd(), ptr, want, off) }
-                .map_err(|e| format!("read of {what} at offset {off} failed: {}", os_err(e)))
-        })?;
+    parallel_chunks_on(len, threads, |thread, _, off, n| {
+        let want = whole(n as u64) as usize;
+        let ptr = match base {
+            Some(b) => (b + off as usize) as *mut u8,
+            None => bufs[thread] as *mut u8,
+        };
+        // SAFETY: [ptr, ptr+want) lies in the caller's memory (its length was checked above
+        // against `len` rounded as `want` is; chunks start at multiples of CHUNK and do not
+        // overlap), or in this thread's own CHUNK-byte scratch buffer (`want` <= CHUNK, a
+        // multiple of 4096), which the exclusive borrow of the scratch gives this thread alone.
+        let got = unsafe { gdio::file::posix::pread_full_raw(file.as_fd(), ptr, want, off) }
+            .map_err(|e| format!("read of {what} at offset {off} failed: {}", os_err(e)))?;
         if got < n {
             return Err(format!(
-                "{what} ended early: {} bytes at offset {off} where its size promised {n} (a file \
-                 in /proc or /sys, or one truncated meanwhile: its size cannot be trusted)",
-                got
+                "{what} ended early: {got} bytes at offset {off} where its size promised {n} (a \
+                 file in /proc or /sys, or one truncated meanwhile: its size cannot be trusted)"
             ));
         }
         total.fetch_add(n as u64, Ordering::Relaxed);
@@ -311,14 +354,27 @@ mod tests {
         assert_eq!(d.len(), 3);
         assert_eq!(file_digests(&f, "f", size, 2).unwrap(), d);
         let mut whole = AlignedBuf::new(size.div_ceil(4096) as usize * 4096).unwrap();
-        assert_eq!(plain_read(&f, "f", size, 3, false, Some(whole.as_mut_slice())).unwrap(), size);
+        let into = ReadInto::Memory(whole.as_mut_slice());
+        assert_eq!(plain_read(&f, "f", size, 3, false, into).unwrap(), size);
         let mut c1 = vec![0u8; CHUNK];
         generate_chunk(42, 1, &mut c1);
         assert_eq!(&whole.as_slice()[CHUNK..2 * CHUNK], &c1[..]);
         assert_eq!(digest(&whole.as_slice()[CHUNK..2 * CHUNK]), d[1]);
         assert_ne!(d[0], d[1]);
         // A read past the end is an error, not uninitialised bytes counted as data.
-        let e = plain_read(&f, "f", size + 4096, 2, false, None).unwrap_err();
+        let mut scratch = ReadScratch::new(2).unwrap();
+        let e = plain_read(&f, "f", size + 4096, 2, false, ReadInto::Scratch(&mut scratch));
+        let e = e.unwrap_err();
+        // Into one thread's scratch the chunks come in order: the last one's bytes stay there,
+        // and the same buffer serves every pass.
+        let mut one = ReadScratch::new(1).unwrap();
+        let at = one.bufs[0].addr();
+        for _ in 0..2 {
+            assert_eq!(plain_read(&f, "f", size, 4, false, ReadInto::Scratch(&mut one)), Ok(size));
+            assert_eq!(one.bufs[0].addr(), at);
+            let tail = &whole.as_slice()[2 * CHUNK..size as usize];
+            assert_eq!(&one.bufs[0].as_slice()[..tail.len()], tail);
+        }
         assert!(e.contains("ended early"), "{e}");
         let mut c = c1.clone();
         c[777] ^= 1;
