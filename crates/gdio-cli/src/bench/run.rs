@@ -301,7 +301,9 @@ impl<'a> Bench<'a> {
                 let into = match (&mut mem, &mut scratch) {
                     (Memory::Host(h), _) => data::ReadInto::Memory(h.as_mut_slice()),
                     (Memory::Device(_), Some(s)) => data::ReadInto::Scratch(s),
-                    (Memory::Device(_), None) => unreachable!("made above for device memory"),
+                    (Memory::Device(_), None) => {
+                        return Err("the host-read limit has no buffers to read into".into());
+                    }
                 };
                 let t = std::time::Instant::now();
                 let got = data::plain_read(f, &input.file.display, size, threads, args.cold, into)?;
