@@ -227,14 +227,14 @@ impl ReadScratch {
     }
 }
 
-/// Where a plain read puts the bytes.
+/// Where a plain read puts the bytes (kept across passes: `plain_read` borrows it).
 pub enum ReadInto<'a> {
     /// Into this memory, the file's bytes at their own offsets (it must hold `len`, rounded up
     /// to 4096 with `O_DIRECT`).
     Memory(&'a mut [u8]),
     /// Into each thread's buffer of the scratch, chunk after chunk (memory stays the same
     /// whatever the size), on as many threads as the scratch has buffers.
-    Scratch(&'a mut ReadScratch),
+    Scratch(ReadScratch),
 }
 
 /// Reads the first `len` bytes of `file` with parallel `pread`s of `CHUNK` (the plain read
@@ -247,7 +247,7 @@ pub fn plain_read(
     len: u64,
     threads: usize,
     direct: bool,
-    into: ReadInto<'_>,
+    into: &mut ReadInto<'_>,
 ) -> Result<u64, String> {
     // O_DIRECT needs an aligned length: read whole blocks, the last one may come up short.
     let whole = |n: u64| if direct { n.div_ceil(4096) * 4096 } else { n };
@@ -278,7 +278,7 @@ pub fn plain_read(
         // SAFETY: [ptr, ptr+want) lies in the caller's memory (its length was checked above
         // against `len` rounded as `want` is; chunks start at multiples of CHUNK and do not
         // overlap), or in this thread's own CHUNK-byte scratch buffer (`want` <= CHUNK, a
-        // multiple of 4096), which the exclusive borrow of the scratch gives this thread alone.
+        // multiple of 4096), which the exclusive borrow of `into` gives this thread alone.
         let got = unsafe { gdio::file::posix::pread_full_raw(file.as_fd(), ptr, want, off) }
             .map_err(|e| format!("read of {what} at offset {off} failed: {}", os_err(e)))?;
         if got < n {
@@ -354,28 +354,29 @@ mod tests {
         assert_eq!(d.len(), 3);
         assert_eq!(file_digests(&f, "f", size, 2).unwrap(), d);
         let mut whole = AlignedBuf::new(size.div_ceil(4096) as usize * 4096).unwrap();
-        let into = ReadInto::Memory(whole.as_mut_slice());
-        assert_eq!(plain_read(&f, "f", size, 3, false, into).unwrap(), size);
+        let mut into = ReadInto::Memory(whole.as_mut_slice());
+        assert_eq!(plain_read(&f, "f", size, 3, false, &mut into).unwrap(), size);
         let mut c1 = vec![0u8; CHUNK];
         generate_chunk(42, 1, &mut c1);
         assert_eq!(&whole.as_slice()[CHUNK..2 * CHUNK], &c1[..]);
         assert_eq!(digest(&whole.as_slice()[CHUNK..2 * CHUNK]), d[1]);
         assert_ne!(d[0], d[1]);
         // A read past the end is an error, not uninitialised bytes counted as data.
-        let mut scratch = ReadScratch::new(2).unwrap();
-        let e = plain_read(&f, "f", size + 4096, 2, false, ReadInto::Scratch(&mut scratch));
-        let e = e.unwrap_err();
+        let mut scratch = ReadInto::Scratch(ReadScratch::new(2).unwrap());
+        let e = plain_read(&f, "f", size + 4096, 2, false, &mut scratch).unwrap_err();
+        assert!(e.contains("ended early"), "{e}");
         // Into one thread's scratch the chunks come in order: the last one's bytes stay there,
         // and the same buffer serves every pass.
-        let mut one = ReadScratch::new(1).unwrap();
-        let at = one.bufs[0].addr();
+        let mut one = ReadInto::Scratch(ReadScratch::new(1).unwrap());
+        let ReadInto::Scratch(s) = &one else { unreachable!() };
+        let at = s.bufs[0].addr();
+        let tail = whole.as_slice()[2 * CHUNK..size as usize].to_vec();
         for _ in 0..2 {
-            assert_eq!(plain_read(&f, "f", size, 4, false, ReadInto::Scratch(&mut one)), Ok(size));
-            assert_eq!(one.bufs[0].addr(), at);
-            let tail = &whole.as_slice()[2 * CHUNK..size as usize];
-            assert_eq!(&one.bufs[0].as_slice()[..tail.len()], tail);
+            assert_eq!(plain_read(&f, "f", size, 4, false, &mut one), Ok(size));
+            let ReadInto::Scratch(s) = &one else { unreachable!() };
+            assert_eq!(s.bufs[0].addr(), at);
+            assert_eq!(&s.bufs[0].as_slice()[..tail.len()], &tail[..]);
         }
-        assert!(e.contains("ended early"), "{e}");
         let mut c = c1.clone();
         c[777] ^= 1;
         assert_eq!(first_difference(&c, &c1), Some(777));
