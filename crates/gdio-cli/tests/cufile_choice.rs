@@ -10,6 +10,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
+#[path = "../../test-support/cdylib.rs"]
+mod cdylib;
+
 fn choice(env: &[(&str, &Path)]) -> Value {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdio"));
     cmd.args(["check", "--json"]).env_remove("LD_PRELOAD").env_remove("LD_LIBRARY_PATH");
@@ -22,29 +25,14 @@ fn choice(env: &[(&str, &Path)]) -> Value {
     v["platform"]["libcufile_choice"].clone()
 }
 
-/// The `--target` this test was built with, when it was (its profile folder is then
-/// `target/TRIPLE/PROFILE`): the library must be built for the same one.
-fn cross_target(profile: &Path) -> Option<String> {
-    let t = profile.parent()?.file_name()?.to_str()?;
-    t.starts_with(std::env::consts::ARCH).then(|| t.to_owned())
-}
-
 /// The workspace's `libcufile.so` beside the `gdio` executable, built first when this test run
 /// did not build it (`cargo test -p gdio-cli` alone does not).
 fn gdio_cufile() -> PathBuf {
-    let dir = Path::new(env!("CARGO_BIN_EXE_gdio")).parent().unwrap().to_path_buf();
+    let dir = cdylib::profile_dir();
     let lib = dir.join("libcufile.so");
     if !lib.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-p", "gdio-cufile", "--lib"]);
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        if let Some(t) = cross_target(&dir) {
-            cmd.args(["--target", &t]);
-        }
-        assert!(cmd.status().expect("cargo build").success(), "cannot build gdio-cufile");
+        let built = cdylib::build_lib("gdio-cufile", &dir).expect("cargo build");
+        assert!(built, "cannot build gdio-cufile");
     }
     assert!(lib.exists(), "{} missing", lib.display());
     lib

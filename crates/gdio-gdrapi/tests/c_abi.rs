@@ -25,18 +25,9 @@ const SYMBOLS: &[&str] = &[
     "gdr_get_mapping_type_string",
 ];
 
-/// target/<profile>/ of this test binary (which lives in target/<profile>/deps/).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    exe.parent().and_then(Path::parent).expect("target dir").to_path_buf()
-}
-
-/// The `--target` this test was built with, when it was (its profile folder is then
-/// `target/TRIPLE/PROFILE`): the library must be built for the same one.
-fn cross_target(profile: &Path) -> Option<String> {
-    let t = profile.parent()?.file_name()?.to_str()?;
-    t.starts_with(std::env::consts::ARCH).then(|| t.to_owned())
-}
+#[path = "../../test-support/cdylib.rs"]
+mod cdylib;
+use cdylib::profile_dir;
 
 /// The built library, brought up to date first: `cargo test` builds the crate's rlib for the
 /// tests, not its cdylib, so a library left from an earlier build would be tested otherwise.
@@ -44,20 +35,9 @@ fn cross_target(profile: &Path) -> Option<String> {
 fn library() -> PathBuf {
     static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     let so = profile_dir().join("libgdrapi.so");
-    BUILT.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-q", "-p", "gdio-gdrapi", "--lib"]);
-        if profile_dir().file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        if let Some(t) = cross_target(&profile_dir()) {
-            cmd.args(["--target", &t]);
-        }
-        match cmd.status() {
-            Ok(st) => assert!(st.success(), "cargo build -p gdio-gdrapi --lib failed"),
-            Err(e) => eprintln!("no cargo ({e}): testing the library already built"),
-        }
+    BUILT.get_or_init(|| match cdylib::build_lib("gdio-gdrapi", &profile_dir()) {
+        Ok(built) => assert!(built, "cargo build -p gdio-gdrapi --lib failed"),
+        Err(e) => eprintln!("no cargo ({e}): testing the library already built"),
     });
     assert!(so.exists(), "{} missing", so.display());
     so
