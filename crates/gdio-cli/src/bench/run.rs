@@ -288,22 +288,22 @@ impl<'a> Bench<'a> {
         {
             let direct = if args.cold { Some(input.file.reopen_direct()?) } else { None };
             let f = direct.as_ref().unwrap_or(&input.file.file);
-            let mut best = 0.0f64;
             // Not timed: for a GPU target each thread's buffer, its pages faulted in once for
             // every pass.
             let mut into = match &mut mem {
                 Memory::Host(h) => data::ReadInto::Memory(h.as_mut_slice()),
                 Memory::Device(_) => data::ReadInto::Scratch(data::ReadScratch::new(threads)?),
             };
-            for _ in 0..args.iterations.min(2) {
-                if args.cold {
-                    data::drop_cache(&input.file.file, &input.file.display)?;
-                }
-                let t = std::time::Instant::now();
-                let got =
-                    data::plain_read(f, &input.file.display, size, threads, args.cold, &mut into)?;
-                best = best.max(got as f64 / t.elapsed().as_secs_f64() / 1e9);
-            }
+            let passes = limits::HostReadPasses::for_run(args.iterations, args.cold);
+            let best = limits::host_read_gbps(
+                f,
+                &input.file.display,
+                size,
+                threads,
+                args.cold,
+                &mut into,
+                passes,
+            )?;
             let key = if args.cold { "host_read_direct_gbps" } else { "host_read_gbps" };
             limits.insert(key.into(), round2(best));
             limits.insert("host_read_threads".into(), json!(threads));
