@@ -5,7 +5,9 @@
 # libcufile (the stored suite, then test_http_io.py with its two retry checks reading standard
 # error, bench/kvikio-http-release-logging.py), torch.cuda.gds, and NVIDIA's own compat mode
 # (udev properties written, then removed) against gdio's library, hot and cold; 3. gdio's
-# Python suite on the GPU. Logs tarred under $OUT.
+# Python suite on the GPU; 4. if time is left, `polling_callers_max` 3 (the default) against 4
+# (every one of four callers polling, on the four cores twelve workers leave) at four threads,
+# ABBA. Logs tarred under $OUT.
 O=$OUT; mkdir -p $O
 T0=$(date +%s)
 el() { echo "== $1 after $(( $(date +%s) - T0 )) s"; }
@@ -26,5 +28,11 @@ el cufile
 ( python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gdsite .dev/wheel/gdio-*.whl \
   && cd python/tests && GDIO_REQUIRE_GPU=1 PYTHONPATH=/tmp/gdsite:/tmp/site timeout 120 python3 -m pytest -q -p no:cacheprovider . ) > $O/pytest.txt 2>&1
 tail -4 $O/pytest.txt
-el total
+el pytest
 for d in t c; do [ -d $O/$d/logs ] && tar czf $O/$d-logs.tgz -C $O/$d logs && rm -rf $O/$d/logs; done
+OUT=$O/a SKIP_FILES=1 ABBA_REPS=4 ABBA_BUDGET_S=60 ABBA_THREADS="4" ABBA_PASSES=3 ABBA_FILE=$f ABBA_BENCH_FILE=$f \
+  ABBA_SHAPES="4M:4" ABBA_SETTINGS="GDIO_POLLING_CALLERS_MAX=3 GDIO_POLLING_CALLERS_MAX=4" \
+  timeout $(( 575 - ($(date +%s) - T0) )) bash bench/gpu-session.sh abba > $O/abba-session.txt 2>&1
+cat $O/a/logs/abba.txt
+el total
+[ -d $O/a/logs ] && tar czf $O/a-logs.tgz -C $O/a logs && rm -rf $O/a/logs
