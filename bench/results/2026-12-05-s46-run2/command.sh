@@ -32,7 +32,7 @@ el pytest
 for d in t c; do [ -d $O/$d/logs ] && tar czf $O/$d-logs.tgz -C $O/$d logs && rm -rf $O/$d/logs; done
 OUT=$O/a SKIP_FILES=1 ABBA_REPS=4 ABBA_BUDGET_S=60 ABBA_THREADS="4" ABBA_PASSES=3 ABBA_FILE=$f ABBA_BENCH_FILE=$f \
   ABBA_SHAPES="4M:4" ABBA_SETTINGS="GDIO_POLLING_CALLERS_MAX=3 GDIO_POLLING_CALLERS_MAX=4" \
-  timeout $(( 575 - ($(date +%s) - T0) )) bash bench/gpu-session.sh abba > $O/abba-session.txt 2>&1
+  timeout $(( 575 - ($(date +%s) - T0) < 120 ? 575 - ($(date +%s) - T0) : 120 )) bash bench/gpu-session.sh abba > $O/abba-session.txt 2>&1
 cat $O/a/logs/abba.txt
 el total
 [ -d $O/a/logs ] && tar czf $O/a-logs.tgz -C $O/a logs && rm -rf $O/a/logs
