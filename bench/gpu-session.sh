@@ -5,7 +5,7 @@
 #
 # usage: bench/gpu-session.sh PHASE...   (from the repository root, on the GPU machine)
 # phases: setup tests main micro cufile sweep safetensors python knobs cb cold pinned split probe multi,
-#   and any bench/gpu-phase-NAME.sh as NAME (why, knobab, abba, writeab, kvrow, loadab, pyload, pcdma, capi, twogpu, ...)
+#   and any bench/gpu-phase-NAME.sh as NAME (why, knobab, abba, writeab, kvrow, spread, loadab, pyload, pcdma, capi, twogpu, ...)
 #   (sweep: the read table unless MODE=write|both, bench/sweep-h200.sh)
 # needs (carried from the build machine, see ARCHITECTURE.md "Running on the GPU machine"):
 #   .dev/bin/gdio            release CLI            .dev/before/gdio  the CLI before the change
