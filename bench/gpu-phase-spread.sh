@@ -9,8 +9,7 @@
 # (CUFILE_LOGGING_LEVEL=INFO) and where its threads ran (bench/thread_placement.py: the busy
 # gdio workers, how many cores they used, how often a busy worker shared its core with another
 # busy thread of the process). Per process one line: GB/s of each pass, the workers' shares,
-# the `pread` rate of a busy worker (bytes ÷ (threads × file-I/O share × wall with any call in
-# flight)), cores used and shared. If the slow processes' workers read as fast as the quick
+# the rate of a worker's file I/O (the library's summary says it), cores used and shared. If the slow processes' workers read as fast as the quick
 # ones' but idle more, the time goes between the reads (hand-offs, copies, wake-ups); if they
 # read slower, it goes in the copies themselves (where they run, what memory they copy into).
 # The CPU topology first (lscpu -e).
@@ -43,12 +42,15 @@ bytes_ = float(re.search(r"(\d+) bytes asked", s).group(1))
 wall = float(re.search(r"([\d.]+) s with any in flight", s).group(1))
 threads = int(re.search(r"(\d+) workers:", s).group(1))
 io, idle = pct("file I/O"), pct("idle")
-per = bytes_ / (threads * io * wall) / 1e9 if io else float("nan")
+# The library's own rate of a worker's file I/O; else bytes over the workers' file-I/O share
+# of the wall time with calls in flight.
+m = re.search(r"file I/O ran at ([\d.]+) GB/s", s)
+per = float(m.group(1)) if m else (bytes_ / (threads * io * wall) / 1e9 if io else float("nan"))
 landed = re.search(r"copies landed ([\d.]+) ms", s).group(1)
 woke = re.search(r"woke ([\d.]+) ms", s).group(1)
 pl = json.loads([l for l in open(place) if l.startswith("{")][-1])
 g = next(iter(pl["busy_share"]), None)
-print(f"proc {p}: passes {r.get('pass_gbps')} | file I/O {io:.0%} idle {idle:.0%} | a busy worker's pread {per:.2f} GB/s"
+print(f"proc {p}: passes {r.get('pass_gbps')} | file I/O {io:.0%} idle {idle:.0%} | a worker's file I/O {per:.2f} GB/s"
       f" | busy workers {pl['busy_share'].get(g)} on {pl['cores_used'].get(g)} cores, sharing a core {pl['shared_core'].get(g)}"
       f" | copies landed {landed} ms, callers woke {woke} ms")
 EOF

@@ -244,17 +244,19 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
         spread_reads: a.spread_reads.then_some(true),
         cancel: None,
     };
-    let time_before = driver.engine().counters().worker_time;
+    let before = driver.engine().counters();
     let run = match run_load(&driver, &ckpt, targets, &a.tensors, &options, a.json) {
         Ok(r) => r,
         Err(e) => return fail("load", e),
     };
     let seconds = start.elapsed().as_secs_f64();
+    let after = driver.engine().counters();
     let workers = WorkerShares::new(
         driver.engine().config().threads.max(1),
         run.seconds,
-        driver.engine().counters().worker_time.since(&time_before),
-    );
+        after.worker_time.since(&before.worker_time),
+    )
+    .with_file_bytes(after.file_bytes().saturating_sub(before.file_bytes()));
     let bytes = run.loaded.bytes_loaded();
     let mut verified = false;
     let mut mismatch = None;

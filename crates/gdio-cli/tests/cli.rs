@@ -28,6 +28,28 @@ fn has_gpu() -> bool {
 }
 
 #[test]
+fn bench_rows_say_how_fast_the_workers_file_io_ran() {
+    // 4 MiB requests of 1 MiB tasks: the workers, not the callers, read and write.
+    let dir = tempfile::tempdir().unwrap();
+    let out = gdio()
+        .args(["bench", "--size", "8M", "--io-size", "4M", "--task-size", "1M", "--target"])
+        .args(["host", "--iterations", "3", "--json", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for r in json_of(&out)["results"].as_array().unwrap() {
+        let w = &r["workers"];
+        assert_eq!(r["inline_requests"], 0, "{r}");
+        let g = w["file_io_gbps"].as_f64().unwrap_or_else(|| panic!("no rate: {w}"));
+        // Over the workers' file-I/O time it carried the three timed passes' 8 MiB each.
+        let secs = w["file_io"].as_f64().unwrap() * w["worker_seconds"].as_f64().unwrap();
+        let bytes = g * 1e9 * secs;
+        assert!((bytes / (24 << 20) as f64 - 1.0).abs() < 1e-6, "{bytes} bytes: {w}");
+    }
+}
+
+#[test]
 fn bench_main_job_verifies_and_cleans_up() {
     let dir = tempfile::tempdir().unwrap();
     let out = gdio()
@@ -71,6 +93,18 @@ fn bench_main_job_verifies_and_cleans_up() {
         // Requests run by their callers are the ones whose time counts as inline.
         let inline = r["inline_requests"].as_u64().unwrap();
         assert_eq!(inline > 0, share("inline") > 0.0, "{inline} inline requests: {w}");
+        // The rate of the workers' file I/O: given exactly when they did it and no caller ran
+        // requests inline, and over their file-I/O time it carried the timed passes' bytes
+        // (two iterations of 8 MiB).
+        match w.get("file_io_gbps").and_then(|g| g.as_f64()) {
+            Some(g) => {
+                assert!(share("file_io") > 0.0 && share("inline") == 0.0, "{w}");
+                let secs = share("file_io") * w["worker_seconds"].as_f64().unwrap();
+                let bytes = g * 1e9 * secs;
+                assert!((bytes / (16 << 20) as f64 - 1.0).abs() < 1e-6, "{bytes} bytes: {w}");
+            }
+            None => assert!(share("file_io") == 0.0 || share("inline") > 0.0, "{w}"),
+        }
         // Only reads into GPU memory are split over free workers.
         let split = r["split_reads"].as_u64().unwrap();
         assert!(split == 0 || (target != "host" && r["op"] == "read"), "{r}");

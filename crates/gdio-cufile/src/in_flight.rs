@@ -143,7 +143,9 @@ impl Summary {
             early,
             engine.pinned_reads,
             engine.page_cache_pinned_bytes,
-            WorkerShares::new(threads, secs, engine.worker_time).line(),
+            WorkerShares::new(threads, secs, engine.worker_time)
+                .with_file_bytes(engine.file_bytes())
+                .line(),
         )
     }
 }

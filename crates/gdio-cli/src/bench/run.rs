@@ -408,7 +408,9 @@ impl<'a> Bench<'a> {
             scattered_reads: moved.scattered_reads,
             gathered_writes: moved.gathered_writes,
             adjacent_pieces: moved.adjacent_pieces,
-            workers: self.worker_shares(m.seconds.iter().sum(), moved.time),
+            workers: self
+                .worker_shares(m.seconds.iter().sum(), moved.time)
+                .with_file_bytes(moved.buffered + moved.direct),
             cold: self.args.cold,
             fsync_seconds: None,
             most_writers_at_once: None,

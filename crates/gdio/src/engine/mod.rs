@@ -126,6 +126,18 @@ pub struct EngineCounters {
     pub worker_time: WorkerTime,
 }
 
+impl EngineCounters {
+    /// Bytes the engine moved with `pread` and `pwrite`, buffered and `O_DIRECT`, reads and
+    /// writes (not page-cache DMA): what its workers' file-I/O time carried
+    /// ([`WorkerShares::with_file_bytes`]).
+    pub fn file_bytes(&self) -> u64 {
+        self.buffered_read_bytes
+            + self.direct_read_bytes
+            + self.buffered_write_bytes
+            + self.direct_write_bytes
+    }
+}
+
 /// The engine: a worker pool over one GPU runtime.
 pub struct Engine {
     runtime: Arc<dyn GpuRuntime>,

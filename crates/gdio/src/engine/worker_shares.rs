@@ -42,6 +42,15 @@ pub struct WorkerShares {
     pub callers_woken: u64,
     /// Callers whose lone read was done while they polled it (`lone_caller_polls`).
     pub callers_polled: u64,
+    /// The rate of a worker's file I/O while it ran, in GB/s: the bytes the engine read or
+    /// wrote with `pread`/`pwrite` (buffered and `O_DIRECT`) in the span over its workers'
+    /// file-I/O time ([`WorkerShares::with_file_bytes`]). Beside the shares it tells a slow
+    /// span's workers reading slower (the host's memory, the disk) from workers that read as
+    /// fast as on a quick one but waited more. `None` when not given, when no file I/O was
+    /// timed, or when callers ran requests inline (their bytes count, their time is not
+    /// file I/O).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_io_gbps: Option<f64>,
 }
 
 impl WorkerShares {
@@ -66,10 +75,21 @@ impl WorkerShares {
             wake_ms: time.mean_wake_ms(),
             callers_woken: time.callers_woken,
             callers_polled: time.callers_polled,
+            file_io_gbps: None,
         };
         let busy = shares.busy();
         shares.idle = if busy > 0.0 { (1.0 - busy).max(0.0) } else { 0.0 };
         shares
+    }
+
+    /// These shares with the rate of the workers' file I/O ([`WorkerShares::file_io_gbps`]):
+    /// `bytes` read or written with `pread`/`pwrite` in the same span
+    /// ([`super::EngineCounters::file_bytes`], or a row's own bytes).
+    pub fn with_file_bytes(mut self, bytes: u64) -> WorkerShares {
+        let secs = self.file_io * self.worker_seconds;
+        self.file_io_gbps =
+            (secs > 0.0 && bytes > 0 && self.inline == 0.0).then(|| bytes as f64 / secs / 1e9);
+        self
     }
 
     /// The workers' timed share: every phase but idle and the callers' inline time.
@@ -132,6 +152,9 @@ impl WorkerShares {
                 },
             )
         };
+        if let Some(r) = self.file_io_gbps {
+            s += &format!("; a worker's file I/O ran at {r:.2} GB/s");
+        }
         if let Some(ms) = self.landing_ms {
             s += &format!("; copies landed {ms:.3} ms after queueing");
         }
@@ -215,5 +238,47 @@ mod tests {
         assert!(w.line().starts_with("the callers ran every request inline (500% of 4"));
         // Nothing timed: no verdict.
         assert_eq!(WorkerShares::new(4, 2.0, WorkerTime::default()).verdict(), None);
+    }
+
+    #[test]
+    fn the_file_io_rate_is_the_bytes_over_the_workers_file_io_time_and_only_that() {
+        // 4 workers for 2 s, 4 s of them in file I/O: 6 GB moved is 1.5 GB/s per worker.
+        let t = WorkerTime { file_io_ns: 4_000_000_000, ..WorkerTime::default() };
+        let w = WorkerShares::new(4, 2.0, t);
+        assert_eq!(w.file_io_gbps, None, "no bytes given, no rate");
+        assert!(!w.line().contains("GB/s"), "{}", w.line());
+        let w = w.with_file_bytes(6_000_000_000);
+        let r = w.file_io_gbps.expect("a rate");
+        assert!((r - 1.5).abs() < 1e-9, "{r}");
+        assert!(w.line().contains("; a worker's file I/O ran at 1.50 GB/s"), "{}", w.line());
+        // A slower row: the same bytes in twice the file-I/O time read half as fast, whatever
+        // the idle share.
+        let slow = WorkerTime { file_io_ns: 8_000_000_000, ..WorkerTime::default() };
+        let r2 = WorkerShares::new(8, 2.0, slow).with_file_bytes(6_000_000_000).file_io_gbps;
+        assert!(r2.is_some_and(|r2| (r2 - 0.75).abs() < 1e-9), "{r2:?}");
+        // No file I/O timed, no bytes, or callers inline (bytes without their time): none.
+        let none = WorkerShares::new(4, 2.0, WorkerTime::default()).with_file_bytes(1 << 30);
+        assert_eq!(none.file_io_gbps, None);
+        assert_eq!(WorkerShares::new(4, 2.0, t).with_file_bytes(0).file_io_gbps, None);
+        let inline = WorkerTime { inline_ns: 1_000_000, ..t };
+        assert_eq!(WorkerShares::new(4, 2.0, inline).with_file_bytes(1 << 30).file_io_gbps, None);
+        // In the JSON only when known.
+        let j = serde_json::to_value(WorkerShares::new(4, 2.0, t)).unwrap();
+        assert!(j.get("file_io_gbps").is_none(), "{j}");
+        let j = serde_json::to_value(WorkerShares::new(4, 2.0, t).with_file_bytes(6_000_000_000));
+        assert_eq!(j.unwrap()["file_io_gbps"], 1.5);
+    }
+
+    #[test]
+    fn the_file_bytes_are_every_pread_and_pwrite_not_page_cache_dma() {
+        let c = super::super::EngineCounters {
+            buffered_read_bytes: 1,
+            direct_read_bytes: 20,
+            buffered_write_bytes: 300,
+            direct_write_bytes: 4000,
+            page_cache_dma_bytes: 50000,
+            ..Default::default()
+        };
+        assert_eq!(c.file_bytes(), 4321);
     }
 }
