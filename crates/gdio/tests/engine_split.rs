@@ -90,6 +90,13 @@ fn the_one_buffer_keys_are_read_from_the_environment_and_bounded() {
     assert_eq!(d.split_early_copy_parts, 2);
     let l = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY_PARTS", "4")).unwrap();
     assert_eq!(l.config().split_early_copy_parts, 4);
+    assert_eq!(d.split_early_copy_max_others, 0, "early copies for reads alone, as measured");
+    let l = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY_MAX_OTHERS", "3")).unwrap();
+    assert_eq!(l.config().split_early_copy_max_others, 3);
+    for bad in ["-1", "4097", "few"] {
+        let e = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY_MAX_OTHERS", bad)).unwrap_err();
+        assert!(e.to_string().contains("SPLIT_EARLY_COPY_MAX_OTHERS"), "{bad}: {e}");
+    }
     for bad in ["0", "1", "17", "many"] {
         let e = Config::load_from_vars(vars("GDIO_SPLIT_EARLY_COPY_PARTS", bad)).unwrap_err();
         assert!(e.to_string().contains("SPLIT_EARLY_COPY_PARTS"), "{bad}: {e}");

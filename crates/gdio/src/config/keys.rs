@@ -68,6 +68,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("split_early_copy", KeyKind::Bool),
     ("split_early_copy_min_bytes", KeyKind::Count),
     ("split_early_copy_parts", KeyKind::Count),
+    ("split_early_copy_max_others", KeyKind::Count),
     ("lone_caller_polls", KeyKind::Bool),
     ("polling_callers_max", KeyKind::Count),
     ("copy_streams", KeyKind::Count),
@@ -157,6 +158,7 @@ pub const BOUNDS: &[(&str, Bound)] = &[
     ("split_min_bytes", Bound::new(0, MAX_SIZE)),
     ("split_early_copy_min_bytes", Bound::new(0, MAX_SIZE)),
     ("split_early_copy_parts", Bound::new(2, 16)),
+    ("split_early_copy_max_others", Bound::new(0, 4096)),
     // At most 64 TiB of page cache pinned; 0 turns the pins off.
     ("page_cache_pins_max_bytes", Bound::new(0, 1 << 46)),
     // At most a day.
@@ -317,6 +319,9 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
             config.split_early_copy_min_bytes = as_usize(origin, key, value)? as u64
         }
         "split_early_copy_parts" => config.split_early_copy_parts = as_usize(origin, key, value)?,
+        "split_early_copy_max_others" => {
+            config.split_early_copy_max_others = as_usize(origin, key, value)?;
+        }
         "lone_caller_polls" => config.lone_caller_polls = as_bool(origin, key, value)?,
         "polling_callers_max" => config.polling_callers_max = as_usize(origin, key, value)?,
         "split_pieces_per_worker" => {
@@ -466,6 +471,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "split_early_copy" => config.split_early_copy.into(),
         "split_early_copy_min_bytes" => config.split_early_copy_min_bytes.into(),
         "split_early_copy_parts" => config.split_early_copy_parts.into(),
+        "split_early_copy_max_others" => config.split_early_copy_max_others.into(),
         "lone_caller_polls" => config.lone_caller_polls.into(),
         "polling_callers_max" => config.polling_callers_max.into(),
         "copy_streams" => config.copy_streams.into(),

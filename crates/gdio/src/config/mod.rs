@@ -318,7 +318,7 @@ pub struct Config {
     /// `split_early_copy_parts` − 1 runs of pieces) as soon as every piece up to there is
     /// read, and the rest when the last piece is: the first copy runs while the second half
     /// is read. Reads with others in flight keep one copy per task either
-    /// way. H200, ABBA, three reps (BENCHMARKS.md session 39 run 1): KvikIO compat OFF at its
+    /// way, unless `split_early_copy_max_others` allows them. H200, ABBA, three reps (BENCHMARKS.md session 39 run 1): KvikIO compat OFF at its
     /// default one thread (4 MiB calls) 12.44 / 15.28 / 14.53 GB/s against 10.41 / 14.45 /
     /// 12.61, a call 0.282 ms against 0.315 (the copy landed 0.132 ms after queueing against
     /// 0.173); `gdio bench` 4 MiB × 1 12.52 / 14.03 / 14.87 against 10.95 / 14.34 / 14.23.
@@ -337,6 +337,14 @@ pub struct Config {
     /// compat OFF at one thread halves 14.88 / 14.08 GB/s, quarters 14.86 / 14.88, eighths
     /// 14.49 / 14.64 (`gdio bench` 4 MiB × 1 likewise inside the spread), so halves stay.
     pub split_early_copy_parts: usize,
+    /// The most other reads into GPU memory in flight in the pool (`Pool::reads_open`) beside
+    /// which a split read still copies early (`split_early_copy`); 0: only a read alone in
+    /// flight, as measured (BENCHMARKS.md session 39: early copies for lone reads). With a few
+    /// requests in flight each caller waits for its whole read and then its whole copy (at four
+    /// 4 MiB reads in flight on the H200 a call took 0.80 ms, its copy landing 0.20 ms after
+    /// queueing, session 46), so copying the first half while the second is read could shorten
+    /// every call there too; not yet measured beside others, so the default keeps the rule.
+    pub split_early_copy_max_others: usize,
     /// A synchronous read into GPU memory alone in flight in its pool (or beside a few others:
     /// `polling_callers_max`): its caller polls the request's done flag for up to
     /// `completion_spin_us` (while no more reads open) instead of sleeping until a worker
@@ -574,6 +582,7 @@ impl Default for Config {
             split_early_copy: true,
             split_early_copy_min_bytes: 4 << 20,
             split_early_copy_parts: 2,
+            split_early_copy_max_others: 0,
             lone_caller_polls: true,
             polling_callers_max: 3,
             copy_streams: 1,

@@ -105,7 +105,8 @@ pub struct EngineCounters {
     /// that worker's bounce buffer (`split_into_one_buffer`): how much the free workers helped.
     pub split_pieces_helped: u64,
     /// Split reads whose first parts were copied to the GPU before the rest was read
-    /// (`split_early_copy`: reads alone in flight; `split_early_copy_parts`, by default the
+    /// (`split_early_copy`: reads alone in flight, or beside at most
+    /// `split_early_copy_max_others`; `split_early_copy_parts`, by default the
     /// first half).
     pub split_early_copies: u64,
     /// Tasks the completion watcher finished the moment their copies landed, before their
@@ -454,9 +455,10 @@ impl Engine {
                     let per = self.config.split_pieces_per_worker.max(1) as u64;
                     let piece = size.div_ceil(per).next_multiple_of(4096);
                     let fine = plan::split(offset, len, piece, align);
-                    // A long read alone in flight may copy its first parts early.
+                    // A long read alone in flight (or beside at most
+                    // `split_early_copy_max_others`) may copy its first parts early.
                     let early = self.config.split_early_copy
-                        && others == 0
+                        && others <= self.config.split_early_copy_max_others
                         && len >= self.config.split_early_copy_min_bytes;
                     let parts = if early { self.config.split_early_copy_parts } else { 0 };
                     split_read = Some(split_read::SplitRead::new(fine, pieces.len(), parts));

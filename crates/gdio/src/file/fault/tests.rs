@@ -639,3 +639,63 @@ fn callers_beside_other_open_reads_sleep_unless_the_cores_hold_them_and_alone_th
         assert_eq!((alone.callers_polled, alone.callers_woken), (polled, 1 - polled), "{alone:?}");
     }
 }
+
+/// `split_early_copy_max_others`: a split read beside another open read into GPU memory copies
+/// its first half early only when the key allows that many others; alone it copies early
+/// either way. Four workers; every read of file a sleeps 3 s (B's split read, memcheck
+/// included, is done long before), so A (32 KiB of a: too short to split even alone, below
+/// the early floor) holds one worker and counts as open while B (1 MiB of b, one task) is
+/// split over the other three. The bytes land either way.
+#[test]
+fn a_split_read_beside_others_copies_early_only_as_the_key_allows() {
+    use std::time::Duration;
+    let d = tempfile::tempdir().unwrap();
+    let a_data = random_bytes(94, 1 << 20);
+    let b_data = random_bytes(95, 4 << 20);
+    let pa = file(d.path(), "a", &a_data);
+    let fa = FileHandle::open(&pa).unwrap();
+    let fb = FileHandle::open(file(d.path(), "b", &b_data)).unwrap();
+    for max_others in [0, 1] {
+        let config = Config {
+            threads: 4,
+            bounce_buffer_size: 1 << 20,
+            split_min_bytes: 128 << 10,
+            split_early_copy_min_bytes: 1 << 20,
+            split_early_copy_max_others: max_others,
+            ..one_worker_1mib_tasks()
+        };
+        let drv = sim_driver_warm(config, Duration::from_millis(1));
+        let plan = FaultPlan { read_delay: Some(Duration::from_secs(3)), ..FaultPlan::default() };
+        let slow = inject(&pa, plan).unwrap();
+        let read = |f: &FileHandle, off: u64, want: &[u8]| {
+            let mut dev = drv.alloc_device(0, want.len()).unwrap();
+            assert_eq!(drv.read(f, off, &mut dev, 0, want.len()).unwrap(), want.len());
+            assert_eq!(dev.to_vec().unwrap(), want, "bytes at {off}");
+        };
+        let early = || drv.engine().counters().split_early_copies;
+        let started = drv.engine().counters().worker_time.requests_started;
+        let (mut beside, mut split) = (0, 0);
+        std::thread::scope(|s| {
+            let a = s.spawn(|| read(&fa, 4096, &a_data[4096..4096 + (32 << 10)]));
+            // Once a worker has started A's read, it is open for the 3 s of its pread.
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while drv.engine().counters().worker_time.requests_started == started {
+                assert!(!a.is_finished(), "A's read ended before a worker started it");
+                assert!(std::time::Instant::now() < deadline, "no worker started A's read in 30 s");
+                std::thread::yield_now();
+            }
+            let (e, sp) = (early(), drv.engine().counters().split_reads);
+            // One whole task (tasks end on multiples of `task_size` in the file).
+            read(&fb, 1 << 20, &b_data[1 << 20..2 << 20]);
+            assert!(!a.is_finished(), "A ended before B: B was not beside it");
+            (beside, split) = (early() - e, drv.engine().counters().split_reads - sp);
+        });
+        assert_eq!(split, 1, "max_others {max_others}: B was not split beside A");
+        assert_eq!(beside, u64::from(max_others >= 1), "max_others {max_others}");
+        drop(slow);
+        // Alone, B copies early whatever the key.
+        let e = early();
+        read(&fb, 3 << 20, &b_data[3 << 20..]);
+        assert_eq!(early() - e, 1, "max_others {max_others}: alone, no early copy");
+    }
+}
