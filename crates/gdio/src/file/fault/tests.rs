@@ -578,6 +578,30 @@ fn split_reads_into_one_buffer_land_exactly_with_pieces_read_by_other_workers() 
     }
 }
 
+/// Arms a plan that makes every read of `path` sleep `delay` first (a slow disk).
+fn slow_reads(path: &Path, delay: std::time::Duration) -> super::Injection {
+    inject(path, FaultPlan { read_delay: Some(delay), ..FaultPlan::default() }).unwrap()
+}
+
+/// Reads `want.len()` bytes of `f` at `off` into new memory of the simulated GPU and checks
+/// that they are `want`.
+fn read_to_gpu_checked(drv: &Driver, f: &FileHandle, off: u64, want: &[u8]) {
+    let mut dev = drv.alloc_device(0, want.len()).unwrap();
+    assert_eq!(drv.read(f, off, &mut dev, 0, want.len()).unwrap(), want.len());
+    assert_eq!(dev.to_vec().unwrap(), want, "bytes at {off}");
+}
+
+/// Waits (up to 30 s) until a worker of `drv` has started a request since `started` requests
+/// had been, while the read on `a` has not ended: a read of a slow file is then open.
+fn until_a_worker_starts<T>(drv: &Driver, started: u64, a: &std::thread::ScopedJoinHandle<'_, T>) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while drv.engine().counters().worker_time.requests_started == started {
+        assert!(!a.is_finished(), "A's read ended before a worker started it");
+        assert!(std::time::Instant::now() < deadline, "no worker started A's read in 30 s");
+        std::thread::yield_now();
+    }
+}
+
 /// `lone_caller_polls`: a synchronous read alone in flight has its caller poll until it is
 /// done, but a read opened beside another stops polling and sleeps, and so does the other,
 /// unless `polling_callers_max` lets two poll and the cores hold them. One worker; file a's
@@ -604,25 +628,13 @@ fn callers_beside_other_open_reads_sleep_unless_the_cores_hold_them_and_alone_th
             ..one_worker_1mib_tasks()
         };
         let drv = sim_driver_warm(config, Duration::from_millis(1));
-        let plan =
-            FaultPlan { read_delay: Some(Duration::from_millis(600)), ..FaultPlan::default() };
-        let slow = inject(&pa, plan).unwrap();
-        let read = |f: &FileHandle, off: u64, want: &[u8]| {
-            let mut dev = drv.alloc_device(0, want.len()).unwrap();
-            assert_eq!(drv.read(f, off, &mut dev, 0, want.len()).unwrap(), want.len());
-            assert_eq!(dev.to_vec().unwrap(), want, "bytes at {off}");
-        };
+        let slow = slow_reads(&pa, Duration::from_millis(600));
+        let read = |f: &FileHandle, off: u64, want: &[u8]| read_to_gpu_checked(&drv, f, off, want);
         let before = drv.engine().counters().worker_time;
-        let started = || drv.engine().counters().worker_time.since(&before).requests_started;
         std::thread::scope(|s| {
             let a = s.spawn(|| read(&fa, 0, &a_data));
             // Once the worker has started A's read, it is open for the 600 ms of its pread.
-            let deadline = std::time::Instant::now() + Duration::from_secs(30);
-            while started() == 0 {
-                assert!(!a.is_finished(), "A's read ended before a worker started it");
-                assert!(std::time::Instant::now() < deadline, "no worker started A's read in 30 s");
-                std::thread::yield_now();
-            }
+            until_a_worker_starts(&drv, before.requests_started, &a);
             read(&fb, 4096, &b_data[4096..(1 << 20) + 4096]);
         });
         let crowd = drv.engine().counters().worker_time.since(&before);
@@ -665,25 +677,15 @@ fn a_split_read_beside_others_copies_early_only_as_the_key_allows() {
             ..one_worker_1mib_tasks()
         };
         let drv = sim_driver_warm(config, Duration::from_millis(1));
-        let plan = FaultPlan { read_delay: Some(Duration::from_secs(3)), ..FaultPlan::default() };
-        let slow = inject(&pa, plan).unwrap();
-        let read = |f: &FileHandle, off: u64, want: &[u8]| {
-            let mut dev = drv.alloc_device(0, want.len()).unwrap();
-            assert_eq!(drv.read(f, off, &mut dev, 0, want.len()).unwrap(), want.len());
-            assert_eq!(dev.to_vec().unwrap(), want, "bytes at {off}");
-        };
+        let slow = slow_reads(&pa, Duration::from_secs(3));
+        let read = |f: &FileHandle, off: u64, want: &[u8]| read_to_gpu_checked(&drv, f, off, want);
         let early = || drv.engine().counters().split_early_copies;
         let started = drv.engine().counters().worker_time.requests_started;
         let (mut beside, mut split) = (0, 0);
         std::thread::scope(|s| {
             let a = s.spawn(|| read(&fa, 4096, &a_data[4096..4096 + (32 << 10)]));
             // Once a worker has started A's read, it is open for the 3 s of its pread.
-            let deadline = std::time::Instant::now() + Duration::from_secs(30);
-            while drv.engine().counters().worker_time.requests_started == started {
-                assert!(!a.is_finished(), "A's read ended before a worker started it");
-                assert!(std::time::Instant::now() < deadline, "no worker started A's read in 30 s");
-                std::thread::yield_now();
-            }
+            until_a_worker_starts(&drv, started, &a);
             let (e, sp) = (early(), drv.engine().counters().split_reads);
             // One whole task (tasks end on multiples of `task_size` in the file).
             read(&fb, 1 << 20, &b_data[1 << 20..2 << 20]);
