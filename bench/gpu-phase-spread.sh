@@ -11,7 +11,8 @@
 # busy thread of the process). Per process one line: GB/s of each pass, the workers' shares,
 # the rate of a worker's file I/O (the library's summary says it), cores used and shared. If the slow processes' workers read as fast as the quick
 # ones' but idle more, the time goes between the reads (hand-offs, copies, wake-ups); if they
-# read slower, it goes in the copies themselves (where they run, what memory they copy into).
+# read slower, it goes in the copies themselves (where they run, what memory they copy into:
+# how much of the bounce buffers the kernel backed with huge pages, a wish it may refuse).
 # The CPU topology first (lscpu -e).
 #   bash bench/gpu-phase-spread.sh LOGDIR   (repo root; through bench/gpu-session.sh spread)
 # needs: LIB (gdio's libcufile), KvikIO and CuPy on PYTHONPATH, SPREAD_FILE (the 8 GiB ext4 file).
@@ -46,12 +47,17 @@ io, idle = pct("file I/O"), pct("idle")
 # of the wall time with calls in flight.
 m = re.search(r"file I/O ran at ([\d.]+) GB/s", s)
 per = float(m.group(1)) if m else (bytes_ / (threads * io * wall) / 1e9 if io else float("nan"))
-landed = re.search(r"copies landed ([\d.]+) ms", s).group(1)
-woke = re.search(r"woke ([\d.]+) ms", s).group(1)
+def find(pattern):
+    m = re.search(pattern, s)
+    return m.group(1) if m else "-"
+landed = find(r"copies landed ([\d.]+) ms")
+woke = find(r"woke ([\d.]+) ms")
 pl = json.loads([l for l in open(place) if l.startswith("{")][-1])
 g = next(iter(pl["busy_share"]), None)
+h = pl.get("huge_madvised_kib", {})
 print(f"proc {p}: passes {r.get('pass_gbps')} | file I/O {io:.0%} idle {idle:.0%} | a worker's file I/O {per:.2f} GB/s"
       f" | busy workers {pl['busy_share'].get(g)} on {pl['cores_used'].get(g)} cores, sharing a core {pl['shared_core'].get(g)}"
-      f" | copies landed {landed} ms, callers woke {woke} ms")
+      f" | copies landed {landed} ms, callers woke {woke} ms"
+      f" | bounce buffers on huge pages {h.get('anon_huge', 0) >> 10} of {h.get('rss', 0) >> 10} MiB")
 EOF
 done | tee "$out/spread.txt"

@@ -5,7 +5,13 @@ the end prints one JSON line on standard error:
 
   {"samples": n, "busy_share": {name-prefix: mean busy threads}, "cores_used": {prefix: n},
    "shared_core": share of busy thread-samples of PREFIX that ran on a core where another busy
-   thread of the process ran in the same interval, "cpus": {cpu: busy samples}, "rc": exit}
+   thread of the process ran in the same interval, "cpus": {cpu: busy samples},
+   "huge_madvised_kib": {"rss": n, "anon_huge": n}, "rc": exit}
+
+huge_madvised_kib: the resident memory of the process's mappings that asked for huge pages
+(MADV_HUGEPAGE, "hg" in smaps' VmFlags: gdio's pinned bounce buffers) and how much of it the
+kernel backed with huge pages, read from /proc/PID/smaps every second (SMAPS_MS), the reading
+with the most resident memory kept. Huge pages are a wish that a fragmented memory refuses.
 
 A thread counts as busy in an interval when its CPU time grew in it. Threads are grouped by
 their name up to the last "-" ("gdio-gpu0-3" and "gdio-gpu0-7" are "gdio-gpu0"). Cores come
@@ -67,6 +73,27 @@ def threads(pid):
     return out
 
 
+def madvised_huge(pid):
+    """(rss KiB, AnonHugePages KiB) summed over the mappings with "hg" in VmFlags; None once
+    the process is gone."""
+    rss = huge = 0
+    cur = {}
+    try:
+        with open(f"/proc/{pid}/smaps") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in ("Rss", "AnonHugePages"):
+                    cur[key] = int(rest.split()[0])
+                elif key == "VmFlags":
+                    if "hg" in rest.split():
+                        rss += cur.get("Rss", 0)
+                        huge += cur.get("AnonHugePages", 0)
+                    cur = {}
+    except (OSError, ValueError):
+        return None
+    return rss, huge
+
+
 def main():
     args = sys.argv[1:]
     prefix = None
@@ -85,8 +112,16 @@ def main():
     shared = Counter()
     busy_total = Counter()
     cpus = Counter()
+    every = max(1, round(float(os.environ.get("SMAPS_MS", "1000")) / 1e3 / interval))
+    huge = (0, 0)
+    tick = 0
     while child.poll() is None:
         time.sleep(interval)
+        tick += 1
+        if tick % every == 0:
+            h = madvised_huge(child.pid)
+            if h and h[0] >= huge[0]:
+                huge = h
         now = threads(child.pid)
         busy = [(g, cpu) for tid, (g, cpu, ticks) in now.items() if tid in last and ticks > last[tid][2]]
         last = now
@@ -108,6 +143,7 @@ def main():
         "cores_used": {g: len(cores[g]) for g in groups},
         "shared_core": {g: round(shared[g] / max(busy_total[g], 1), 3) for g in groups},
         "cpus": dict(sorted(cpus.items())),
+        "huge_madvised_kib": {"rss": huge[0], "anon_huge": huge[1]},
         "rc": child.returncode,
     }
     print(json.dumps(report), file=sys.stderr)
