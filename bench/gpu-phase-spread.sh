@@ -28,7 +28,7 @@ t=${SPREAD_THREADS:-4}
 for p in $(seq "${SPREAD_PROCS:-8}"); do
   rm -f "$out/why-$p.log"
   CUFILE_LOGGING_LEVEL=INFO CUFILE_LOGFILE_PATH="$out/why-$p.log" LD_PRELOAD=$lib \
-    python3 bench/thread_placement.py --prefix "${SPREAD_GROUP:-gdio-gpu0}" -- \
+    python3 bench/thread_placement.py --prefix "${SPREAD_GROUP:-gdio-worker}" -- \
     python3 bench/cufile_kvikio_read.py off "$f" "$t" "${SPREAD_PASSES:-3}" >"$out/run-$p.json" 2>"$out/place-$p.txt"
   python3 - "$out/run-$p.json" "$out/why-$p.log" "$out/place-$p.txt" "$p" <<'EOF'
 import json, re, sys
@@ -55,9 +55,12 @@ woke = find(r"woke ([\d.]+) ms")
 pl = json.loads([l for l in open(place) if l.startswith("{")][-1])
 g = next(iter(pl["busy_share"]), None)
 h = pl.get("huge_madvised_kib", {})
+gc = pl.get("group_cpus", {}).get(g, {})
+top = " ".join(f"{c}:{n}" for c, n in sorted(gc.items(), key=lambda x: -x[1]))
 print(f"proc {p}: passes {r.get('pass_gbps')} | file I/O {io:.0%} idle {idle:.0%} | a worker's file I/O {per:.2f} GB/s"
       f" | busy workers {pl['busy_share'].get(g)} on {pl['cores_used'].get(g)} cores, sharing a core {pl['shared_core'].get(g)}"
       f" | copies landed {landed} ms, callers woke {woke} ms"
-      f" | bounce buffers on huge pages {h.get('anon_huge', 0) >> 10} of {h.get('rss', 0) >> 10} MiB")
+      f" | bounce buffers on huge pages {h.get('anon_huge', 0) >> 10} of {h.get('rss', 0) >> 10} MiB"
+      f" | workers' CPUs (busy samples) {top}")
 EOF
 done | tee "$out/spread.txt"

@@ -6,6 +6,7 @@ the end prints one JSON line on standard error:
   {"samples": n, "busy_share": {name-prefix: mean busy threads}, "cores_used": {prefix: n},
    "shared_core": share of busy thread-samples of PREFIX that ran on a core where another busy
    thread of the process ran in the same interval, "cpus": {cpu: busy samples},
+   "group_cpus": {prefix: {cpu: busy samples of that group's threads}},
    "huge_madvised_kib": {"rss": n, "anon_huge": n}, "rc": exit}
 
 huge_madvised_kib: the resident memory of the process's mappings that asked for huge pages
@@ -14,7 +15,7 @@ kernel backed with huge pages, read from /proc/PID/smaps every second (SMAPS_MS)
 with the most resident memory kept. Huge pages are a wish that a fragmented memory refuses.
 
 A thread counts as busy in an interval when its CPU time grew in it. Threads are grouped by
-their name up to the last "-" ("gdio-gpu0-3" and "gdio-gpu0-7" are "gdio-gpu0"). Cores come
+their name up to the last "-" ("gdio-worker-3" and "gdio-worker-7" are "gdio-worker"). Cores come
 from /sys/devices/system/cpu/cpuN/topology/core_id (with the package id), so two hyperthreads
 of one core count as one core. The command's own output passes through.
 
@@ -112,6 +113,7 @@ def main():
     shared = Counter()
     busy_total = Counter()
     cpus = Counter()
+    group_cpus = defaultdict(Counter)
     every = max(1, round(float(os.environ.get("SMAPS_MS", "1000")) / 1e3 / interval))
     huge = (0, 0)
     tick = 0
@@ -134,6 +136,7 @@ def main():
             busy_total[g] += 1
             cores[g].add(core_of(cpu))
             cpus[cpu] += 1
+            group_cpus[g][cpu] += 1
             if on_core[core_of(cpu)] > 1:
                 shared[g] += 1
     groups = [prefix] if prefix else sorted(busy_total)
@@ -143,6 +146,7 @@ def main():
         "cores_used": {g: len(cores[g]) for g in groups},
         "shared_core": {g: round(shared[g] / max(busy_total[g], 1), 3) for g in groups},
         "cpus": dict(sorted(cpus.items())),
+        "group_cpus": {g: dict(sorted(group_cpus[g].items())) for g in groups},
         "huge_madvised_kib": {"rss": huge[0], "anon_huge": huge[1]},
         "rc": child.returncode,
     }
