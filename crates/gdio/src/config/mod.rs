@@ -342,8 +342,13 @@ pub struct Config {
     /// flight, as measured (BENCHMARKS.md session 39: early copies for lone reads). With a few
     /// requests in flight each caller waits for its whole read and then its whole copy (at four
     /// 4 MiB reads in flight on the H200 a call took 0.80 ms, its copy landing 0.20 ms after
-    /// queueing, session 46), so copying the first half while the second is read could shorten
-    /// every call there too; not yet measured beside others, so the default keeps the rule.
+    /// queueing, session 46), so copying the first half while the second is read might shorten
+    /// every call there too. Measured (BENCHMARKS.md session 47 run 1, H100 host, ABBA, four
+    /// reps): 3 against 0 lost at two and four in flight in every rep: KvikIO compat OFF at
+    /// four threads 24.66–25.87 GB/s against 27.20–31.77, `gdio bench` 4 MiB × 4 25.85–26.74
+    /// against 28.01–30.43, two threads 17.46–18.79 against 18.67–20.42; eight in flight alike
+    /// (few reads there copy early). Two copies per read cost more than the overlap gains once
+    /// other reads keep the link busy, so the default keeps 0.
     pub split_early_copy_max_others: usize,
     /// A synchronous read into GPU memory alone in flight in its pool (or beside a few others:
     /// `polling_callers_max`): its caller polls the request's done flag for up to
