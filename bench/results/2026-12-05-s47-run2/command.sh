@@ -5,6 +5,8 @@
 # the copies out of the page cache themselves vary. So:
 # (1) bench/vcpu-pairs.c: each CPU's copy out of the page cache alone, then every pair at once
 #     (pairs that keep little of twice the solo rate share a host core the guest cannot see);
+# (1b) bench/buffer-placement.c: from one pinned CPU (2, then 9), `pread` into 24 bounce buffers
+#     mapped as gdio maps them, three rounds: does a buffer's memory set the copy's rate?
 # (2) phase `spread` again, now naming the workers' group right (gdio-worker) and the CPUs the
 #     busy workers ran on, to set beside (1);
 # (3) issue 9's row, `kvrow` at 1-32 threads, three reps, each OFF row paired with `gdio bench`.
@@ -18,6 +20,8 @@ nvidia-smi --query-gpu=name,pcie.link.gen.current,pcie.link.width.current --form
 cat $f > /dev/null
 cc -O2 -pthread bench/vcpu-pairs.c -o /tmp/vcpu-pairs && timeout 60 /tmp/vcpu-pairs $f 200 > $O/vcpu-pairs.txt 2>&1
 echo "== vcpu pairs ($((SECONDS - t0)) s)"; grep -E "alone|weakest|median" $O/vcpu-pairs.txt | tr '\n' ';' | sed 's/GB\/s;/;/g'; echo
+cc -O2 bench/buffer-placement.c -o /tmp/buffer-placement && for c in 2 9; do
+  timeout 30 /tmp/buffer-placement $f $c 24 60 3 > $O/buffer-placement-cpu$c.txt 2>&1; tail -1 $O/buffer-placement-cpu$c.txt; done
 OUT=$O/s SKIP_FILES=1 SPREAD_PROCS=8 SPREAD_THREADS=4 SPREAD_PASSES=3 \
   timeout 150 bash bench/gpu-session.sh spread > $O/spread-session.txt 2>&1
 echo "== spread ($((SECONDS - t0)) s)"; cat $O/s/logs/spread/spread.txt 2>/dev/null || tail -20 $O/s/logs/spread.txt
