@@ -1,10 +1,11 @@
 """bench/kvrow_verdict.py, which reports issue 9's weakest rows from `kvrow` output: rows parsed
-as the phase prints them (with and without the paired `gdio bench`), failed rows counted, and
-the weakest sample named against its target."""
+as the phase prints them (with and without the paired `gdio bench`), failed rows counted, the
+ratio of the medians over the reps, and the weakest sample named against its target."""
 
 import importlib.util
 import pathlib
 import random
+import statistics
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("kvrow_verdict", REPO / "bench" / "kvrow_verdict.py")
@@ -38,6 +39,17 @@ def test_random_rows_give_their_ranges_and_the_weakest_sample():
     assert sorted(rows) == [1, 2, 4, 8, 16, 32]
     assert all(len(r["OFF / ON"]) == 3 and len(r["OFF / bench"]) == 3 for r in rows.values())
     out = kv.verdict(rows)
+    # Each thread count's ratio of the medians: from the GB/s of the lines, not the ratios.
+    meds = {}
+    for t in rows:
+        side = lambda k: statistics.median(float(l.split(k)[1].split()[0]) for l in lines[1:] if f" t{t} " in l)
+        meds[t] = (round(side("OFF on gdio ") / side("KvikIO ON "), 3), round(side("OFF on gdio ") / side("gdio bench 4M x %d " % t), 3))
+        assert f" | {meds[t][0]:.3f} | {meds[t][1]:.3f} | 0" in next(o for o in out if o.startswith(f"{t} | 3 | "))
+    (m_on, t_on), (m_vs, t_vs) = min((m[0], t) for t, m in meds.items()), min((m[1], t) for t, m in meds.items())
+    assert out[-3] == (
+        f"weakest ratio of the medians over the reps: OFF / ON {m_on:.3f} at {t_on} threads (target 1.10), "
+        f"OFF / bench {m_vs:.3f} at {t_vs} threads (target 0.95)"
+    )
     low, t = min(ratios)
     below = sum(1 for v, _ in ratios if v < 1.10)
     state = "holds" if below == 0 else f"{below} of 18 below"
@@ -57,11 +69,17 @@ def test_rows_without_bench_and_failed_rows_are_said():
     assert rows[16]["failed"] == 1 and rows[16]["OFF / ON"] == [round(51.5 / 46.0, 3)]
     assert rows[4]["reps"] == 2 and rows[4]["failed"] == 1 and len(rows[4]["OFF / bench"]) == 2
     out = kv.verdict(rows)
-    assert "16 | 2 | 1.120–1.120 | - | 1" in out
-    assert "4 | 2 | 1.200–1.200 | 1.017–1.034 | 1" in out
+    # 16 threads: OFF 51.5 and 50.0, ON only 46.0; no bench.
+    assert f"16 | 2 | 1.120–1.120 | - | {50.75 / 46.0:.3f} | - | 1" in out
+    # 4 threads: OFF 30.0 both, ON only 25.0, bench 29.0 and 29.5.
+    assert f"4 | 2 | 1.200–1.200 | 1.017–1.034 | 1.200 | {30.0 / 29.25:.3f} | 1" in out
     assert out[-2] == "weakest OFF / bench: 1.017 at 4 threads (target 0.95: holds)"
     assert out[-1].startswith("some rows failed")
     assert out[-3] == "weakest OFF / ON: 1.119 at 8 threads (target 1.10: holds)"
+    assert out[-4] == (
+        f"weakest ratio of the medians over the reps: OFF / ON {50.75 / 46.0:.3f} at 16 threads (target 1.10), "
+        f"OFF / bench {30.0 / 29.25:.3f} at 4 threads (target 0.95)"
+    )
 
 
 def test_no_rows_is_an_error(tmp_path, capsys):
