@@ -78,7 +78,7 @@ int main(int argc, char **argv) {
   for (int r = 0; r < rounds; r++)
     for (int b = 0; b < nbuf; b++) {
       long long bytes = 0;
-      double t0 = now(), t;
+      double t0 = now(), t = t0;
       do {
         if (off + CHUNK > fsize) off = 0;
         ssize_t n = pread(fd, buf[b], CHUNK, off);

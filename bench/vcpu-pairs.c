@@ -44,7 +44,7 @@ static void *copy_loop(void *arg) {
   memset(buf, 1, CHUNK);
   off_t off = j->start;
   pthread_barrier_wait(&bar);
-  double t0 = now(), t;
+  double t0 = now(), t = t0;
   long long bytes = 0;
   do {
     if (off + CHUNK > fsize) off = 0;
