@@ -52,6 +52,7 @@ def find(pattern):
     return m.group(1) if m else "-"
 landed = find(r"copies landed ([\d.]+) ms")
 woke = find(r"woke ([\d.]+) ms")
+steal = find(r"CPUs ([\d.]+) % of their time since")
 pl = json.loads([l for l in open(place) if l.startswith("{")][-1])
 g = next(iter(pl["busy_share"]), None)
 h = pl.get("huge_madvised_kib", {})
@@ -61,6 +62,7 @@ print(f"proc {p}: passes {r.get('pass_gbps')} | file I/O {io:.0%} idle {idle:.0%
       f" | busy workers {pl['busy_share'].get(g)} on {pl['cores_used'].get(g)} cores, sharing a core {pl['shared_core'].get(g)}"
       f" | copies landed {landed} ms, callers woke {woke} ms"
       f" | bounce buffers on huge pages {h.get('anon_huge', 0) >> 10} of {h.get('rss', 0) >> 10} MiB"
+      f" | hypervisor's steal {steal} %"
       f" | workers' CPUs (busy samples) {top}")
 EOF
 done | tee "$out/spread.txt"

@@ -50,6 +50,28 @@ fn bench_rows_say_how_fast_the_workers_file_io_ran() {
 }
 
 #[test]
+fn bench_rows_say_how_much_of_the_cpus_the_hypervisor_took() {
+    // 4 KiB random reads, one at a time: slow enough that the timed passes span well over the
+    // hundred CPU ticks a share needs (`gdio::cpu_steal::MIN_TICKS`).
+    let dir = tempfile::tempdir().unwrap();
+    let out = gdio()
+        .args(["bench", "--size", "64M", "--io-size", "4K", "--pattern", "random"])
+        .args(["--queue-depth", "1", "--target", "host", "--mode", "read", "--iterations", "4"])
+        .args(["--json", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cpus = std::thread::available_parallelism().unwrap().get() as f64;
+    let r = &json_of(&out)["results"][0];
+    let ticks = r["seconds"].as_f64().unwrap() * r["iterations"].as_f64().unwrap() * cpus * 100.0;
+    match r["cpu_steal"].as_f64() {
+        Some(s) => assert!((0.0..=1.0).contains(&s), "{r}"),
+        None => assert!(ticks < 200.0, "about {ticks:.0} ticks of timed passes and no share: {r}"),
+    }
+}
+
+#[test]
 fn bench_main_job_verifies_and_cleans_up() {
     let dir = tempfile::tempdir().unwrap();
     let out = gdio()

@@ -9,6 +9,7 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use gdio::cpu_steal::CpuTicks;
 use gdio::engine::{EngineCounters, WorkerShares};
 use gdio::Op;
 
@@ -30,6 +31,9 @@ struct State {
     /// The calls' own times, summed (finished calls only).
     calls: Duration,
     finished: u64,
+    /// The machine's CPU ticks at the first call (`/proc/stat`, read once): the hypervisor's
+    /// share from there to the summary.
+    first_call_ticks: Option<CpuTicks>,
 }
 
 /// One call in flight, since when: counted out when dropped.
@@ -45,6 +49,9 @@ impl InFlight {
     pub fn enter(&self, op: Op, size: usize) -> Entered<'_> {
         let mut s = self.lock();
         let at = Instant::now();
+        if s.reads + s.writes == 0 {
+            s.first_call_ticks = CpuTicks::now();
+        }
         if s.now == 0 {
             s.since = Some(at);
         }
@@ -70,6 +77,7 @@ impl InFlight {
             busy: s.busy + open,
             calls: s.calls,
             finished: s.finished,
+            ticks: s.first_call_ticks.zip(CpuTicks::now()).map(|(a, b)| b.since(&a)),
         }
     }
 }
@@ -105,6 +113,9 @@ pub struct Summary {
     pub calls: Duration,
     /// Calls finished (the count behind `calls`).
     pub finished: u64,
+    /// The machine's CPU ticks from the first call to the summary, where `/proc/stat` could
+    /// be read: how much of the CPUs the hypervisor gave to others meanwhile.
+    pub ticks: Option<CpuTicks>,
 }
 
 impl Summary {
@@ -124,11 +135,20 @@ impl Summary {
             0 => String::new(),
             n => format!("; {n} reads copied early, part by part"),
         };
+        // In a VM the CPUs' copies out of the page cache slow with the host's other work.
+        let steal = match self.ticks.and_then(|t| t.steal_share()) {
+            Some(x) => format!(
+                "; the hypervisor ran other work on this VM's CPUs {:.1} % of their time since \
+                 the first call (steal in /proc/stat)",
+                x * 100.0
+            ),
+            None => String::new(),
+        };
         format!(
             "synchronous I/O: {} reads, {} writes, {} bytes asked (mean {} bytes), up to {} in \
              flight at once ({:.1} on average, a call {:.3} ms), {:.3} s with any in flight \
              ({:.2} GB/s); the engine split {} reads over free workers ({} pieces read into another worker's \
-             buffer{}); {} reads out of page-cache pins ({} bytes pinned now); {}",
+             buffer{}); {} reads out of page-cache pins ({} bytes pinned now); {}{}",
             self.reads,
             self.writes,
             self.bytes,
@@ -146,6 +166,7 @@ impl Summary {
             WorkerShares::new(threads, secs, engine.worker_time)
                 .with_file_bytes(engine.file_bytes())
                 .line(),
+            steal,
         )
     }
 }
@@ -200,5 +221,28 @@ mod tests {
         let average = s.calls.as_secs_f64() / s.busy.as_secs_f64();
         assert!(line.contains(&format!("({average:.1} on average, a call ")), "{line}");
         assert!(average > 1.0 && average <= 2.0, "{s:?}");
+    }
+
+    #[test]
+    fn the_summary_says_the_hypervisors_share_since_the_first_call() {
+        let f = InFlight::default();
+        drop(f.enter(Op::Read, 4096));
+        let s = f.summary();
+        if CpuTicks::now().is_some() {
+            assert!(s.ticks.is_some(), "read at the first call and at the summary: {s:?}");
+        }
+        let engine = EngineCounters::default();
+        let with = |ticks| Summary { ticks, ..s }.line(4, &engine);
+        let line = with(Some(CpuTicks { total: 1_600, steal: 96 }));
+        assert!(
+            line.ends_with(
+                "; the hypervisor ran other work on this VM's CPUs 6.0 % of their time since \
+                 the first call (steal in /proc/stat)"
+            ),
+            "{line}"
+        );
+        // Too few ticks to tell, or none read: nothing said.
+        assert!(!with(Some(CpuTicks { total: 50, steal: 25 })).contains("hypervisor"));
+        assert!(!with(None).contains("hypervisor"));
     }
 }

@@ -53,6 +53,7 @@
 pub mod backend;
 pub mod batch;
 pub mod config;
+pub mod cpu_steal;
 pub mod driver;
 pub mod engine;
 pub mod error;

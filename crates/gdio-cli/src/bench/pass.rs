@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
+use gdio::cpu_steal::CpuTicks;
 use gdio::{Driver, FileHandle};
 
 use super::data::on_threads;
@@ -193,6 +194,9 @@ pub struct Pass {
     pub hist: Histogram,
     /// Requests done.
     pub ios: u64,
+    /// The machine's CPU ticks over the pass (how much the hypervisor took), where
+    /// `/proc/stat` could be read before and after.
+    pub ticks: Option<CpuTicks>,
 }
 
 /// CPU seconds of this process so far.
@@ -221,6 +225,7 @@ pub fn run(
     let stop = AtomicBool::new(false);
     let hist = Mutex::new(Histogram::default());
     let cpu0 = cpu_seconds();
+    let ticks0 = CpuTicks::now();
     let t0 = Instant::now();
     let r = on_threads(shape.depth, |_| {
         let mut mine = Histogram::default();
@@ -253,9 +258,10 @@ pub fn run(
         result
     });
     let seconds = t0.elapsed().as_secs_f64();
+    let ticks = ticks0.zip(CpuTicks::now()).map(|(a, b)| b.since(&a));
     r?;
     let hist = hist.into_inner().unwrap_or_else(|p| p.into_inner());
-    Ok(Pass { seconds, cpu: cpu_seconds() - cpu0, ios: hist.count(), hist })
+    Ok(Pass { seconds, cpu: cpu_seconds() - cpu0, ios: hist.count(), hist, ticks })
 }
 
 #[cfg(test)]

@@ -43,6 +43,11 @@ pub struct OpResult {
     pub latency_p99_ms: f64,
     /// CPU seconds (user + system) per iteration, median.
     pub cpu_seconds: f64,
+    /// The share of the machine's CPU time that the hypervisor gave to other work while the
+    /// timed iterations ran (steal in `/proc/stat`, all CPUs; `gdio::cpu_steal`); absent
+    /// where it cannot be read or the iterations were too short to tell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_steal: Option<f64>,
     /// Bytes of the timed iterations that the engine moved through the page cache (buffered).
     pub buffered_bytes: u64,
     /// Bytes of the timed iterations that went through O_DIRECT.
@@ -211,6 +216,9 @@ impl BenchReport {
             if r.workers.verdict().is_some() {
                 outln!("{:<6} {}", "", r.workers.line());
             }
+            if let Some(line) = steal_line(r.cpu_steal) {
+                outln!("{:<6} {line}", "");
+            }
         }
         outln!();
         outln!("limits measured in this run:");
@@ -318,6 +326,23 @@ fn host_side(
 /// the host side.
 const HOST_BOUND_SHARE: f64 = 0.85;
 
+/// The line on the hypervisor's share of the CPUs while a row ran (`cpu_steal`), where it took
+/// at least [`STEAL_SAID`]: in a VM the copies out of the page cache run on vCPUs the host may
+/// give to others, and a row run while it did is slower for a reason outside gdio (session 47:
+/// 0.2–0.8 % with four readers, 6.6–20.3 % with twelve to sixteen on an H100 host whose
+/// readers fell from 7 GB/s each to under 3).
+fn steal_line(cpu_steal: Option<f64>) -> Option<String> {
+    let share = cpu_steal.filter(|s| *s >= STEAL_SAID)?;
+    Some(format!(
+        "hypervisor: other work ran on this VM's CPUs {:.1} % of their time while this row ran \
+         (steal in /proc/stat); the CPU's copies slow with it",
+        share * 100.0
+    ))
+}
+
+/// The hypervisor's share of the CPUs from which a row says so.
+const STEAL_SAID: f64 = 0.01;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,6 +361,16 @@ mod tests {
         assert!(!line.contains("bound it"), "{line}");
         // No link measured: compared only.
         assert!(!host_side(Some(30.0), None, Some(31.0)).unwrap().contains("bound it"));
+    }
+
+    #[test]
+    fn steal_is_said_from_one_percent_and_never_without_a_reading() {
+        let line = steal_line(Some(0.203)).expect("a line");
+        assert!(line.contains("20.3 % of their time") && line.contains("steal"), "{line}");
+        assert!(steal_line(Some(STEAL_SAID)).unwrap().contains("1.0 %"));
+        assert_eq!(steal_line(Some(0.009)), None, "under one percent is noise");
+        assert_eq!(steal_line(Some(0.0)), None);
+        assert_eq!(steal_line(None), None, "no /proc/stat, or passes too short to tell");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use std::os::fd::AsFd;
 
+use gdio::cpu_steal::CpuTicks;
 use gdio::{Config, Driver, FileHandle, MemoryKind, OpenOptions};
 use serde_json::{json, Map, Value};
 
@@ -65,6 +66,11 @@ struct Measured {
     cpu: Vec<f64>,
     hist: Histogram,
     ios: u64,
+    /// The machine's CPU ticks over the timed passes together; `None` once a pass could not
+    /// read them.
+    ticks: Option<CpuTicks>,
+    /// Timed passes pushed (the first one starts `ticks`).
+    passes: usize,
 }
 
 impl Measured {
@@ -73,6 +79,17 @@ impl Measured {
         self.cpu.push(p.cpu);
         self.hist.merge(&p.hist);
         self.ios = p.ios;
+        self.ticks = match (self.passes, self.ticks, p.ticks) {
+            (0, _, t) => t,
+            (_, Some(a), Some(b)) => Some(a.plus(&b)),
+            _ => None,
+        };
+        self.passes += 1;
+    }
+
+    /// The share of the machine's CPU time the hypervisor took while the timed passes ran.
+    fn steal_share(&self) -> Option<f64> {
+        self.ticks.and_then(|t| t.steal_share())
     }
 
     fn gbps(&self, bytes: u64) -> f64 {
@@ -394,6 +411,7 @@ impl<'a> Bench<'a> {
             latency_p50_ms: m.hist.quantile_ms(0.5),
             latency_p99_ms: m.hist.quantile_ms(0.99),
             cpu_seconds: median(&m.cpu),
+            cpu_steal: m.steal_share(),
             buffered_bytes: moved.buffered,
             direct_bytes: moved.direct,
             page_cache_dma_bytes: moved.page_cache_dma,
@@ -665,4 +683,31 @@ pub fn run(args: &BenchArgs) -> Result<BenchReport, String> {
         stats: b.stats(),
         summary: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pass(ticks: Option<CpuTicks>) -> pass::Pass {
+        pass::Pass { seconds: 0.5, cpu: 0.1, hist: Histogram::default(), ios: 4, ticks }
+    }
+
+    #[test]
+    fn the_timed_passes_ticks_add_up_to_the_rows_steal_share() {
+        let mut m = Measured::default();
+        m.push(pass(Some(CpuTicks { total: 80, steal: 4 })));
+        assert_eq!(m.steal_share(), None, "80 ticks are too few to tell");
+        m.push(pass(Some(CpuTicks { total: 120, steal: 36 })));
+        assert_eq!(m.steal_share(), Some(40.0 / 200.0));
+        // A pass that could not read /proc/stat leaves the row without a share.
+        m.push(pass(None));
+        m.push(pass(Some(CpuTicks { total: 1_000, steal: 0 })));
+        assert_eq!(m.steal_share(), None);
+        // ...even when it is the first.
+        let mut m = Measured::default();
+        m.push(pass(None));
+        m.push(pass(Some(CpuTicks { total: 1_000, steal: 10 })));
+        assert_eq!(m.steal_share(), None);
+    }
 }
