@@ -15,6 +15,7 @@ mod newfile;
 mod out;
 mod safetensors;
 mod signals;
+mod steal;
 mod units;
 
 use std::ffi::OsString;

@@ -18,6 +18,7 @@ use serde_json::json;
 use crate::bench::progress::Progress;
 use crate::out::outln;
 use crate::units::{format_size, parse_size};
+use gdio::cpu_steal::CpuTicks;
 use gdio::engine::WorkerShares;
 
 /// Arguments of `gdio load`.
@@ -245,12 +246,14 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
         cancel: None,
     };
     let before = driver.engine().counters();
+    let ticks = CpuTicks::now();
     let run = match run_load(&driver, &ckpt, targets, &a.tensors, &options, a.json) {
         Ok(r) => r,
         Err(e) => return fail("load", e),
     };
     let seconds = start.elapsed().as_secs_f64();
     let after = driver.engine().counters();
+    let steal = ticks.zip(CpuTicks::now()).and_then(|(a, b)| b.since(&a).steal_share());
     let workers = WorkerShares::new(
         driver.engine().config().threads.max(1),
         run.seconds,
@@ -310,6 +313,7 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
             "mismatch": mismatch,
             "resave": resave,
             "workers": workers,
+            "cpu_steal": steal,
             "shape": {
                 "request_bytes": shape.request_size,
                 "requests_in_flight": shape.requests_in_flight,
@@ -350,6 +354,9 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
         }
         if workers.verdict().is_some() {
             outln!("{}", workers.line());
+        }
+        if let Some(line) = crate::steal::line(steal, "it loaded") {
+            outln!("{line}");
         }
         if verified {
             outln!("verified: every tensor matches a plain read of the file");

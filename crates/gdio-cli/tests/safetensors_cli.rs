@@ -65,6 +65,13 @@ fn load_host_json_verify_patterns_and_resave() {
     // Where the load's time went: the file reads were done by workers or inline by the loader.
     let w = &v["workers"];
     assert!(w["file_io"].as_f64().unwrap() + w["inline"].as_f64().unwrap() > 0.0, "{w}");
+    // The hypervisor's share of the CPUs during the load: null for a load too short to tell
+    // (a hundred CPU ticks), a share otherwise.
+    match &v["cpu_steal"] {
+        Value::Null => {}
+        s => assert!((0.0..=1.0).contains(&s.as_f64().unwrap()), "{v}"),
+    }
+    assert!(v.as_object().unwrap().contains_key("cpu_steal"), "{v}");
 
     let resaved = dir.path().join("again.safetensors");
     let out = gdio()

@@ -216,7 +216,7 @@ impl BenchReport {
             if r.workers.verdict().is_some() {
                 outln!("{:<6} {}", "", r.workers.line());
             }
-            if let Some(line) = steal_line(r.cpu_steal) {
+            if let Some(line) = crate::steal::line(r.cpu_steal, "this row ran") {
                 outln!("{:<6} {line}", "");
             }
         }
@@ -326,23 +326,6 @@ fn host_side(
 /// the host side.
 const HOST_BOUND_SHARE: f64 = 0.85;
 
-/// The line on the hypervisor's share of the CPUs while a row ran (`cpu_steal`), where it took
-/// at least [`STEAL_SAID`]: in a VM the copies out of the page cache run on vCPUs the host may
-/// give to others, and a row run while it did is slower for a reason outside gdio (session 47:
-/// 0.2–0.8 % with four readers, 6.6–20.3 % with twelve to sixteen on an H100 host whose
-/// readers fell from 7 GB/s each to under 3).
-fn steal_line(cpu_steal: Option<f64>) -> Option<String> {
-    let share = cpu_steal.filter(|s| *s >= STEAL_SAID)?;
-    Some(format!(
-        "hypervisor: other work ran on this VM's CPUs {:.1} % of their time while this row ran \
-         (steal in /proc/stat); the CPU's copies slow with it",
-        share * 100.0
-    ))
-}
-
-/// The hypervisor's share of the CPUs from which a row says so.
-const STEAL_SAID: f64 = 0.01;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,16 +344,6 @@ mod tests {
         assert!(!line.contains("bound it"), "{line}");
         // No link measured: compared only.
         assert!(!host_side(Some(30.0), None, Some(31.0)).unwrap().contains("bound it"));
-    }
-
-    #[test]
-    fn steal_is_said_from_one_percent_and_never_without_a_reading() {
-        let line = steal_line(Some(0.203)).expect("a line");
-        assert!(line.contains("20.3 % of their time") && line.contains("steal"), "{line}");
-        assert!(steal_line(Some(STEAL_SAID)).unwrap().contains("1.0 %"));
-        assert_eq!(steal_line(Some(0.009)), None, "under one percent is noise");
-        assert_eq!(steal_line(Some(0.0)), None);
-        assert_eq!(steal_line(None), None, "no /proc/stat, or passes too short to tell");
     }
 
     #[test]
