@@ -7,7 +7,8 @@
 # compat mode OFF through gdio's libcufile (LD_PRELOAD), three timed passes each
 # (bench/cufile_kvikio_read.py), and OFF ÷ ON. Stops starting reps after KVROW_BUDGET_S (300) s.
 # With KVROW_BENCH=1, each OFF row is followed by `gdio bench` of the same shape (4 MiB × N from
-# the same file, three iterations) and OFF ÷ it, so that both ratios of issue 9 come in pairs.
+# the same file, three iterations) and OFF ÷ it, so that both ratios of issue 9 come in pairs,
+# with the hypervisor's share of the CPUs while the bench row ran (its `cpu_steal`).
 # After the reps, a table per thread count and the weakest sample of each ratio against its
 # target (bench/kvrow_verdict.py).
 # Then (KVROW_WHY=1, the default) one more compat-OFF pass per thread count with the library's
@@ -38,8 +39,11 @@ for rep in $(seq "${KVROW_REPS:-3}"); do
     if [ "${KVROW_BENCH:-0}" = 1 ]; then
       b=$("${GDIO:-.dev/bin/gdio}" bench --json --file "$f" --mode read --iterations 3 --io-size 4M \
         --queue-depth "$t" 2>>"$out/stderr.txt" | python3 -c "
-import json, sys; r = json.load(sys.stdin)['results'][0]; print(round(r['gbps'], 2) if r['verified'] else 'unverified')" 2>/dev/null)
-      bench=" | gdio bench 4M x $t ${b:-failed} | OFF / bench $(python3 -c "print(round(${off:-0}/${b:-0},3))" 2>/dev/null || echo failed)"
+import json, sys; r = json.load(sys.stdin)['results'][0]
+s = r.get('cpu_steal')
+print((round(r['gbps'], 2) if r['verified'] else 'unverified'), '-' if s is None else round(100 * s, 1))" 2>/dev/null)
+      steal=${b#* }; b=${b%% *}
+      bench=" | gdio bench 4M x $t ${b:-failed} | OFF / bench $(python3 -c "print(round(${off:-0}/${b:-0},3))" 2>/dev/null || echo failed) | steal ${steal:--} %"
     fi
     echo "rep $rep t$t KvikIO ON ${on:-failed} | OFF on gdio ${off:-failed} | ratio $ratio$bench"
   done
