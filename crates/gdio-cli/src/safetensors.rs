@@ -253,7 +253,7 @@ pub fn load_main(a: LoadArgs) -> ExitCode {
     };
     let seconds = start.elapsed().as_secs_f64();
     let after = driver.engine().counters();
-    let steal = ticks.zip(CpuTicks::now()).and_then(|(a, b)| b.since(&a).steal_share());
+    let steal = CpuTicks::since_reading(ticks).and_then(|t| t.steal_share());
     let workers = WorkerShares::new(
         driver.engine().config().threads.max(1),
         run.seconds,

@@ -77,7 +77,7 @@ impl InFlight {
             busy: s.busy + open,
             calls: s.calls,
             finished: s.finished,
-            ticks: s.first_call_ticks.zip(CpuTicks::now()).map(|(a, b)| b.since(&a)),
+            ticks: CpuTicks::since_reading(s.first_call_ticks),
         }
     }
 }

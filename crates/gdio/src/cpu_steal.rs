@@ -55,6 +55,12 @@ impl CpuTicks {
         Some(CpuTicks { total: n.iter().sum(), steal: n[7] })
     }
 
+    /// The ticks from `start` (a reading of [`CpuTicks::now`]) to now, or `None` where either
+    /// reading failed.
+    pub fn since_reading(start: Option<CpuTicks>) -> Option<CpuTicks> {
+        Some(CpuTicks::now()?.since(&start?))
+    }
+
     /// The ticks from `before` to `self` (zero where a counter went back).
     pub fn since(&self, before: &CpuTicks) -> CpuTicks {
         CpuTicks {
@@ -110,6 +116,15 @@ mod tests {
         assert_eq!(short.steal_share(), None);
         let both = short.plus(&CpuTicks { total: 1, steal: 0 });
         assert_eq!(both.steal_share(), Some(50.0 / MIN_TICKS as f64));
+    }
+
+    #[test]
+    fn a_span_needs_both_readings() {
+        assert_eq!(CpuTicks::since_reading(None), None);
+        if let Some(start) = CpuTicks::now() {
+            let span = CpuTicks::since_reading(Some(start)).expect("read twice");
+            assert!(span.steal <= span.total, "{span:?}");
+        }
     }
 
     #[test]

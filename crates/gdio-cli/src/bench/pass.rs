@@ -258,7 +258,7 @@ pub fn run(
         result
     });
     let seconds = t0.elapsed().as_secs_f64();
-    let ticks = ticks0.zip(CpuTicks::now()).map(|(a, b)| b.since(&a));
+    let ticks = CpuTicks::since_reading(ticks0);
     r?;
     let hist = hist.into_inner().unwrap_or_else(|p| p.into_inner());
     Ok(Pass { seconds, cpu: cpu_seconds() - cpu0, ios: hist.count(), hist, ticks })

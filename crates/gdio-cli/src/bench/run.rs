@@ -69,22 +69,20 @@ struct Measured {
     /// The machine's CPU ticks over the timed passes together; `None` once a pass could not
     /// read them.
     ticks: Option<CpuTicks>,
-    /// Timed passes pushed (the first one starts `ticks`).
-    passes: usize,
 }
 
 impl Measured {
     fn push(&mut self, p: pass::Pass) {
+        // The first pass starts the ticks; a pass without them ends them for the row.
+        self.ticks = match (self.seconds.is_empty(), self.ticks, p.ticks) {
+            (true, _, t) => t,
+            (false, Some(a), Some(b)) => Some(a.plus(&b)),
+            _ => None,
+        };
         self.seconds.push(p.seconds);
         self.cpu.push(p.cpu);
         self.hist.merge(&p.hist);
         self.ios = p.ios;
-        self.ticks = match (self.passes, self.ticks, p.ticks) {
-            (0, _, t) => t,
-            (_, Some(a), Some(b)) => Some(a.plus(&b)),
-            _ => None,
-        };
-        self.passes += 1;
     }
 
     /// The share of the machine's CPU time the hypervisor took while the timed passes ran.
