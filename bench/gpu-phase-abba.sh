@@ -9,7 +9,7 @@
 # ABBA_THREADS ("8 16"), ABBA_PASSES (5) timed passes, median and best; `gdio bench` read rows
 # ABBA_SHAPES ("4M:8", SIZE:DEPTH) on ABBA_BENCH_FILE (the tmpfs file) with its split counts;
 # then KvikIO compat ON at each thread count once. ABBA_REPS (4) reps; no rep starts after
-# ABBA_BUDGET_S (300) s.
+# ABBA_BUDGET_S (300) s. Last, bench/abba_verdict.py's summary.
 #   bash bench/gpu-phase-abba.sh LOGDIR   (repo root; through bench/gpu-session.sh abba)
 # needs: GDIO (the CLI), LIB, KvikIO and CuPy on PYTHONPATH (bench/gpu-session.sh sets all three).
 set -uo pipefail
@@ -52,3 +52,5 @@ for rep in $(seq "${ABBA_REPS:-4}"); do
   for v in "${order[@]}"; do one "$v" "$rep"; done
   for t in ${ABBA_THREADS:-8 16}; do echo "rep $rep t$t KvikIO ON: $(kv on "$t")"; done
 done | tee "$out/abba.txt"
+# Each setting against the first, rep by rep, and issue 9's ratios (bench/abba_verdict.py).
+python3 bench/abba_verdict.py "$out/abba.txt" | tee -a "$out/abba.txt"
