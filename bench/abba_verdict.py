@@ -4,7 +4,10 @@ the first setting's (the baseline, listed first in ABBA_SETTINGS) and in how man
 the baseline's sample of the same rep; then issue 9's ratios for every setting, per rep:
 KvikIO compat OFF ÷ KvikIO compat ON at the same thread count (target 1.10) and OFF ÷ `gdio
 bench` 4 MiB × the thread count (target 0.95), with the weakest sample. Samples that failed
-(an empty or non-numeric rate) are counted, never read as zero.
+(an empty or non-numeric rate) are counted, never read as zero. A sample during which the
+hypervisor took at least STOLEN_PCT % of the CPUs (its `steal X%`) is marked `*`, and so is
+a ratio either of whose sides was: on these VMs such samples are the slow ones (BENCHMARKS.md
+session 48 run 5).
 
     python3 bench/abba_verdict.py ABBA_TXT [...]
 """
@@ -18,6 +21,8 @@ OFF = re.compile(r"^rep (?P<rep>\d+) t(?P<t>\d+) KvikIO OFF on gdio (?P<setting>
 BENCH = re.compile(r"^rep (?P<rep>\d+) (?P<size>\S+) x (?P<depth>\d+) (?P<setting>\S+): ?(?P<gbps>\S*)")
 ON = re.compile(r"^rep (?P<rep>\d+) t(?P<t>\d+) KvikIO ON: ?(?P<gbps>\S*)")
 TARGETS = {"OFF / ON": 1.10, "OFF / bench": 0.95}
+STEAL = re.compile(r" steal (?P<pct>[0-9.]+)%")
+STOLEN_PCT = 2.0
 
 
 def number(text):
@@ -28,9 +33,35 @@ def number(text):
         return None
 
 
+class Sample(float):
+    """A sample's GB/s (a float) with the hypervisor's steal while it ran, in %, or None."""
+
+    def __new__(cls, gbps, steal=None):
+        s = super().__new__(cls, gbps)
+        s.steal = steal
+        return s
+
+    @property
+    def stolen(self):
+        return self.steal is not None and self.steal >= STOLEN_PCT
+
+
+def sample(gbps, text):
+    """The Sample of a rate and the line it came from, or None for a failed one."""
+    v = number(gbps)
+    if v is None:
+        return None
+    m = STEAL.search(text)
+    return Sample(v, float(m["pct"]) if m else None)
+
+
+def mark(s):
+    return f"{s:.2f}*" if s.stolen else f"{s:.2f}"
+
+
 def parse(lines):
-    """(samples, on, settings, failed): samples[row][setting][rep] = GB/s with row
-    ("OFF", threads) or ("bench", size, depth); on[threads][rep] = KvikIO ON's GB/s; the
+    """(samples, on, settings, failed): samples[row][setting][rep] = Sample with row
+    ("OFF", threads) or ("bench", size, depth); on[threads][rep] = KvikIO ON's Sample; the
     settings in the order first seen; the count of samples without a rate."""
     samples = defaultdict(lambda: defaultdict(dict))
     on = defaultdict(dict)
@@ -39,7 +70,7 @@ def parse(lines):
         text = raw.strip()
         m = ON.match(text)
         if m:
-            v = number(m["gbps"])
+            v = sample(m["gbps"], text)
             if v is None:
                 failed += 1
             else:
@@ -55,7 +86,7 @@ def parse(lines):
             row = ("bench", m["size"], int(m["depth"]))
         if m["setting"] not in settings:
             settings.append(m["setting"])
-        v = number(m["gbps"])
+        v = sample(m["gbps"], text)
         if v is None:
             failed += 1
         else:
@@ -83,7 +114,7 @@ def compare(samples, settings):
             if not reps:
                 continue
             mean = statistics.mean(reps.values())
-            text = " / ".join(f"{reps[r]:.2f}" for r in sorted(reps))
+            text = " / ".join(mark(reps[r]) for r in sorted(reps))
             vs, led = "-", "-"
             if s != base and by.get(base):
                 vs = f"{mean / statistics.mean(by[base].values()):.3f}"
@@ -94,8 +125,9 @@ def compare(samples, settings):
 
 
 def issue9(samples, on, settings):
-    """Per setting, issue 9's samples: {name: [(ratio, threads, rep)]} for OFF ÷ ON and OFF ÷
-    `gdio bench` 4M x threads, where both sides of the same rep were measured."""
+    """Per setting, issue 9's samples: {name: [(ratio, threads, rep, stolen)]} for OFF ÷ ON and
+    OFF ÷ `gdio bench` 4M x threads, where both sides of the same rep were measured; `stolen`
+    when either side ran with the hypervisor taking STOLEN_PCT % or more."""
     out = {}
     for s in settings:
         ratios = {name: [] for name in TARGETS}
@@ -105,10 +137,10 @@ def issue9(samples, on, settings):
             t = row[1]
             bench = samples.get(("bench", "4M", t), {}).get(s, {})
             for rep, off in by.get(s, {}).items():
-                if rep in on.get(t, {}):
-                    ratios["OFF / ON"].append((round(off / on[t][rep], 3), t, rep))
-                if rep in bench:
-                    ratios["OFF / bench"].append((round(off / bench[rep], 3), t, rep))
+                for name, other in (("OFF / ON", on.get(t, {})), ("OFF / bench", bench)):
+                    if rep in other:
+                        stolen = off.stolen or other[rep].stolen
+                        ratios[name].append((round(off / other[rep], 3), t, rep, stolen))
         out[s] = ratios
     return out
 
@@ -122,16 +154,24 @@ def verdict(samples, on, settings, failed):
             if not values:
                 continue
             by_t = defaultdict(list)
-            for v, t, rep in sorted(values, key=lambda x: (x[1], x[2])):
-                by_t[t].append(f"{v:.3f}")
+            for v, t, rep, stolen in sorted(values, key=lambda x: (x[1], x[2])):
+                by_t[t].append(f"{v:.3f}{'*' if stolen else ''}")
             spans = "; ".join(f"t{t} {' / '.join(v)}" for t, v in sorted(by_t.items()))
-            low, t, rep = min(values)
-            below = sum(1 for v, _, _ in values if v < TARGETS[name])
+            low, t, rep, stolen = min(values)
+            below = sum(1 for v, *_ in values if v < TARGETS[name])
             state = "holds" if below == 0 else f"{below} of {len(values)} below"
-            out.append(
-                f"issue 9 {name} with {s}: {spans}; weakest {low:.3f} at t{t} rep {rep} "
-                f"(target {TARGETS[name]:.2f}: {state})"
+            line = (
+                f"issue 9 {name} with {s}: {spans}; weakest {low:.3f}{'*' if stolen else ''} at t{t} "
+                f"rep {rep} (target {TARGETS[name]:.2f}: {state})"
             )
+            calm = [v for v, _, _, st in values if not st]
+            if len(calm) < len(values):
+                line += f"; without * {min(calm):.3f}" if calm else "; every sample *"
+            out.append(line)
+    if any(x.stolen for by in samples.values() for reps in by.values() for x in reps.values()) or any(
+        x.stolen for reps in on.values() for x in reps.values()
+    ):
+        out.append(f"* the hypervisor took {STOLEN_PCT:g} % or more of the CPUs while the sample ran")
     if failed:
         out.append(f"{failed} samples failed: read stderr.txt beside abba.txt")
     return out

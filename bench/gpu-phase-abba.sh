@@ -23,7 +23,8 @@ kv() { # on|off threads
   python3 bench/cufile_kvikio_read.py "$1" "$f" "$2" "${ABBA_PASSES:-5}" 2>>"$out/stderr.txt" | python3 -c "
 import json, sys
 r = json.loads(sys.stdin.readlines()[-1])
-print(f\"{r['gbps']:.2f} best {r['best_gbps']:.2f} verified {r['verified']} passes {r.get('pass_gbps')}\")"
+s = r.get('cpu_steal')
+print(f\"{r['gbps']:.2f} best {r['best_gbps']:.2f} steal {'-' if s is None else f'{100 * s:.1f}'}% verified {r['verified']} passes {r.get('pass_gbps')}\")"
 }
 row() { # size depth
   "$GDIO" bench --json --file "$shm" --mode read --iterations 3 --io-size "$1" --queue-depth "$2" 2>>"$out/stderr.txt" | python3 -c "

@@ -8,7 +8,8 @@
 # (bench/cufile_kvikio_read.py), and OFF ÷ ON. Stops starting reps after KVROW_BUDGET_S (300) s.
 # With KVROW_BENCH=1, each OFF row is followed by `gdio bench` of the same shape (4 MiB × N from
 # the same file, three iterations) and OFF ÷ it, so that both ratios of issue 9 come in pairs,
-# with the hypervisor's share of the CPUs while the bench row ran (its `cpu_steal`).
+# with the hypervisor's share of the CPUs while the bench row ran (its `cpu_steal`); every row
+# ends with that share over KvikIO's timed passes, ON and OFF (bench/cpu_steal.py).
 # After the reps, a table per thread count and the weakest sample of each ratio against its
 # target (bench/kvrow_verdict.py).
 # Then (KVROW_WHY=1, the default) one more compat-OFF pass per thread count with the library's
@@ -25,7 +26,11 @@ cat "$f" >/dev/null
 cc -O2 -pthread bench/pagecache-dma-probe.c -o "$out/pcprobe" -ldl || exit 1
 P="timeout 30 $out/pcprobe"
 [ -z "${CUFILE_ENV_PATH_JSON:-}" ] && [ -f /etc/cufile.json ] && export CUFILE_ENV_PATH_JSON=/etc/cufile.json
-gb() { python3 -c "import json,sys; print(round(json.loads(sys.stdin.readlines()[-1])['gbps'],2))" 2>/dev/null; }
+# GB/s and the hypervisor's steal over the timed passes ('-' when unknown).
+gb() { python3 -c "
+import json, sys; r = json.loads(sys.stdin.readlines()[-1]); s = r.get('cpu_steal')
+print(round(r['gbps'], 2), '-' if s is None else round(100 * s, 1))" 2>/dev/null; }
+steal() { local v=${1:-failed -}; echo "${v#* }"; }  # the steal half of gb's output
 t0=$SECONDS
 for rep in $(seq "${KVROW_REPS:-3}"); do
   [ $((SECONDS - t0)) -gt "${KVROW_BUDGET_S:-300}" ] && { echo "rep $rep: no time left"; break; }
@@ -34,6 +39,8 @@ for rep in $(seq "${KVROW_REPS:-3}"); do
   for t in ${KVROW_THREADS:-8 16}; do
     on=$(python3 bench/cufile_kvikio_read.py on "$f" "$t" 3 2>>"$out/stderr.txt" | gb)
     off=$(LD_PRELOAD=$lib python3 bench/cufile_kvikio_read.py off "$f" "$t" 3 2>>"$out/stderr.txt" | gb)
+    kvsteal=" | KvikIO steal ON $(steal "$on") % OFF $(steal "$off") %"
+    on=${on%% *}; off=${off%% *}
     ratio=$(python3 -c "print(round(${off:-0}/${on:-0},3))" 2>/dev/null || echo failed)
     bench=
     if [ "${KVROW_BENCH:-0}" = 1 ]; then
@@ -45,7 +52,7 @@ print((round(r['gbps'], 2) if r['verified'] else 'unverified'), '-' if s is None
       steal=${b#* }; b=${b%% *}
       bench=" | gdio bench 4M x $t ${b:-failed} | OFF / bench $(python3 -c "print(round(${off:-0}/${b:-0},3))" 2>/dev/null || echo failed) | steal ${steal:--} %"
     fi
-    echo "rep $rep t$t KvikIO ON ${on:-failed} | OFF on gdio ${off:-failed} | ratio $ratio$bench"
+    echo "rep $rep t$t KvikIO ON ${on:-failed} | OFF on gdio ${off:-failed} | ratio $ratio$bench$kvsteal"
   done
 done | tee "$out/kvrow.txt"
 # The weakest sample of each ratio against its target (bench/kvrow_verdict.py).

@@ -1,7 +1,8 @@
 """bench/abba_verdict.py, which sums up an `abba` phase: rows parsed as the phase prints them
 (settings in ABBA order, the even reps reversed), each setting's mean against the baseline's
-and the reps it led, issue 9's ratios per setting with the weakest sample, and failed samples
-counted instead of read as zero."""
+and the reps it led, issue 9's ratios per setting with the weakest sample, samples that ran
+while the hypervisor took the CPUs marked, and failed samples counted instead of read as
+zero."""
 
 import importlib.util
 import pathlib
@@ -17,12 +18,12 @@ SETTINGS = ["GDIO_X=0", "GDIO_X=1,GDIO_Y=2"]
 THREADS = [4, 8]
 
 
-def off_line(rep, t, s, gbps):
-    return f"rep {rep} t{t} KvikIO OFF on gdio {s}: {gbps:.2f} best {gbps + 0.5:.2f} verified True passes [1.0]\n"
+def off_line(rep, t, s, gbps, steal="-"):
+    return f"rep {rep} t{t} KvikIO OFF on gdio {s}: {gbps:.2f} best {gbps + 0.5:.2f} steal {steal}% verified True passes [1.0]\n"
 
 
-def bench_line(rep, depth, s, gbps):
-    return f"rep {rep} 4M x {depth} {s}: {gbps:.2f} split 10 helped 2 early 0 split_wait 1% idle 9% steal 0.1% verified True\n"
+def bench_line(rep, depth, s, gbps, steal="0.1"):
+    return f"rep {rep} 4M x {depth} {s}: {gbps:.2f} split 10 helped 2 early 0 split_wait 1% idle 9% steal {steal}% verified True\n"
 
 
 def random_phase(seed, reps=4):
@@ -107,3 +108,40 @@ def test_no_rows_is_an_error(tmp_path, capsys):
     empty.write_text("rep 1: no time left\n")
     assert av.main([str(empty)]) == 1
     assert "no abba rows" in capsys.readouterr().err
+
+
+def test_samples_the_hypervisor_took_the_cpus_from_are_marked():
+    base, other = SETTINGS
+    lines = [
+        off_line(1, 4, base, 30.0, "0.4"),
+        off_line(1, 4, other, 20.0, "10.1"),
+        bench_line(1, 4, base, 28.0, "0.2"),
+        bench_line(1, 4, other, 29.0, "1.9"),
+        "rep 1 t4 KvikIO ON: 25.00 best 26.00 steal 0.0% verified True passes [1.0]\n",
+        off_line(2, 4, other, 33.0, "0.3"),
+        off_line(2, 4, base, 31.0),
+        bench_line(2, 4, other, 30.0, "3.0"),
+        bench_line(2, 4, base, 30.0, "0.0"),
+        "rep 2 t4 KvikIO ON: 24.00 best 25.00 steal 0.1% verified True passes [1.0]\n",
+    ]
+    samples, on, settings, failed = av.parse(lines)
+    assert samples[("OFF", 4)][other][1].steal == 10.1 and samples[("OFF", 4)][base][2].steal is None
+    out = av.verdict(samples, on, settings, failed)
+    assert f"KvikIO OFF t4 | {other} | 20.00* / 33.00 | 26.50 | 0.869 | 1 of 2" in out, out
+    assert f"gdio bench 4M x 4 | {other} | 29.00 / 30.00* | 29.50 | 1.017 | 1 of 2" in out, out
+    assert f"KvikIO OFF t4 | {base} | 30.00 / 31.00 | 30.50 | - | -" in out, out
+    # OFF ÷ ON 0.800 (stolen OFF) and 1.375; OFF ÷ bench 0.690 (both) and 1.100 (stolen bench).
+    on_line = next(o for o in out if o.startswith(f"issue 9 OFF / ON with {other}: "))
+    assert on_line == (
+        f"issue 9 OFF / ON with {other}: t4 0.800* / 1.375; weakest 0.800* at t4 rep 1 "
+        "(target 1.10: 1 of 2 below); without * 1.375"
+    )
+    vs_line = next(o for o in out if o.startswith(f"issue 9 OFF / bench with {other}: "))
+    assert vs_line.endswith("weakest 0.690* at t4 rep 1 (target 0.95: 1 of 2 below); every sample *"), vs_line
+    calm = next(o for o in out if o.startswith(f"issue 9 OFF / ON with {base}: "))
+    assert "*" not in calm and "without" not in calm, calm
+    assert out[-1] == "* the hypervisor took 2 % or more of the CPUs while the sample ran"
+    # Nothing stolen: no mark and no footnote.
+    quiet = av.verdict(*av.parse(random_phase(51, reps=2)[0]))
+    assert not any("*" in o for o in quiet), quiet
+

@@ -90,10 +90,12 @@ def test_no_rows_is_an_error(tmp_path, capsys):
 
 
 def test_rows_with_the_bench_rows_steal_parse_alike():
-    # Since session 47 each paired row ends with the hypervisor's steal during the bench row.
-    first = line(1, 8, 40.0, 46.0, 45.0).rstrip("\n") + " | steal 2.1 %\n"
-    second = line(2, 8, 41.0, 45.5, 46.0).rstrip("\n") + " | steal - %\n"
+    # Since session 47 each paired row ends with the hypervisor's steal during the bench row,
+    # since session 48 also during KvikIO's passes, ON and OFF.
+    first = line(1, 8, 40.0, 46.0, 45.0).rstrip("\n") + " | steal 2.1 % | KvikIO steal ON 0.0 % OFF 10.1 %\n"
+    second = line(2, 8, 41.0, 45.5, 46.0).rstrip("\n") + " | steal - % | KvikIO steal ON - % OFF - %\n"
     rows = kv.parse([first, second])
     assert rows[8]["reps"] == 2 and rows[8]["failed"] == 0
     assert rows[8]["bench"] == [45.0, 46.0] and rows[8]["OFF"] == [46.0, 45.5]
     assert rows[8]["OFF / bench"] == [round(46.0 / 45.0, 3), round(45.5 / 46.0, 3)]
+
