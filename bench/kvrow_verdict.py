@@ -4,7 +4,10 @@ with KVROW_BENCH=1, of OFF ÷ `gdio bench` of the same shape (target 0.95), and 
 the medians over the reps (the median OFF over the median ON or bench: every sample is its own
 process, and one process reads up to 15 % faster than the next on these VMs, session 47, so a
 pair of single processes carries both sides' spread); then the weakest median ratio and the
-weakest sample of each ratio over every row, which is the number to report.
+weakest sample of each ratio over every row, which is the number to report. Where rows carry
+the hypervisor's steal (the bench row's, KvikIO's ON and OFF: since session 48) and some
+sample ran with STOLEN_PCT % or more of the CPUs taken, the weakest sample without those
+follows (on these VMs they are the slow ones, BENCHMARKS.md session 48 run 5).
 
     python3 bench/kvrow_verdict.py KVROW_TXT [...]
 """
@@ -20,6 +23,14 @@ ROW = re.compile(
     r"(?: \| gdio bench 4M x \d+ (?P<bench>\S+) \| OFF / bench (?P<vs>\S+))?"
 )
 TARGETS = {"OFF / ON": 1.10, "OFF / bench": 0.95}
+STEALS = re.compile(r"\| steal (?P<bench>\S+) %|KvikIO steal ON (?P<on>\S+) % OFF (?P<off>\S+) %")
+STOLEN_PCT = 2.0
+
+
+def stolen(line):
+    """True when any steal the line gives (bench, KvikIO ON, KvikIO OFF) is STOLEN_PCT or more."""
+    values = [number(v) for m in STEALS.finditer(line) for v in m.groups()]
+    return any(v is not None and v >= STOLEN_PCT for v in values)
 
 
 def number(text):
@@ -35,7 +46,10 @@ def parse(lines):
     "bench": [...], "failed": n}} from kvrow lines: the ratios and the GB/s of each side (only
     those measured); `failed` counts the ratios that could not be taken."""
     rows = defaultdict(
-        lambda: {"reps": 0, "OFF / ON": [], "OFF / bench": [], "ON": [], "OFF": [], "bench": [], "failed": 0}
+        lambda: {
+            "reps": 0, "OFF / ON": [], "OFF / bench": [], "ON": [], "OFF": [], "bench": [], "failed": 0,
+            "stolen": {"OFF / ON": [], "OFF / bench": []},
+        }
     )
     for line in lines:
         m = ROW.match(line.strip())
@@ -43,6 +57,7 @@ def parse(lines):
             continue
         row = rows[int(m["t"])]
         row["reps"] += 1
+        taken = stolen(line)
         for side in ("on", "off", "bench"):
             v = number(m[side])
             if v is not None:
@@ -52,12 +67,14 @@ def parse(lines):
             row["failed"] += 1
         else:
             row["OFF / ON"].append(ratio)
+            row["stolen"]["OFF / ON"].append(taken)
         if m["vs"] is not None:
             vs = number(m["vs"])
             if vs is None:
                 row["failed"] += 1
             else:
                 row["OFF / bench"].append(vs)
+                row["stolen"]["OFF / bench"].append(taken)
     return dict(rows)
 
 
@@ -103,6 +120,20 @@ def verdict(rows):
         below = sum(1 for s, _ in samples if s < target)
         state = "holds" if below == 0 else f"{below} of {len(samples)} below"
         out.append(f"weakest {name}: {v:.3f} at {t} threads (target {target:.2f}: {state})")
+    for name, target in TARGETS.items():
+        marked = [(v, t, s) for t, r in rows.items() for v, s in zip(r[name], r["stolen"][name])]
+        taken = sum(1 for _, _, s in marked if s)
+        if not taken:
+            continue
+        calm = [(v, t) for v, t, s in marked if not s]
+        head = f"weakest {name} without the {taken} of {len(marked)} samples run with {STOLEN_PCT:g} % or more of the CPUs stolen"
+        if not calm:
+            out.append(f"{head}: none left")
+            continue
+        v, t = min(calm)
+        below = sum(1 for s, _ in calm if s < target)
+        state = "holds" if below == 0 else f"{below} of {len(calm)} below"
+        out.append(f"{head}: {v:.3f} at {t} threads (target {target:.2f}: {state})")
     if any(r["failed"] for r in rows.values()):
         out.append("some rows failed: read stderr.txt beside kvrow.txt")
     return out

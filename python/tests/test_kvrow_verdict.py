@@ -99,3 +99,28 @@ def test_rows_with_the_bench_rows_steal_parse_alike():
     assert rows[8]["bench"] == [45.0, 46.0] and rows[8]["OFF"] == [46.0, 45.5]
     assert rows[8]["OFF / bench"] == [round(46.0 / 45.0, 3), round(45.5 / 46.0, 3)]
 
+
+
+def test_the_weakest_without_samples_run_while_the_cpus_were_stolen_follows():
+    tail = lambda b, on, off: f" | steal {b} % | KvikIO steal ON {on} % OFF {off} %\n"
+    lines = [
+        # Stolen OFF side (10.1 %): the weakest of both ratios, 0.800 and 0.842.
+        line(1, 8, 40.0, 32.0, 38.0).rstrip("\n") + tail("0.3", "0.0", "10.1"),
+        line(2, 8, 40.0, 46.0, 45.0).rstrip("\n") + tail("0.1", "0.2", "0.4"),
+        # Stolen bench (2.0 %, the threshold itself): both its ratios count as stolen.
+        line(1, 16, 44.0, 50.0, 52.0).rstrip("\n") + tail("2.0", "-", "-"),
+        line(2, 16, 45.0, 48.5, 51.0).rstrip("\n") + tail("1.9", "0.0", "0.0"),
+    ]
+    out = kv.verdict(kv.parse(lines))
+    assert "weakest OFF / ON: 0.800 at 8 threads (target 1.10: 2 of 4 below)" in out, out
+    assert out[-2] == (
+        "weakest OFF / ON without the 2 of 4 samples run with 2 % or more of the CPUs stolen: "
+        f"{48.5 / 45.0:.3f} at 16 threads (target 1.10: 1 of 2 below)"
+    )
+    assert out[-1] == (
+        "weakest OFF / bench without the 2 of 4 samples run with 2 % or more of the CPUs stolen: "
+        f"{48.5 / 51.0:.3f} at 16 threads (target 0.95: holds)"
+    )
+    # Every sample stolen: said, with nothing left to name.
+    every = kv.verdict(kv.parse([lines[0]]))
+    assert every[-2].endswith("of the CPUs stolen: none left") and every[-1].endswith("none left"), every
