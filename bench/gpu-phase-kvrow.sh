@@ -30,7 +30,7 @@ P="timeout 30 $out/pcprobe"
 gb() { python3 -c "
 import json, sys; r = json.loads(sys.stdin.readlines()[-1]); s = r.get('cpu_steal')
 print(round(r['gbps'], 2), '-' if s is None else round(100 * s, 1))" 2>/dev/null; }
-steal() { local v=${1:-failed -}; echo "${v#* }"; }  # the steal half of gb's output
+steal_of() { local v=${1:-failed -}; echo "${v#* }"; }  # the steal half of gb's output
 t0=$SECONDS
 for rep in $(seq "${KVROW_REPS:-3}"); do
   [ $((SECONDS - t0)) -gt "${KVROW_BUDGET_S:-300}" ] && { echo "rep $rep: no time left"; break; }
@@ -39,7 +39,7 @@ for rep in $(seq "${KVROW_REPS:-3}"); do
   for t in ${KVROW_THREADS:-8 16}; do
     on=$(python3 bench/cufile_kvikio_read.py on "$f" "$t" 3 2>>"$out/stderr.txt" | gb)
     off=$(LD_PRELOAD=$lib python3 bench/cufile_kvikio_read.py off "$f" "$t" 3 2>>"$out/stderr.txt" | gb)
-    kvsteal=" | KvikIO steal ON $(steal "$on") % OFF $(steal "$off") %"
+    kvsteal=" | KvikIO steal ON $(steal_of "$on") % OFF $(steal_of "$off") %"
     on=${on%% *}; off=${off%% *}
     ratio=$(python3 -c "print(round(${off:-0}/${on:-0},3))" 2>/dev/null || echo failed)
     bench=
