@@ -12,25 +12,20 @@ session 48 run 5).
     python3 bench/abba_verdict.py ABBA_TXT [...]
 """
 
+import os
 import re
 import statistics
 import sys
 from collections import defaultdict
 
+# Issue 9's targets, the steal threshold and the number reader are kvrow_verdict's (beside this file).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kvrow_verdict import STOLEN_PCT, TARGETS, number  # noqa: E402
+
 OFF = re.compile(r"^rep (?P<rep>\d+) t(?P<t>\d+) KvikIO OFF on gdio (?P<setting>\S+): ?(?P<gbps>\S*)")
 BENCH = re.compile(r"^rep (?P<rep>\d+) (?P<size>\S+) x (?P<depth>\d+) (?P<setting>\S+): ?(?P<gbps>\S*)")
 ON = re.compile(r"^rep (?P<rep>\d+) t(?P<t>\d+) KvikIO ON: ?(?P<gbps>\S*)")
-TARGETS = {"OFF / ON": 1.10, "OFF / bench": 0.95}
 STEAL = re.compile(r" steal (?P<pct>[0-9.]+)%")
-STOLEN_PCT = 2.0
-
-
-def number(text):
-    """The float in `text`, or None for an empty or failed sample."""
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return None
 
 
 class Sample(float):

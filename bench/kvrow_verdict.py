@@ -92,6 +92,14 @@ def of_medians(row, other):
 MEDIANS = {"OFF / ON": "ON", "OFF / bench": "bench"}
 
 
+def weakest(samples, target):
+    """The lowest of `samples` ((ratio, threads) pairs, at least one) against `target`, in words."""
+    v, t = min(samples)
+    below = sum(1 for s, _ in samples if s < target)
+    state = "holds" if below == 0 else f"{below} of {len(samples)} below"
+    return f"{v:.3f} at {t} threads (target {target:.2f}: {state})"
+
+
 def verdict(rows):
     """The table's lines, the weakest ratio of the medians, and last the weakest sample of each
     ratio against its target."""
@@ -113,27 +121,16 @@ def verdict(rows):
         out.append("weakest ratio of the medians over the reps: " + ", ".join(words))
     for name, target in TARGETS.items():
         samples = [(v, t) for t, r in rows.items() for v in r[name]]
-        if not samples:
-            out.append(f"weakest {name}: no samples")
-            continue
-        v, t = min(samples)
-        below = sum(1 for s, _ in samples if s < target)
-        state = "holds" if below == 0 else f"{below} of {len(samples)} below"
-        out.append(f"weakest {name}: {v:.3f} at {t} threads (target {target:.2f}: {state})")
+        out.append(f"weakest {name}: {weakest(samples, target) if samples else 'no samples'}")
     for name, target in TARGETS.items():
         marked = [(v, t, s) for t, r in rows.items() for v, s in zip(r[name], r["stolen"][name])]
         taken = sum(1 for _, _, s in marked if s)
-        if not taken:
-            continue
-        calm = [(v, t) for v, t, s in marked if not s]
-        head = f"weakest {name} without the {taken} of {len(marked)} samples run with {STOLEN_PCT:g} % or more of the CPUs stolen"
-        if not calm:
-            out.append(f"{head}: none left")
-            continue
-        v, t = min(calm)
-        below = sum(1 for s, _ in calm if s < target)
-        state = "holds" if below == 0 else f"{below} of {len(calm)} below"
-        out.append(f"{head}: {v:.3f} at {t} threads (target {target:.2f}: {state})")
+        if taken:
+            calm = [(v, t) for v, t, s in marked if not s]
+            out.append(
+                f"weakest {name} without the {taken} of {len(marked)} samples run with {STOLEN_PCT:g} % "
+                f"or more of the CPUs stolen: {weakest(calm, target) if calm else 'none left'}"
+            )
     if any(r["failed"] for r in rows.values()):
         out.append("some rows failed: read stderr.txt beside kvrow.txt")
     return out
