@@ -18,9 +18,9 @@ import statistics
 import sys
 from collections import defaultdict
 
-# Issue 9's targets, the steal threshold and the number reader are kvrow_verdict's (beside this file).
+# Issue 9's targets, the steal threshold and the readers are kvrow_verdict's (beside this file).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kvrow_verdict import STOLEN_PCT, TARGETS, number  # noqa: E402
+from kvrow_verdict import STOLEN_PCT, TARGETS, number, read_lines  # noqa: E402
 
 OFF = re.compile(r"^rep (?P<rep>\d+) t(?P<t>\d+) KvikIO OFF on gdio (?P<setting>\S+): ?(?P<gbps>\S*)")
 BENCH = re.compile(r"^rep (?P<rep>\d+) (?P<size>\S+) x (?P<depth>\d+) (?P<setting>\S+): ?(?P<gbps>\S*)")
@@ -173,11 +173,7 @@ def verdict(samples, on, settings, failed):
 
 
 def main(paths):
-    lines = []
-    for p in paths:
-        with open(p) as f:
-            lines += f.readlines()
-    samples, on, settings, failed = parse(lines)
+    samples, on, settings, failed = parse(read_lines(paths))
     if not samples:
         print("no abba rows found", file=sys.stderr)
         return 1

@@ -136,12 +136,17 @@ def verdict(rows):
     return out
 
 
-def main(paths):
+def read_lines(paths):
+    """Every line of the files `paths`, in order."""
     lines = []
     for p in paths:
         with open(p) as f:
             lines += f.readlines()
-    rows = parse(lines)
+    return lines
+
+
+def main(paths):
+    rows = parse(read_lines(paths))
     if not rows:
         print("no kvrow rows found", file=sys.stderr)
         return 1
