@@ -229,7 +229,7 @@ pub struct Config {
     /// eight and sixteen reads in flight in every rep (H100, BENCHMARKS.md session 48 run 1,
     /// ABBA, three reps: KvikIO compat OFF through gdio's libcufile at eight threads 30.3–38.5
     /// GB/s against 40.8–41.7; H200 session 33: 45.0 / 46.3 against 50.7–51.0 at sixteen); 200
-    /// led 1000 in one rep of three. Polling does not raise the hypervisor's steal there.
+    /// led 1000 in 5 of 18 paired rows. Polling does not raise the hypervisor's steal there.
     pub completion_spin_us: u64,
     /// Microseconds between two polls of a completion marker while a worker polls: asking
     /// back to back (0) from many workers keeps the CUDA driver's locks busy for the workers
