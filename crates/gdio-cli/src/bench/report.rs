@@ -198,10 +198,14 @@ impl BenchReport {
                 r.iops,
                 r.limit_gbps.map(|l| format!("{l:.2} GB/s")).unwrap_or_else(|| "-".into())
             );
-            let host_read = self.limits.get("host_read_gbps").and_then(|v| v.as_f64());
+            let host_read = HostRead {
+                gbps: self.limits.get("host_read_gbps").and_then(|v| v.as_f64()),
+                threads: self.limits.get("host_read_threads").and_then(|v| v.as_u64()),
+            };
             let into_gpu = r.op == "read" && r.target.starts_with("gpu");
             let buffered_read = (into_gpu && r.buffered_bytes > 0).then_some(r.gbps);
-            if let Some(line) = host_side(buffered_read, r.limit_gbps, host_read) {
+            let worker = r.workers.file_io_gbps;
+            if let Some(line) = host_side(buffered_read, r.limit_gbps, &host_read, worker) {
                 outln!("{:<6} {line}", "");
             }
             if let Some(f) = r.fsync_seconds {
@@ -297,27 +301,51 @@ impl BenchReport {
     }
 }
 
+/// The host's plain parallel read of the file into host memory, as `gdio bench` measured it
+/// (its `host_read_gbps` and `host_read_threads` limits).
+struct HostRead {
+    /// GB/s of all its threads together.
+    gbps: Option<f64>,
+    /// How many threads read.
+    threads: Option<u64>,
+}
+
 /// For a read into GPU memory (`buffered_read_gbps`: its GB/s, when some of it went through the
 /// page cache; `link_gbps`: its limit, the pinned copy), how it compares with this host's own
-/// plain parallel read of the file into host memory (`host_read_gbps`): every byte is copied by
-/// the CPU out of the page cache before it crosses the link, so where that read is slower than
-/// the link and this one comes close to it, the host side is what holds the read back, not
-/// gdio and not the link (session 45's H100 host read 0.67 × its link with its workers 78 % of
-/// their time in `pread`, BENCHMARKS.md).
+/// plain parallel read of the file into host memory (`host`): every byte is copied by the CPU
+/// out of the page cache before it crosses the link, so where that read is slower than the
+/// link and this one comes close to it, the host side is what holds the read back, not gdio
+/// and not the link (session 45's H100 host read 0.67 × its link with its workers 78 % of
+/// their time in `pread`, BENCHMARKS.md). With the workers' own rate inside their reads
+/// (`worker_gbps`), it also says when they copied slower than each thread of the plain read
+/// did at least (its GB/s over its threads): what the workers have that the plain read has
+/// not is the GPU's DMA out of host memory right behind their copies, which alone took the
+/// CPUs' copies from 5–6 to 3.3–4.7 GB/s each on session 49's H100 (`bench/split-pread.c`).
 fn host_side(
     buffered_read_gbps: Option<f64>,
     link_gbps: Option<f64>,
-    host_read_gbps: Option<f64>,
+    host: &HostRead,
+    worker_gbps: Option<f64>,
 ) -> Option<String> {
     let gbps = buffered_read_gbps?;
-    let host = host_read_gbps.filter(|h| *h > 0.0)?;
-    let of = gbps / host;
+    let host_gbps = host.gbps.filter(|h| *h > 0.0)?;
+    let of = gbps / host_gbps;
     let mut line = format!(
-        "host side: a plain parallel read of the file into host memory measured {host:.2} GB/s; \
-         this read moved {of:.2} x that into the GPU"
+        "host side: a plain parallel read of the file into host memory measured \
+         {host_gbps:.2} GB/s; this read moved {of:.2} x that into the GPU"
     );
-    if link_gbps.is_some_and(|link| host < link) && of >= HOST_BOUND_SHARE {
+    if link_gbps.is_some_and(|link| host_gbps < link) && of >= HOST_BOUND_SHARE {
         line += " (the CPU's copies out of the page cache, not the link, bound it on this host)";
+    }
+    if let (Some(w), Some(n)) = (worker_gbps, host.threads.filter(|n| *n > 0)) {
+        let each = host_gbps / n as f64;
+        if w < each * WORKER_SLOW_SHARE {
+            line += &format!(
+                "; its workers copied out of the page cache at {w:.2} GB/s each, against at \
+                 least {each:.2} for each of the plain read's {n} threads: the GPU's copies out \
+                 of host memory ran beside theirs and share the host's memory with them"
+            );
+        }
     }
     Some(line)
 }
@@ -326,32 +354,66 @@ fn host_side(
 /// the host side.
 const HOST_BOUND_SHARE: f64 = 0.85;
 
+/// The share of a plain-read thread's rate under which the workers' copies count as slowed.
+const WORKER_SLOW_SHARE: f64 = 0.85;
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A plain read of `gbps` by twelve threads.
+    fn host(gbps: Option<f64>) -> HostRead {
+        HostRead { gbps, threads: Some(12) }
+    }
+
     #[test]
     fn a_gpu_read_is_compared_with_the_host_read_and_blamed_only_near_it() {
         // The H100 host of session 45: the host read under the link, the read close to it.
-        let line = host_side(Some(34.98), Some(52.51), Some(33.0)).expect("a line");
+        let line = host_side(Some(34.98), Some(52.51), &host(Some(33.0)), None).expect("a line");
         assert!(line.contains("measured 33.00 GB/s") && line.contains("1.06 x that"), "{line}");
         assert!(line.contains("not the link, bound it"), "{line}");
         // Far under the host read: compared, not blamed on it.
-        let line = host_side(Some(20.0), Some(52.51), Some(40.0)).unwrap();
+        let line = host_side(Some(20.0), Some(52.51), &host(Some(40.0)), None).unwrap();
         assert!(line.contains("0.50 x") && !line.contains("bound it"), "{line}");
         // A host read faster than the link: the link is the limit already shown.
-        let line = host_side(Some(50.0), Some(52.0), Some(60.0)).unwrap();
+        let line = host_side(Some(50.0), Some(52.0), &host(Some(60.0)), None).unwrap();
         assert!(!line.contains("bound it"), "{line}");
         // No link measured: compared only.
-        assert!(!host_side(Some(30.0), None, Some(31.0)).unwrap().contains("bound it"));
+        assert!(!host_side(Some(30.0), None, &host(Some(31.0)), None)
+            .unwrap()
+            .contains("bound it"));
+    }
+
+    #[test]
+    fn workers_copying_slower_than_the_plain_reads_threads_are_said_to_share_the_memory() {
+        // Session 49's H100: 4 MiB x 4 at 21.64 GB/s, a worker at 3.52, the plain read 72.
+        let line = host_side(Some(21.64), Some(54.0), &host(Some(72.0)), Some(3.52)).unwrap();
+        let want = "its workers copied out of the page cache at 3.52 GB/s each, against at \
+                    least 6.00 for each of the plain read's 12 threads";
+        assert!(line.contains(want) && line.contains("share the host's memory"), "{line}");
+        // Within 0.85 of a plain-read thread (5.2 of 6.0): nothing said.
+        let near = host_side(Some(21.64), Some(54.0), &host(Some(72.0)), Some(5.2)).unwrap();
+        assert!(!near.contains("its workers"), "{near}");
+        // No thread count, or no worker rate (no bytes read by the workers): nothing said.
+        let unknown = HostRead { gbps: Some(72.0), threads: None };
+        assert!(!host_side(Some(20.0), Some(54.0), &unknown, Some(1.0))
+            .unwrap()
+            .contains("its workers"));
+        let zero = HostRead { gbps: Some(72.0), threads: Some(0) };
+        assert!(!host_side(Some(20.0), Some(54.0), &zero, Some(1.0))
+            .unwrap()
+            .contains("its workers"));
+        assert!(!host_side(Some(20.0), Some(54.0), &host(Some(72.0)), None)
+            .unwrap()
+            .contains("its workers"));
     }
 
     #[test]
     fn no_line_without_a_buffered_gpu_read_or_a_host_read() {
         // Host targets, writes and all-O_DIRECT reads pass no buffered read.
-        assert_eq!(host_side(None, Some(50.0), Some(30.0)), None);
+        assert_eq!(host_side(None, Some(50.0), &host(Some(30.0)), Some(1.0)), None);
         // Cold runs measure host_read_direct_gbps instead.
-        assert_eq!(host_side(Some(20.0), Some(50.0), None), None);
-        assert_eq!(host_side(Some(20.0), Some(50.0), Some(0.0)), None);
+        assert_eq!(host_side(Some(20.0), Some(50.0), &host(None), Some(1.0)), None);
+        assert_eq!(host_side(Some(20.0), Some(50.0), &host(Some(0.0)), Some(1.0)), None);
     }
 }
