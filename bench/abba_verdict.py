@@ -20,7 +20,7 @@ from collections import defaultdict
 
 # Issue 9's targets, the steal threshold and the readers are kvrow_verdict's (beside this file).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kvrow_verdict import STOLEN_PCT, TARGETS, number, read_lines  # noqa: E402
+from kvrow_verdict import STOLEN_PCT, TARGETS, against, number, read_lines  # noqa: E402
 
 OFF = re.compile(r"^rep (?P<rep>\d+) t(?P<t>\d+) KvikIO OFF on gdio (?P<setting>\S+): ?(?P<gbps>\S*)")
 BENCH = re.compile(r"^rep (?P<rep>\d+) (?P<size>\S+) x (?P<depth>\d+) (?P<setting>\S+): ?(?P<gbps>\S*)")
@@ -153,8 +153,7 @@ def verdict(samples, on, settings, failed):
                 by_t[t].append(f"{v:.3f}{'*' if stolen else ''}")
             spans = "; ".join(f"t{t} {' / '.join(v)}" for t, v in sorted(by_t.items()))
             low, t, rep, stolen = min(values)
-            below = sum(1 for v, *_ in values if v < TARGETS[name])
-            state = "holds" if below == 0 else f"{below} of {len(values)} below"
+            state = against([v for v, *_ in values], TARGETS[name])
             line = (
                 f"issue 9 {name} with {s}: {spans}; weakest {low:.3f}{'*' if stolen else ''} at t{t} "
                 f"rep {rep} (target {TARGETS[name]:.2f}: {state})"

@@ -92,12 +92,16 @@ def of_medians(row, other):
 MEDIANS = {"OFF / ON": "ON", "OFF / bench": "bench"}
 
 
+def against(ratios, target):
+    """Whether every one of `ratios` reaches `target`, in words: "holds" or "N of M below"."""
+    below = sum(1 for v in ratios if v < target)
+    return "holds" if below == 0 else f"{below} of {len(ratios)} below"
+
+
 def weakest(samples, target):
     """The lowest of `samples` ((ratio, threads) pairs, at least one) against `target`, in words."""
     v, t = min(samples)
-    below = sum(1 for s, _ in samples if s < target)
-    state = "holds" if below == 0 else f"{below} of {len(samples)} below"
-    return f"{v:.3f} at {t} threads (target {target:.2f}: {state})"
+    return f"{v:.3f} at {t} threads (target {target:.2f}: {against([s for s, _ in samples], target)})"
 
 
 def verdict(rows):

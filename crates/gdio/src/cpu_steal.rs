@@ -58,7 +58,8 @@ impl CpuTicks {
     /// The ticks from `start` (a reading of [`CpuTicks::now`]) to now, or `None` where either
     /// reading failed.
     pub fn since_reading(start: Option<CpuTicks>) -> Option<CpuTicks> {
-        Some(CpuTicks::now()?.since(&start?))
+        let start = start?;
+        Some(CpuTicks::now()?.since(&start))
     }
 
     /// The ticks from `before` to `self` (zero where a counter went back).
