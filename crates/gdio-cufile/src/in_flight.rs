@@ -135,6 +135,13 @@ impl Summary {
             0 => String::new(),
             n => format!("; {n} reads copied early, part by part"),
         };
+        let ahead = match engine.read_ahead_started_bytes {
+            0 => String::new(),
+            started => format!(
+                "; {} reads out of read-ahead ({started} bytes read ahead, {} of them unused)",
+                engine.read_ahead_reads, engine.read_ahead_unused_bytes
+            ),
+        };
         // In a VM the CPUs' copies out of the page cache slow with the host's other work.
         let steal = match self.ticks.and_then(|t| t.steal_share()) {
             Some(x) => format!(
@@ -148,7 +155,7 @@ impl Summary {
             "synchronous I/O: {} reads, {} writes, {} bytes asked (mean {} bytes), up to {} in \
              flight at once ({:.1} on average, a call {:.3} ms), {:.3} s with any in flight \
              ({:.2} GB/s); the engine split {} reads over free workers ({} pieces read into another worker's \
-             buffer{}); {} reads out of page-cache pins ({} bytes pinned now); {}{}",
+             buffer{}); {} reads out of page-cache pins ({} bytes pinned now){}; {}{}",
             self.reads,
             self.writes,
             self.bytes,
@@ -163,6 +170,7 @@ impl Summary {
             early,
             engine.pinned_reads,
             engine.page_cache_pinned_bytes,
+            ahead,
             WorkerShares::new(threads, secs, engine.worker_time)
                 .with_file_bytes(engine.file_bytes())
                 .line(),
@@ -218,6 +226,16 @@ mod tests {
         let split = "(5 pieces read into another worker's buffer; 2 reads copied early, part \
                      by part); 2 reads out of page-cache pins";
         assert!(with_early.contains(split), "{with_early}");
+        let ahead = EngineCounters {
+            read_ahead_reads: 7,
+            read_ahead_started_bytes: 9 << 20,
+            read_ahead_unused_bytes: 1 << 20,
+            ..engine
+        };
+        let with_ahead = s.line(4, &ahead);
+        let words = "(67108864 bytes pinned now); 7 reads out of read-ahead (9437184 bytes read \
+                     ahead, 1048576 of them unused); 4 workers";
+        assert!(with_ahead.contains(words), "{with_ahead}");
         let average = s.calls.as_secs_f64() / s.busy.as_secs_f64();
         assert!(line.contains(&format!("({average:.1} on average, a call ")), "{line}");
         assert!(average > 1.0 && average <= 2.0, "{s:?}");

@@ -673,3 +673,57 @@ fn gpu_page_cache_pins_serve_reads_byte_exact_and_drop_changed_files() {
         wait_pinned(&drv, 0);
     }
 }
+
+/// Read-ahead (`read_ahead_bytes`, opted in with 64 MiB) on the real GPU: 4 MiB reads in order, from
+/// one thread and from eight taking the next range in turn (KvikIO's way), are served out of
+/// ranges read ahead into pinned memory with every byte the file's; a file rewritten in place
+/// is read with its new bytes, never out of what was read ahead before.
+#[test]
+fn gpu_read_ahead_serves_sequential_reads_byte_exact_and_drops_changed_files() {
+    use gdio::memory::{BufferRef, MemoryKind};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let Some(rt) = cuda() else { return };
+    const REQ: usize = 4 << 20;
+    let pass = |drv: &Driver, f: &FileHandle, dev: &gdio::gpu::DeviceBuffer, want: &[u8], t| {
+        let next = AtomicU64::new(0);
+        let size = want.len() as u64;
+        std::thread::scope(|s| {
+            for _ in 0..t {
+                s.spawn(|| loop {
+                    let off = next.fetch_add(REQ as u64, Ordering::Relaxed);
+                    if off >= size {
+                        break;
+                    }
+                    let len = REQ.min((size - off) as usize);
+                    let kind = MemoryKind::Device { ordinal: 0 };
+                    let buf = BufferRef { addr: dev.addr() + off, len, kind };
+                    // SAFETY: each range of `dev` is read by one thread; `dev` outlives the scope.
+                    let got = unsafe { drv.engine().read(f, buf, off) }.unwrap();
+                    assert_eq!(got.bytes, len as u64, "at {off}");
+                });
+            }
+        });
+        assert!(dev.to_vec().unwrap()[..want.len()] == *want, "bytes differ from the file's");
+    };
+    for (i, (where_, d)) in dirs().into_iter().enumerate() {
+        let size = 48 * REQ + 4321;
+        let data = random_bytes(150 + i as u64, size);
+        let p = write_file(d.path(), "ahead", &data);
+        // A file changed in the last two seconds is not read ahead.
+        std::thread::sleep(std::time::Duration::from_millis(2100));
+        let drv = driver(&rt, Config { read_ahead_bytes: 64 << 20, ..Config::default() });
+        let f = FileHandle::open(&p).unwrap();
+        let dev = drv.alloc_device(0, size).unwrap();
+        for threads in [1, 8] {
+            let before = drv.engine().counters().read_ahead_reads;
+            pass(&drv, &f, &dev, &data, threads);
+            let c = drv.engine().counters();
+            assert!(c.read_ahead_reads - before >= 24, "{where_}, {threads} threads: {c:?}");
+        }
+        let new = random_bytes(160 + i as u64, size - 5000);
+        std::fs::write(&p, &new).unwrap();
+        pass(&drv, &f, &dev, &new, 8);
+        let c = drv.engine().counters();
+        assert!(c.read_ahead_unused_bytes > 0, "{where_}: {c:?}");
+    }
+}

@@ -58,6 +58,10 @@ pub struct OpResult {
     /// registered with the GPU: `page_cache_pins_max_bytes`), one DMA each on the bench's
     /// own threads.
     pub pinned_reads: u64,
+    /// Reads into GPU memory of the timed iterations served out of read-ahead
+    /// (`read_ahead_bytes`: ranges the workers read ahead of a sequence of reads, copied to
+    /// the GPU on the bench's own threads).
+    pub read_ahead_reads: u64,
     /// Tasks of the timed iterations that the completion watcher finished the moment their
     /// copies landed (`completion_watcher`: requests of one or two tasks into GPU memory).
     pub watcher_finished_tasks: u64,
@@ -173,6 +177,7 @@ impl BenchReport {
                 format_size(r.page_cache_dma_bytes),
                 [
                     (r.pinned_reads, "reads out of page-cache pins"),
+                    (r.read_ahead_reads, "reads out of read-ahead"),
                     (r.watcher_finished_tasks, "tasks finished by the completion watcher"),
                     (r.inline_requests, "requests run by their callers"),
                     (r.inline_busy, "small ones sent to the workers for a crowd of callers"),

@@ -104,6 +104,8 @@ struct Moved {
     page_cache_dma: u64,
     /// Reads served out of page-cache pins.
     pinned_reads: u64,
+    /// Reads served out of read-ahead.
+    read_ahead_reads: u64,
     /// Tasks the completion watcher finished.
     watcher_finished: u64,
     /// Requests run on their calling threads.
@@ -141,6 +143,7 @@ impl Moved {
             self.direct += d(after.direct_read_bytes, before.direct_read_bytes);
             self.page_cache_dma += d(after.page_cache_dma_bytes, before.page_cache_dma_bytes);
             self.pinned_reads += d(after.pinned_reads, before.pinned_reads);
+            self.read_ahead_reads += d(after.read_ahead_reads, before.read_ahead_reads);
         }
         self.watcher_finished += d(after.watcher_finished, before.watcher_finished);
         self.inline_requests += d(after.inline_requests, before.inline_requests);
@@ -414,6 +417,7 @@ impl<'a> Bench<'a> {
             direct_bytes: moved.direct,
             page_cache_dma_bytes: moved.page_cache_dma,
             pinned_reads: moved.pinned_reads,
+            read_ahead_reads: moved.read_ahead_reads,
             watcher_finished_tasks: moved.watcher_finished,
             inline_requests: moved.inline_requests,
             inline_busy: moved.inline_busy,

@@ -95,6 +95,10 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("page_cache_pins_max_bytes", KeyKind::Count),
     ("page_cache_pins_idle_ms", KeyKind::Count),
     ("page_cache_pins_min_request_bytes", KeyKind::Count),
+    ("read_ahead_bytes", KeyKind::Count),
+    ("read_ahead_min_request_bytes", KeyKind::Count),
+    ("read_ahead_max_request_bytes", KeyKind::Count),
+    ("read_ahead_max_callers", KeyKind::Count),
 ];
 
 /// The per-filesystem keys; their full name is `fs.<filesystem>.<key>`.
@@ -164,6 +168,11 @@ pub const BOUNDS: &[(&str, Bound)] = &[
     // At most a day.
     ("page_cache_pins_idle_ms", Bound::new(0, 86_400_000)),
     ("page_cache_pins_min_request_bytes", Bound::new(0, MAX_SIZE)),
+    // At most 64 GiB of pinned host memory read ahead; 0 turns read-ahead off.
+    ("read_ahead_bytes", Bound::new(0, 1 << 36)),
+    ("read_ahead_min_request_bytes", Bound::new(0, MAX_SIZE)),
+    ("read_ahead_max_request_bytes", Bound::new(0, MAX_SIZE)),
+    ("read_ahead_max_callers", Bound::new(0, 4096)),
     ("split_pieces_per_worker", Bound::new(1, 64)),
     ("polling_callers_max", Bound::new(1, 64)),
     ("copy_streams", Bound::new(0, 64)),
@@ -397,6 +406,14 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
         "page_cache_pins_min_request_bytes" => {
             config.page_cache_pins_min_request_bytes = as_usize(origin, key, value)? as u64
         }
+        "read_ahead_bytes" => config.read_ahead_bytes = as_usize(origin, key, value)? as u64,
+        "read_ahead_min_request_bytes" => {
+            config.read_ahead_min_request_bytes = as_usize(origin, key, value)? as u64
+        }
+        "read_ahead_max_request_bytes" => {
+            config.read_ahead_max_request_bytes = as_usize(origin, key, value)? as u64
+        }
+        "read_ahead_max_callers" => config.read_ahead_max_callers = as_usize(origin, key, value)?,
         _ => return Err(unknown(origin, key)),
     }
     Ok(())
@@ -498,6 +515,10 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "page_cache_pins_max_bytes" => config.page_cache_pins_max_bytes.into(),
         "page_cache_pins_idle_ms" => config.page_cache_pins_idle_ms.into(),
         "page_cache_pins_min_request_bytes" => config.page_cache_pins_min_request_bytes.into(),
+        "read_ahead_bytes" => config.read_ahead_bytes.into(),
+        "read_ahead_min_request_bytes" => config.read_ahead_min_request_bytes.into(),
+        "read_ahead_max_request_bytes" => config.read_ahead_max_request_bytes.into(),
+        "read_ahead_max_callers" => config.read_ahead_max_callers.into(),
         _ => return None,
     })
 }

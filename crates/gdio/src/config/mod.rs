@@ -525,6 +525,21 @@ pub struct Config {
     /// `cuStreamSynchronize`, read 23.6–41.6 GB/s against 42.4–43.6 through the bounce
     /// buffers; with marker waits (run 2) 39.4–42.6 against 40.8–41.1, inside the noise.
     pub page_cache_pins_min_request_bytes: u64,
+    /// Read-ahead for sequential synchronous reads into GPU memory (`engine/read_ahead.rs`):
+    /// once a file's reads come three times in a row at one length near
+    /// the highest end read so far (KvikIO's threads each asking for the next chunk), the
+    /// workers read the ranges after them into pinned host memory, and a read that finds its
+    /// range there copies it to the GPU on the calling thread. The value is the pinned memory
+    /// read ahead at most (one allocation, made at the first read ahead); 0 turns it off.
+    pub read_ahead_bytes: u64,
+    /// Reads into GPU memory shorter than this neither use nor start read-ahead.
+    pub read_ahead_min_request_bytes: u64,
+    /// Reads into GPU memory longer than this neither use nor start read-ahead (they keep
+    /// every worker busy on their own).
+    pub read_ahead_max_request_bytes: u64,
+    /// Nothing new is read ahead while more synchronous reads into GPU memory than this are in
+    /// flight: that many callers keep the workers busy without it.
+    pub read_ahead_max_callers: usize,
 }
 
 /// Default worker count: three quarters of the machine's cores, at least 4, at most 12
@@ -618,6 +633,10 @@ impl Default for Config {
             page_cache_pins_max_bytes: 0,
             page_cache_pins_idle_ms: 30_000,
             page_cache_pins_min_request_bytes: 4 << 20,
+            read_ahead_bytes: 0,
+            read_ahead_min_request_bytes: 1 << 20,
+            read_ahead_max_request_bytes: 16 << 20,
+            read_ahead_max_callers: 8,
         }
     }
 }

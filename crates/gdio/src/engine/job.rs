@@ -80,6 +80,14 @@ pub(crate) struct Counters {
     pub caller_lanes_made: AtomicU64,
     /// Reads served out of page-cache pins.
     pub pinned_reads: AtomicU64,
+    /// Reads into GPU memory served out of read-ahead (`read_ahead_bytes`).
+    pub read_ahead_reads: AtomicU64,
+    /// Bytes those reads copied out of read-ahead.
+    pub read_ahead_bytes: AtomicU64,
+    /// Bytes read ahead (reads started).
+    pub read_ahead_started: AtomicU64,
+    /// Bytes read ahead that no read used (let go).
+    pub read_ahead_unused: AtomicU64,
     /// Jobs made and not done yet: the engine has no I/O in flight while this is 0.
     pub jobs_in_flight: std::sync::atomic::AtomicUsize,
     /// Where the workers' time went.

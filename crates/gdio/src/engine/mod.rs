@@ -17,6 +17,7 @@
 
 mod caller_lane;
 mod copy_queue;
+mod file_stamp;
 pub use caller_lane::release_unused as release_unused_caller_lanes;
 mod gather;
 mod gather_write;
@@ -28,6 +29,7 @@ mod page_cache_pins;
 mod pinned_read;
 pub mod plan;
 mod pool;
+mod read_ahead;
 mod ring;
 mod split_read;
 mod transfer;
@@ -80,6 +82,21 @@ pub struct EngineCounters {
     pub pinned_reads: u64,
     /// Bytes of page cache registered with the GPU now (page-cache pins).
     pub page_cache_pinned_bytes: u64,
+    /// Reads into GPU memory served out of read-ahead (`read_ahead_bytes`): a sequence of
+    /// reads of one length was read ahead of into pinned host memory by the workers, and the
+    /// read found its range there and copied it to the GPU on the calling thread.
+    pub read_ahead_reads: u64,
+    /// Bytes those reads copied out of read-ahead.
+    pub read_ahead_bytes: u64,
+    /// Bytes the workers read ahead (every read started, used or not).
+    pub read_ahead_started_bytes: u64,
+    /// Bytes read ahead that no read used: the reads went elsewhere, the file changed or
+    /// nobody read it for a while. A large share of `read_ahead_started_bytes` means the
+    /// read-ahead read for nothing.
+    pub read_ahead_unused_bytes: u64,
+    /// Pinned host memory held for read-ahead now (`read_ahead_bytes`, allocated at the first
+    /// read ahead and kept).
+    pub read_ahead_pinned_bytes: u64,
     /// Bytes written with buffered `pwrite`.
     pub buffered_write_bytes: u64,
     /// Bytes written with `O_DIRECT`.
@@ -142,6 +159,9 @@ impl EngineCounters {
 /// The engine: a worker pool over one GPU runtime.
 pub struct Engine {
     runtime: Arc<dyn GpuRuntime>,
+    /// Ranges read ahead of sequential reads into GPU memory (`read_ahead_bytes`). Declared
+    /// before the pools: dropping it waits for its reads, which their workers run.
+    read_ahead: read_ahead::ReadAhead,
     /// Serves host memory and GPU 0 (every GPU without `pool_per_gpu`).
     pool: Pool,
     /// With `pool_per_gpu`: the pool of GPU `i + 1`, made at its first work.
@@ -237,7 +257,19 @@ impl Engine {
             },
             counters.clone(),
         );
+        let read_ahead = read_ahead::ReadAhead::new(
+            runtime.clone(),
+            read_ahead::Budget {
+                max_bytes: config.read_ahead_bytes,
+                min_request: config.read_ahead_min_request_bytes,
+                max_request: config.read_ahead_max_request_bytes,
+                max_callers: config.read_ahead_max_callers,
+                settle: file_stamp::SETTLE,
+            },
+            counters.clone(),
+        );
         Engine {
+            read_ahead,
             pins,
             pool: Pool::new(spec.clone(), "gdio-worker"),
             gpu_pools: (0..extra).map(|_| std::sync::OnceLock::new()).collect(),
@@ -321,6 +353,11 @@ impl Engine {
             caller_lanes_made: c.caller_lanes_made.load(Ordering::Relaxed),
             pinned_reads: c.pinned_reads.load(Ordering::Relaxed),
             page_cache_pinned_bytes: self.pins.pinned_bytes(),
+            read_ahead_reads: c.read_ahead_reads.load(Ordering::Relaxed),
+            read_ahead_bytes: c.read_ahead_bytes.load(Ordering::Relaxed),
+            read_ahead_started_bytes: c.read_ahead_started.load(Ordering::Relaxed),
+            read_ahead_unused_bytes: c.read_ahead_unused.load(Ordering::Relaxed),
+            read_ahead_pinned_bytes: self.read_ahead.held_bytes(),
             io_uring_reads: self.io.uring_reads.load(Ordering::Relaxed),
             worker_time: c.time.snapshot(),
         }
@@ -582,6 +619,11 @@ impl Engine {
         if let Some(t) = self.read_pinned(op, file, buf, offset, len) {
             return t;
         }
+        let gpu_read = op == Op::Read && matches!(buf.kind, MemoryKind::Device { .. });
+        let _caller = gpu_read.then(|| self.read_ahead.enter());
+        if let Some(t) = self.read_ahead(op, file, buf, offset, len) {
+            return t;
+        }
         let job = self.job(op, JobFile::Borrowed(file), buf, offset, len);
         // A single task runs on the calling thread: no hand-off, no wake-up. Host memory in
         // place; device memory through the thread's own lane when it is small (not for
@@ -677,6 +719,58 @@ impl Engine {
                     format!(
                         "a read out of page-cache pins failed: {m} \
                          (page_cache_pins_max_bytes=0 reads through the bounce buffers instead)"
+                    )
+                })
+                .with_path(file.path())
+                .with_range(offset, len)),
+        })
+    }
+
+    /// A read into GPU memory out of read-ahead, when a range read ahead holds it (waiting for
+    /// that read if it still runs, then one copy on the calling thread); `None` otherwise,
+    /// having counted the read towards its file's sequence and read ahead of it when the
+    /// sequence is long enough (`read_ahead_bytes`, [`read_ahead`]).
+    fn read_ahead(
+        &self,
+        op: Op,
+        file: &FileHandle,
+        buf: BufferRef,
+        offset: u64,
+        len: u64,
+    ) -> Option<Result<Transfer>> {
+        let MemoryKind::Device { ordinal } = buf.kind else { return None };
+        if op != Op::Read {
+            return None;
+        }
+        let start = |f: &Arc<FileHandle>, b: BufferRef, at: u64| {
+            // SAFETY: `b` is a slot of read-ahead's pinned memory, which nothing reads, writes
+            // or frees until this read is over: a slot is handed out, read into again or freed
+            // only once its `EngineIo` is done or dropped (which waits).
+            unsafe { self.submit(Op::Read, f, b, at) }
+        };
+        let taken = self.read_ahead.look(file, offset, len, ordinal, &start)?;
+        let (ptr, n) = taken.wait()?;
+        let mut polling = self.pool.shape().polling;
+        if self.read_ahead.callers() > self.polling_callers {
+            // More callers than cores to spare: each sleeps on its copy instead of spinning.
+            polling.spin = std::time::Duration::ZERO;
+        }
+        // SAFETY: the slot is pinned memory that `taken` keeps (read, unchanged) until it is
+        // dropped after this copy; the caller of `read` promises `buf` is device memory it may
+        // write, `len` ≥ `n` bytes of it.
+        let read = unsafe {
+            pinned_read::read_pieces(&self.runtime, ordinal, &[(ptr, n)], buf.addr, polling)
+        }?;
+        Some(match read {
+            Ok(bytes) => {
+                self.read_ahead.served(bytes);
+                Ok(Transfer { bytes, direct_bytes: 0, mapped_bytes: 0 })
+            }
+            Err(e) => Err(e
+                .map_message(|m| {
+                    format!(
+                        "a copy out of read-ahead failed: {m} (read_ahead_bytes=0 reads \
+                         through the bounce buffers instead)"
                     )
                 })
                 .with_path(file.path())

@@ -38,9 +38,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
+use super::file_stamp::{keepable, stat, Stamp};
 use super::job::Counters;
 use super::mapped::Mapping;
-use crate::file::{residency, FileHandle, FileType};
+use crate::file::{residency, FileHandle};
 use crate::gpu::GpuRuntime;
 
 /// The unit a file is counted, pinned and released in: one mapping, one registration (about
@@ -51,44 +52,6 @@ pub(crate) const CHUNK: u64 = 32 << 20;
 const QUIET: Duration = Duration::from_millis(1);
 /// A chunk is pinned once this many times its length has been read from it.
 const READS_BEFORE_PIN: u64 = 2;
-/// A file whose ctime is less than this old is not pinned yet (see the module doc).
-const SETTLE: Duration = Duration::from_secs(2);
-
-/// What identifies a file's contents for the pins: when any of it moves, the pins go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl Stamp {
-    fn of(st: &rustix::fs::Stat) -> Stamp {
-        Stamp {
-            size: st.st_size as u64,
-            mtime: (st.st_mtime, st.st_mtime_nsec as i64),
-            ctime: (st.st_ctime, st.st_ctime_nsec as i64),
-        }
-    }
-
-    /// Whether the file's last change is at least `SETTLE` in the past (a ctime too far in
-    /// the future to represent is not).
-    fn settled(&self, now: SystemTime) -> bool {
-        let since_epoch =
-            Duration::new(self.ctime.0.max(0) as u64, self.ctime.1.clamp(0, 999_999_999) as u32);
-        SystemTime::UNIX_EPOCH
-            .checked_add(since_epoch)
-            .and_then(|changed| now.duration_since(changed).ok())
-            .is_some_and(|d| d >= SETTLE)
-    }
-}
-
-/// The file's identity (device, inode) and stamp now.
-fn stat(fd: BorrowedFd<'_>) -> Option<((u64, u64), Stamp)> {
-    let st = rustix::fs::fstat(fd).ok()?;
-    Some(((st.st_dev, st.st_ino), Stamp::of(&st)))
-}
-
 /// One chunk of a file, mapped read-only and registered with the GPU; unregistered and
 /// unmapped when the last read holding it lets go.
 pub(crate) struct PinnedChunk {
@@ -152,8 +115,6 @@ impl Drop for PinnedChunk {
 /// thread.
 pub(crate) struct PinnedSpan {
     pub(crate) pieces: Vec<(Arc<PinnedChunk>, usize, usize)>,
-    /// The read's length, clamped at the end of the file the pins were made for.
-    pub(crate) len: u64,
     inner: Arc<Inner>,
 }
 
@@ -335,7 +296,7 @@ impl PageCachePins {
     ) -> Option<PinnedSpan> {
         let inner = &self.inner;
         let budget = inner.budget;
-        if budget.max_bytes == 0 || len < budget.min_request.max(1) || !pinnable(file) {
+        if budget.max_bytes == 0 || len < budget.min_request.max(1) || !keepable(file) {
             return None;
         }
         let (key, stamp) = stat(file.buffered_fd())?;
@@ -377,7 +338,7 @@ impl PageCachePins {
                 }
             }
             inner.spans.fetch_add(1, Ordering::Relaxed);
-            return Some(PinnedSpan { pieces, len, inner: inner.clone() });
+            return Some(PinnedSpan { pieces, inner: inner.clone() });
         }
         let wants_pins = !pins.refused && stamp.settled(SystemTime::now());
         let mut queued = false;
@@ -440,14 +401,6 @@ impl PageCachePins {
 fn forget_idle_files(state: &mut State, now: Instant, idle: Duration) {
     state.files.retain(|_, p| p.holds_pins() || now.duration_since(p.touched) < idle);
     state.forget_above = 2 * state.files.len();
-}
-
-/// Whether the pins may hold `file`'s pages: a regular file on a local filesystem.
-fn pinnable(file: &FileHandle) -> bool {
-    let info = file.info();
-    info.file_type == FileType::Regular
-        && !info.fs.is_distributed()
-        && !info.fs.name.starts_with("fuse")
 }
 
 impl Drop for PageCachePins {
@@ -579,22 +532,6 @@ fn pin_one(inner: &Inner, w: Work) {
 mod tests {
     use super::*;
 
-    fn stamp(ctime: (i64, i64)) -> Stamp {
-        Stamp { size: 1, mtime: ctime, ctime }
-    }
-
-    #[test]
-    fn a_file_is_settled_only_two_seconds_after_its_last_change() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
-        assert!(stamp((1_000_000 - 3, 0)).settled(now));
-        assert!(stamp((1_000_000 - 2, 0)).settled(now));
-        assert!(!stamp((1_000_000 - 2, 1)).settled(now), "a nanosecond short");
-        assert!(!stamp((1_000_000, 0)).settled(now));
-        assert!(!stamp((1_000_010, 0)).settled(now), "a ctime in the future");
-        assert!(stamp((-5, 0)).settled(now), "before the epoch");
-        assert!(!stamp((i64::MAX, 999_999_999)).settled(now), "beyond what time can hold");
-    }
-
     #[test]
     fn chunks_are_pinned_only_while_the_engine_has_no_io_in_flight() {
         let d = tempfile::tempdir().unwrap();
@@ -602,7 +539,7 @@ mod tests {
         let data: Vec<u8> =
             (0..4u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
         std::fs::write(&p, &data).unwrap();
-        std::thread::sleep(SETTLE + Duration::from_millis(100));
+        std::thread::sleep(super::super::file_stamp::SETTLE + Duration::from_millis(100));
         let f = FileHandle::open(&p).unwrap();
         let counters: Arc<Counters> = Arc::default();
         counters.jobs_in_flight.store(1, Ordering::Relaxed);
@@ -625,10 +562,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         let span = pins.cover(&f, 1 << 20, 2 << 20, 0).expect("pinned");
-        assert_eq!(
-            (span.len, span.pieces.len(), span.pieces[0].1, span.pieces[0].2),
-            (2 << 20, 1, 1 << 20, 2 << 20)
-        );
+        assert_eq!((span.pieces.len(), span.pieces[0].1, span.pieces[0].2), (1, 1 << 20, 2 << 20));
         // SAFETY: the span holds the chunk mapped; its bytes are the file's.
         let bytes =
             unsafe { std::slice::from_raw_parts(span.pieces[0].0.ptr().add(1 << 20), 2 << 20) };

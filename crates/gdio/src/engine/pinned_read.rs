@@ -1,5 +1,6 @@
-//! Reads served out of page-cache pins ([`super::page_cache_pins`]): one host→device copy per
-//! pinned chunk the range crosses, queued on the calling thread's own stream and waited for
+//! Reads served out of pinned host memory the engine holds (page-cache pins,
+//! [`super::page_cache_pins`], and read-ahead, [`super::read_ahead`]): one host→device copy
+//! per pinned piece the range crosses, queued on the calling thread's own stream and waited for
 //! before the call returns. No worker, no bounce buffer, no CPU copy: many callers at once
 //! keep as many copies in flight as they have threads.
 
@@ -45,6 +46,32 @@ pub(crate) fn read(
     dst: u64,
     polling: Polling,
 ) -> Option<Result<u64>> {
+    let pieces: Vec<(*const u8, usize)> = span
+        .pieces
+        .iter()
+        // SAFETY: the span was cut from the chunk's mapping, which holds `start + len` bytes.
+        .map(|(chunk, start, len)| (unsafe { chunk.ptr().add(*start) }, *len))
+        .collect();
+    // SAFETY: the chunks stay registered while `span` holds them, past this call; the caller
+    // promises the span's length of device memory at `dst` is its to write.
+    unsafe { read_pieces(runtime, ordinal, &pieces, dst, polling) }
+}
+
+/// Copies `pieces` of registered host memory, one after another, into GPU `ordinal` at device
+/// address `dst` and returns the bytes copied, on the calling thread's stream as [`read`]
+/// does; `None` when the thread cannot have a stream (the caller reads the other way).
+///
+/// # Safety
+/// Each piece is registered (pinned) host memory that stays valid and unchanged until this
+/// returns; `dst` and the pieces' total length after it are device memory the caller may
+/// write.
+pub(crate) unsafe fn read_pieces(
+    runtime: &Arc<dyn GpuRuntime>,
+    ordinal: usize,
+    pieces: &[(*const u8, usize)],
+    dst: u64,
+    polling: Polling,
+) -> Option<Result<u64>> {
     let key = key_of(runtime);
     STREAMS
         .try_with(|cell| {
@@ -62,29 +89,27 @@ pub(crate) fn read(
                     streams.len() - 1
                 }
             };
-            Some(copy(runtime, ordinal, &mut *streams[i].stream, span, dst, polling))
+            // SAFETY: forwarded contract.
+            Some(unsafe { copy(runtime, ordinal, &mut *streams[i].stream, pieces, dst, polling) })
         })
         .ok()
         .flatten()
 }
 
-fn copy(
+/// # Safety
+/// As [`read_pieces`].
+unsafe fn copy(
     runtime: &Arc<dyn GpuRuntime>,
     ordinal: usize,
     stream: &mut dyn GpuStream,
-    span: &PinnedSpan,
+    pieces: &[(*const u8, usize)],
     dst: u64,
     polling: Polling,
 ) -> Result<u64> {
     runtime.bind_thread(ordinal)?;
-    let pieces = span.pieces.iter().map(|(chunk, start, len)| {
-        // SAFETY: the span was cut from the chunk's mapping, which holds `start + len` bytes.
-        (unsafe { chunk.ptr().add(*start) }, *len)
-    });
-    // SAFETY: the chunks stay registered while `span` holds them, past the wait in
-    // `copy_pieces`; the caller promises `dst..dst + span.len` is device memory it may write.
-    unsafe { copy_pieces(stream, pieces, dst, polling)? };
-    Ok(span.len)
+    // SAFETY: forwarded contract: the pieces stay valid past the wait in `copy_pieces`.
+    unsafe { copy_pieces(stream, pieces.iter().copied(), dst, polling)? };
+    Ok(pieces.iter().map(|p| p.1 as u64).sum())
 }
 
 /// Queues one copy per piece, each to the device bytes right after the last, then a marker,

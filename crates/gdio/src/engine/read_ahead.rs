@@ -1,0 +1,663 @@
+//! Read-ahead for sequential synchronous reads into GPU memory (`read_ahead_bytes`).
+//!
+//! A client such as KvikIO reads a file into GPU memory from a few threads, each asking for
+//! the next few MiB when its last read returns. Between its reads each thread is away, so
+//! four or eight of them keep only four or eight reads in flight, and the workers that
+//! split those reads sit idle part of the time while every read pays its `pread` and its copy
+//! in turn; sixteen reads in flight keep the workers and the link busy (4 MiB × 8 moved
+//! 38–47 GB/s where 4 MiB × 16 moved 50, BENCHMARKS.md session 49 run 2).
+//!
+//! So once [`STREAK`] reads into GPU memory of one length have each started right where the
+//! highest end read of the file so far was, with nothing far from it between them (reads
+//! within one per allowed caller, `read_ahead_max_callers`, of it are threads that took their
+//! ranges in order and entered in a slightly different one), the engine reads the following ranges of that
+//! length, up to `read_ahead_bytes`, into pinned host memory of its own, on its workers as
+//! ordinary host reads queued behind the reads already asked for. A read that finds its range
+//! there waits for that read if it is still going and copies the bytes to the GPU on the
+//! calling thread's stream: no `pread` on its way, no worker. A read anywhere else starts the
+//! count again and lets the ranges read ahead of that file go.
+//!
+//! Bytes read ahead are the file's bytes only while the file has not changed since: they are
+//! read only of a file whose last change is settled ([`file_stamp`](super::file_stamp)), and
+//! handed out only while its size, mtime and ctime are those taken before they were read (one
+//! `fstat` per read). Nothing is read ahead while more than `read_ahead_max_callers`
+//! synchronous reads into GPU memory are in flight (enough reads keep the workers busy
+//! without it), for requests outside `read_ahead_min_request_bytes` and
+//! `read_ahead_max_request_bytes`, of network filesystems and FUSE, or into host memory.
+//!
+//! The pinned memory is one allocation of `read_ahead_bytes`, made at the first read ahead
+//! and cut into slots of the length being read; a file whose reads nobody asked for within
+//! [`IDLE`] lets its slots go to the next.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use super::file_stamp::{keepable, stat, Stamp};
+use super::job::Counters;
+use super::EngineIo;
+use crate::error::Result;
+use crate::file::{FileHandle, OpenOptions};
+use crate::gpu::{GpuRuntime, PinnedBuffer};
+use crate::memory::{BufferRef, MemoryKind};
+
+/// Reads of one length, each right at the highest end read so far, before any is read ahead.
+pub(crate) const STREAK: u32 = 3;
+/// A file nobody read into GPU memory for this long gives its slots back.
+pub(crate) const IDLE: Duration = Duration::from_millis(500);
+/// Slots are whole multiples of this.
+const SLOT_ALIGN: usize = 64 << 10;
+
+/// The limits of read-ahead, from the config.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Budget {
+    /// Pinned bytes read ahead at most (all files); 0: off.
+    pub max_bytes: u64,
+    /// Reads shorter than this neither use nor start read-ahead.
+    pub min_request: u64,
+    /// Reads longer than this neither use nor start read-ahead.
+    pub max_request: u64,
+    /// Nothing new is read ahead while more synchronous reads into GPU memory are in flight.
+    pub max_callers: usize,
+    /// How long ago a file's last change must be for it to be read ahead
+    /// ([`SETTLE`](super::file_stamp::SETTLE); shorter only in tests).
+    pub settle: Duration,
+}
+
+/// Starts a host read of `[offset, offset + buf.len)` of a file into pinned memory.
+pub(crate) type Start<'a> = &'a dyn Fn(&Arc<FileHandle>, BufferRef, u64) -> Result<EngineIo>;
+
+/// A range read ahead (or being read): its read, then its slot.
+struct Staged {
+    /// Declared first: dropped (waited for) before anything lets the slot go.
+    io: EngineIo,
+    slot: usize,
+    len: u64,
+}
+
+/// A slot whose read-ahead was let go while its read may still run.
+struct Retiring {
+    io: EngineIo,
+    slot: usize,
+}
+
+/// One file's sequential reads.
+struct Stream {
+    stamp: Stamp,
+    /// A read-only handle of the file's own (the reads ahead outlive any caller's borrow).
+    file: Option<Arc<FileHandle>>,
+    /// The length of the reads counted in `streak`.
+    len: u64,
+    /// The highest end read so far.
+    frontier: u64,
+    streak: u32,
+    /// Where the next range read ahead starts.
+    ahead: u64,
+    chunks: BTreeMap<u64, Staged>,
+    touched: Instant,
+}
+
+impl Stream {
+    fn new(stamp: Stamp, offset: u64, len: u64, now: Instant) -> Stream {
+        Stream {
+            stamp,
+            file: None,
+            len,
+            frontier: offset + len,
+            streak: 1,
+            ahead: offset + len,
+            chunks: BTreeMap::new(),
+            touched: now,
+        }
+    }
+}
+
+struct State {
+    /// Declared before the arena: their reads are waited for before it is freed.
+    files: HashMap<(u64, u64), Stream>,
+    retiring: Vec<Retiring>,
+    arena: Option<PinnedBuffer>,
+    /// Bytes per slot (0 before the arena exists).
+    slot_len: usize,
+    /// Slots neither read into nor handed out.
+    free: Vec<usize>,
+    /// Slots handed out to readers now.
+    taken: usize,
+}
+
+impl State {
+    fn slots(&self) -> usize {
+        match &self.arena {
+            Some(a) if self.slot_len > 0 => a.len() / self.slot_len,
+            _ => 0,
+        }
+    }
+
+    /// Lets go of `staged` (a read ahead nobody used): counted, canceled if not started, its
+    /// slot free once its read is over.
+    fn retire(&mut self, staged: Staged, counters: &Counters) {
+        counters.read_ahead_unused.fetch_add(staged.len, Ordering::Relaxed);
+        staged.io.cancel();
+        self.retiring.push(Retiring { io: staged.io, slot: staged.slot });
+    }
+
+    /// Frees the slots of retired reads that are over.
+    fn reap(&mut self) {
+        let mut i = 0;
+        while i < self.retiring.len() {
+            if self.retiring[i].io.is_done() {
+                let r = self.retiring.swap_remove(i);
+                self.free.push(r.slot);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Retires every range of the stream at `key` and forgets the stream when `forget`.
+    fn drop_stream(&mut self, key: (u64, u64), forget: bool, counters: &Counters) {
+        let chunks = match self.files.get_mut(&key) {
+            Some(s) => std::mem::take(&mut s.chunks),
+            None => return,
+        };
+        for (_, c) in chunks {
+            self.retire(c, counters);
+        }
+        if forget {
+            self.files.remove(&key);
+        }
+    }
+}
+
+/// The engine's read-ahead.
+pub(crate) struct ReadAhead {
+    budget: Budget,
+    runtime: Arc<dyn GpuRuntime>,
+    counters: Arc<Counters>,
+    /// Synchronous reads into GPU memory in flight now ([`ReadAhead::enter`]).
+    callers: AtomicUsize,
+    state: Mutex<State>,
+}
+
+/// A synchronous read into GPU memory, counted in flight until dropped.
+pub(crate) struct Caller<'a>(&'a AtomicUsize);
+
+impl Drop for Caller<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A range read ahead, handed to the read that asked for it: its bytes are the caller's to
+/// copy once [`Taken::wait`] says so; the slot goes back when this is dropped.
+pub(crate) struct Taken<'a> {
+    /// Declared first: waited for before the slot goes back.
+    io: Option<EngineIo>,
+    slot: usize,
+    ptr: *const u8,
+    len: u64,
+    owner: &'a ReadAhead,
+}
+
+impl Taken<'_> {
+    /// Waits for the read ahead and returns where its bytes are, or `None` when it failed or
+    /// was short (the caller reads the usual way).
+    pub(crate) fn wait(&self) -> Option<(*const u8, usize)> {
+        let io = self.io.as_ref()?;
+        match io.wait() {
+            Ok(t) if t.bytes == self.len => Some((self.ptr, self.len as usize)),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        // Wait for the read before the slot can be read into again.
+        drop(self.io.take());
+        let mut state = self.owner.lock();
+        state.taken -= 1;
+        state.free.push(self.slot);
+    }
+}
+
+impl ReadAhead {
+    pub(crate) fn new(
+        runtime: Arc<dyn GpuRuntime>,
+        budget: Budget,
+        counters: Arc<Counters>,
+    ) -> Self {
+        ReadAhead {
+            budget,
+            runtime,
+            counters,
+            callers: AtomicUsize::new(0),
+            state: Mutex::new(State {
+                files: HashMap::new(),
+                retiring: Vec::new(),
+                arena: None,
+                slot_len: 0,
+                free: Vec::new(),
+                taken: 0,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts a synchronous read into GPU memory in flight until the guard is dropped.
+    pub(crate) fn enter(&self) -> Caller<'_> {
+        self.callers.fetch_add(1, Ordering::AcqRel);
+        Caller(&self.callers)
+    }
+
+    /// Synchronous reads into GPU memory in flight now.
+    pub(crate) fn callers(&self) -> usize {
+        self.callers.load(Ordering::Acquire)
+    }
+
+    /// Bytes of pinned memory read-ahead holds now (its one allocation, once made).
+    pub(crate) fn held_bytes(&self) -> u64 {
+        self.lock().arena.as_ref().map_or(0, |a| a.len() as u64)
+    }
+
+    /// A synchronous read of `len` bytes (clamped at the end of the file) at `offset` of `file`
+    /// into GPU `ordinal`: counts it towards its file's sequence, reads ahead of it with
+    /// `start` when the sequence is long enough, and returns the range read ahead that holds
+    /// it, if one does.
+    pub(crate) fn look(
+        &self,
+        file: &FileHandle,
+        offset: u64,
+        len: u64,
+        ordinal: usize,
+        start: Start<'_>,
+    ) -> Option<Taken<'_>> {
+        let b = self.budget;
+        if b.max_bytes == 0 || len == 0 || len < b.min_request || len > b.max_request {
+            return None;
+        }
+        if !keepable(file) {
+            return None;
+        }
+        let (key, stamp) = stat(file.buffered_fd())?;
+        let now = Instant::now();
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        state.reap();
+        self.forget_idle(state, now);
+        let counters = &*self.counters;
+        if state.files.get(&key).is_some_and(|s| s.stamp != stamp) {
+            state.drop_stream(key, true, counters);
+        }
+        let fresh = !state.files.contains_key(&key);
+        let stream = state.files.entry(key).or_insert_with(|| Stream::new(stamp, offset, len, now));
+        stream.touched = now;
+        let hit = match stream.chunks.get(&offset) {
+            Some(c) if c.len == len => stream.chunks.remove(&offset),
+            _ => None,
+        };
+        // A read that starts right at the highest end read so far continues the sequence;
+        // one within a read per caller allowed in flight of it leaves the count as it is
+        // (threads that took their ranges in order enter in a slightly different one);
+        // anywhere else starts it again.
+        let spread = (self.budget.max_callers as u64 + 1) * len;
+        let near = len == stream.len
+            && offset.saturating_add(spread) >= stream.frontier
+            && offset <= stream.frontier.saturating_add(spread);
+        if fresh {
+        } else if len == stream.len && offset == stream.frontier {
+            stream.streak = stream.streak.saturating_add(1);
+            stream.frontier = offset + len;
+        } else if near {
+            stream.frontier = stream.frontier.max(offset + len);
+        } else {
+            state.drop_stream(key, false, counters);
+            if let Some(s) = state.files.get_mut(&key) {
+                let file = s.file.take();
+                *s = Stream::new(stamp, offset, len, now);
+                s.file = file;
+            }
+        }
+        self.left_behind(state, key, counters);
+        let s = state.files.get(&key)?;
+        if s.streak >= STREAK
+            && self.callers() <= b.max_callers
+            && stamp.settled_for(SystemTime::now(), b.settle)
+        {
+            self.top_up(state, key, file, ordinal, start);
+        }
+        let staged = hit?;
+        let ptr = self.slot_ptr(state, staged.slot)?;
+        state.taken += 1;
+        self.counters.read_ahead_reads.fetch_add(1, Ordering::Relaxed);
+        Some(Taken { io: Some(staged.io), slot: staged.slot, ptr, len: staged.len, owner: self })
+    }
+
+    /// Counts `bytes` served out of read-ahead (after the caller's copy landed).
+    pub(crate) fn served(&self, bytes: u64) {
+        self.counters.read_ahead_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    fn slot_ptr(&self, state: &State, slot: usize) -> Option<*const u8> {
+        let arena = state.arena.as_ref()?;
+        // SAFETY: slots lie inside the arena: `slot < slots()`, each `slot_len` long.
+        Some(unsafe { arena.as_ptr().add(slot * state.slot_len) })
+    }
+
+    /// Lets go of files nobody read for [`IDLE`].
+    fn forget_idle(&self, state: &mut State, now: Instant) {
+        let idle: Vec<_> = state
+            .files
+            .iter()
+            .filter(|(_, s)| now.duration_since(s.touched) >= IDLE)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in idle {
+            state.drop_stream(k, true, &self.counters);
+        }
+    }
+
+    /// Retires ranges of `key`'s stream that the reads have passed by far: nobody asks for
+    /// them any more.
+    fn left_behind(&self, state: &mut State, key: (u64, u64), counters: &Counters) {
+        let Some(s) = state.files.get_mut(&key) else { return };
+        // Reads further behind than twice the callers allowed in flight are not coming.
+        let callers = self.budget.max_callers as u64 + 1;
+        let behind = s.frontier.saturating_sub(2 * callers * s.len);
+        let old: Vec<u64> = s.chunks.range(..behind).map(|(o, _)| *o).collect();
+        let gone: Vec<Staged> = old.into_iter().filter_map(|o| s.chunks.remove(&o)).collect();
+        for c in gone {
+            state.retire(c, counters);
+        }
+    }
+
+    /// Makes the arena at the first read ahead, and cuts it into slots of `len` bytes when no
+    /// slot is in use; false when there is no slot for reads of `len` bytes.
+    fn slots_for(&self, state: &mut State, len: u64, ordinal: usize) -> bool {
+        let want = (len as usize).div_ceil(SLOT_ALIGN) * SLOT_ALIGN;
+        if state.arena.is_none() {
+            let bytes = (self.budget.max_bytes as usize).div_ceil(SLOT_ALIGN) * SLOT_ALIGN;
+            match PinnedBuffer::new(&self.runtime, ordinal, bytes) {
+                Ok(a) => state.arena = Some(a),
+                Err(e) => {
+                    tracing::debug!(error = %e, "no pinned memory for read-ahead");
+                    return false;
+                }
+            }
+        }
+        if state.slot_len == want {
+            return true;
+        }
+        let idle = state.taken == 0
+            && state.retiring.is_empty()
+            && state.files.values().all(|s| s.chunks.is_empty());
+        if !idle {
+            return false;
+        }
+        state.slot_len = want;
+        state.free = (0..state.slots()).rev().collect();
+        state.slots() > 0
+    }
+
+    /// Reads ahead of `key`'s stream into the free slots, up to `read_ahead_bytes` past the
+    /// highest end read.
+    fn top_up(
+        &self,
+        state: &mut State,
+        key: (u64, u64),
+        file: &FileHandle,
+        ordinal: usize,
+        start: Start<'_>,
+    ) {
+        let Some(len) = state.files.get(&key).map(|s| s.len) else { return };
+        if !self.slots_for(state, len, ordinal) {
+            return;
+        }
+        let (slot_len, max) = (state.slot_len as u64, self.budget.max_bytes);
+        let Some(s) = state.files.get_mut(&key) else { return };
+        if s.file.is_none() {
+            match own_handle(file) {
+                Some(f) => s.file = Some(f),
+                None => return,
+            }
+        }
+        let Some(handle) = s.file.clone() else { return };
+        s.ahead = s.ahead.max(s.frontier);
+        while s.ahead < s.stamp.size && s.ahead < s.frontier + max {
+            let Some(slot) = state.free.pop() else { break };
+            let n = len.min(s.stamp.size - s.ahead);
+            let base = match &state.arena {
+                Some(a) => a.as_ptr() as u64 + slot as u64 * slot_len,
+                None => break,
+            };
+            let buf = BufferRef { addr: base, len: n as usize, kind: MemoryKind::PinnedHost };
+            match start(&handle, buf, s.ahead) {
+                Ok(io) => {
+                    self.counters.read_ahead_started.fetch_add(n, Ordering::Relaxed);
+                    s.chunks.insert(s.ahead, Staged { io, slot, len: n });
+                    s.ahead += n;
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "a read ahead could not start");
+                    state.free.push(slot);
+                    break;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        // Every read ahead is waited for (the drops of its `EngineIo`) before the arena goes:
+        // `State` declares them first.
+        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        for s in state.files.values_mut() {
+            for c in s.chunks.values() {
+                c.io.cancel();
+            }
+        }
+    }
+}
+
+/// A read-only handle on `file`'s buffered descriptor (duplicated), for reads that outlive the
+/// caller's borrow of `file`; `None` when that descriptor is `O_DIRECT` (a registered
+/// descriptor that could not be reopened: ranges of any length could not be read through it).
+fn own_handle(file: &FileHandle) -> Option<Arc<FileHandle>> {
+    let flags = rustix::fs::fcntl_getfl(file.buffered_fd()).ok()?;
+    if flags.contains(rustix::fs::OFlags::DIRECT) {
+        return None;
+    }
+    let fd = file.buffered_fd().try_clone_to_owned().ok()?;
+    let handle = FileHandle::from_parts(
+        std::fs::File::from(fd),
+        None,
+        file.info().clone(),
+        OpenOptions::new().read(true),
+    );
+    Some(Arc::new(handle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::engine::Engine;
+    use crate::error::{Error, ErrorKind};
+    use crate::gpu::sim::SimRuntime;
+    use crate::request::Op;
+    use rand::{RngCore, SeedableRng};
+
+    const LEN: u64 = 256 << 10;
+
+    struct Setup {
+        engine: Engine,
+        ahead: ReadAhead,
+        file: FileHandle,
+        data: Vec<u8>,
+        _dir: tempfile::TempDir,
+    }
+
+    /// An engine on the simulated GPU to run the reads ahead, a read-ahead of `slots` slots of
+    /// [`LEN`] whose files must have settled for `settle`, and a file of 16 × [`LEN`] random
+    /// bytes.
+    fn setup(slots: u64, settle: Duration) -> Setup {
+        let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(1, Duration::ZERO));
+        let engine = Engine::new(rt.clone(), &Config { threads: 2, ..Config::default() });
+        let budget = Budget {
+            max_bytes: slots * LEN,
+            min_request: 1,
+            max_request: 1 << 30,
+            max_callers: 4,
+            settle,
+        };
+        let ahead = ReadAhead::new(rt, budget, Arc::default());
+        let dir = tempfile::tempdir().unwrap();
+        let mut data = vec![0u8; 16 * LEN as usize];
+        rand::rngs::StdRng::seed_from_u64(7).fill_bytes(&mut data);
+        let path = dir.path().join("f");
+        std::fs::write(&path, &data).unwrap();
+        let file = FileHandle::open(&path).unwrap();
+        Setup { engine, ahead, file, data, _dir: dir }
+    }
+
+    impl Setup {
+        /// Looks up a read of [`LEN`] at range `k`, reading ahead with `start`.
+        fn look(&self, k: u64, start: Start<'_>) -> Option<Taken<'_>> {
+            self.ahead.look(&self.file, k * LEN, LEN, 0, start)
+        }
+
+        /// Waits (up to 10 s) until every slot is free, none handed out or retiring.
+        fn all_free(&self) {
+            let t0 = Instant::now();
+            loop {
+                let mut s = self.ahead.lock();
+                s.reap();
+                let staged: usize = s.files.values().map(|f| f.chunks.len()).sum();
+                if s.free.len() == s.slots() && s.taken == 0 && staged == 0 {
+                    return;
+                }
+                drop(s);
+                assert!(t0.elapsed() < Duration::from_secs(10), "slots never came back");
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+    }
+
+    /// Starts reads ahead on the engine, as [`Engine::read_ahead`] does.
+    fn on(engine: &Engine) -> impl Fn(&Arc<FileHandle>, BufferRef, u64) -> Result<EngineIo> + '_ {
+        // SAFETY: `b` is a slot of the read-ahead's arena, untouched until the read is over.
+        move |f, b, at| unsafe { engine.submit(Op::Read, f, b, at) }
+    }
+
+    #[test]
+    fn a_sequence_of_three_reads_ahead_and_hands_out_the_files_bytes_then_every_slot_comes_back() {
+        let s = setup(4, Duration::ZERO);
+        let start = on(&s.engine);
+        for k in 0..3 {
+            assert!(s.look(k, &start).is_none(), "range {k} was never read ahead");
+        }
+        let c = &s.ahead.counters;
+        assert_eq!(c.read_ahead_started.load(Ordering::Relaxed), 4 * LEN, "four slots' worth");
+        for k in 3..7 {
+            let taken = s.look(k, &start).expect("read ahead");
+            let (ptr, n) = taken.wait().expect("whole");
+            assert_eq!(n as u64, LEN);
+            // SAFETY: the slot holds `n` bytes read ahead while `taken` lives.
+            let got = unsafe { std::slice::from_raw_parts(ptr, n) };
+            let at = (k * LEN) as usize;
+            assert!(got == &s.data[at..at + n], "range {k} differs from the file");
+        }
+        assert_eq!(c.read_ahead_reads.load(Ordering::Relaxed), 4);
+        // A read far from the sequence lets what was read ahead go, and starts counting again.
+        assert!(s.look(15, &start).is_none());
+        assert!(s.look(2, &start).is_none());
+        s.all_free();
+        let unused = c.read_ahead_unused.load(Ordering::Relaxed);
+        let started = c.read_ahead_started.load(Ordering::Relaxed);
+        assert_eq!(started - 4 * LEN, unused, "every range started after the hits went unused");
+        // Nothing past the end of the file is read ahead.
+        for k in 12..16 {
+            let _ = s.look(k, &start);
+        }
+        s.all_free();
+        assert_eq!(s.ahead.lock().files.values().map(|f| f.ahead).max(), Some(16 * LEN));
+    }
+
+    #[test]
+    fn a_read_ahead_that_fails_or_comes_back_short_hands_out_nothing_and_keeps_its_slot() {
+        let s = setup(2, Duration::ZERO);
+        let refuse = |_: &Arc<FileHandle>, _: BufferRef, _: u64| -> Result<EngineIo> {
+            Err(Error::new(ErrorKind::Io, "refused"))
+        };
+        for k in 0..5 {
+            assert!(s.look(k, &refuse).is_none());
+        }
+        assert_eq!(s.ahead.counters.read_ahead_started.load(Ordering::Relaxed), 0);
+        s.all_free();
+        // Reads ahead a page short: handed out, but `wait` says to read the usual way.
+        let short = |f: &Arc<FileHandle>, b: BufferRef, at: u64| {
+            let b = BufferRef { len: b.len - 4096, ..b };
+            // SAFETY: a shorter range of the slot.
+            unsafe { s.engine.submit(Op::Read, f, b, at) }
+        };
+        // The sequence goes on: ranges 6 and 7 are read ahead, short.
+        assert!(s.look(5, &short).is_none());
+        let taken = s.look(6, &short).expect("handed out");
+        assert!(taken.wait().is_none(), "a short read ahead was used");
+        drop(taken);
+        assert!(s.look(0, &short).is_none());
+        s.all_free();
+    }
+
+    #[test]
+    fn an_unsettled_file_an_o_direct_descriptor_and_odd_lengths_read_nothing_ahead() {
+        let s = setup(4, Duration::from_secs(3600));
+        let start = on(&s.engine);
+        for k in 0..8 {
+            assert!(s.look(k, &start).is_none());
+        }
+        assert_eq!(s.ahead.counters.read_ahead_started.load(Ordering::Relaxed), 0, "unsettled");
+        assert!(s.ahead.lock().arena.is_none(), "pinned memory made for nothing");
+
+        let s = setup(4, Duration::ZERO);
+        let start = on(&s.engine);
+        // Lengths outside the budget's, and a sequence whose length changes each time.
+        let small = ReadAhead::new(
+            s.ahead.runtime.clone(),
+            Budget { min_request: LEN + 1, ..s.ahead.budget },
+            Arc::default(),
+        );
+        for k in 0..8 {
+            assert!(small.look(&s.file, k * LEN, LEN, 0, &start).is_none());
+        }
+        assert_eq!(small.counters.read_ahead_started.load(Ordering::Relaxed), 0, "too small");
+        let mut at = 0;
+        for len in [LEN, LEN + 4096, LEN, LEN + 4096, LEN] {
+            assert!(s.ahead.look(&s.file, at, len, 0, &start).is_none());
+            at += len;
+        }
+        assert_eq!(s.ahead.counters.read_ahead_started.load(Ordering::Relaxed), 0, "lengths");
+
+        // A registered O_DIRECT descriptor that could not be reopened: no handle to read
+        // ahead through (tmpfs and some filesystems refuse O_DIRECT: nothing to check there).
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = s._dir.path().join("f");
+        let direct =
+            std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&path);
+        if let Ok(direct) = direct {
+            let h = FileHandle::from_parts(
+                direct,
+                None,
+                s.file.info().clone(),
+                crate::file::OpenOptions::new().read(true),
+            );
+            assert!(own_handle(&h).is_none(), "an O_DIRECT handle to read ahead through");
+        }
+        assert!(own_handle(&s.file).is_some());
+    }
+}
