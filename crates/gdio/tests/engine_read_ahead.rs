@@ -34,16 +34,28 @@ fn config(read_ahead: u64, max_callers: usize) -> Config {
 /// Reads `[0, want.len())` into `dev` in `REQ`-byte requests from `threads` threads, each
 /// taking the next range when its last read returns (KvikIO's way), and checks every byte.
 fn pass(drv: &Driver, f: &FileHandle, dev: &gdio::gpu::DeviceBuffer, want: &[u8], threads: usize) {
+    pass_of(drv, f, dev, want, threads, REQ)
+}
+
+/// [`pass`] in `req`-byte requests.
+fn pass_of(
+    drv: &Driver,
+    f: &FileHandle,
+    dev: &gdio::gpu::DeviceBuffer,
+    want: &[u8],
+    threads: usize,
+    req: usize,
+) {
     let next = AtomicU64::new(0);
     let size = want.len() as u64;
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
-                let off = next.fetch_add(REQ as u64, Ordering::Relaxed);
+                let off = next.fetch_add(req as u64, Ordering::Relaxed);
                 if off >= size {
                     break;
                 }
-                let len = REQ.min((size - off) as usize);
+                let len = req.min((size - off) as usize);
                 let buf = BufferRef {
                     addr: dev.addr() + off,
                     len,
@@ -229,4 +241,35 @@ fn a_file_written_just_now_is_not_read_ahead_and_dropping_the_engine_mid_read_ah
     assert!(drv.engine().counters().read_ahead_started_bytes > 0);
     // Reads ahead still queued or running when the engine goes: waited for, no crash.
     drop(drv);
+}
+
+#[test]
+fn two_sequences_of_other_lengths_at_once_share_the_slots_and_read_every_byte_right() {
+    let d = tempfile::tempdir().unwrap();
+    let (a_req, b_req) = (REQ, 192 << 10);
+    let (a_size, b_size) = (48 * a_req + 999, 64 * b_req + 4097);
+    let a = random_bytes(600, a_size);
+    let b = random_bytes(601, b_size);
+    let (pa, pb) = (write_file(d.path(), "a", &a), write_file(d.path(), "b", &b));
+    std::thread::sleep(SETTLE);
+    // Six slots of the first length: both sequences want them, and the second's length
+    // cuts them anew only once the first holds none.
+    let max = 6 * REQ as u64;
+    let drv = sim_driver(Config { threads: 3, ..config(max, 8) }, 1);
+    let (fa, fb) = (FileHandle::open(&pa).unwrap(), FileHandle::open(&pb).unwrap());
+    let da = drv.alloc_device(0, a_size).unwrap();
+    let db = drv.alloc_device(0, b_size).unwrap();
+    for round in 0..3 {
+        std::thread::scope(|s| {
+            s.spawn(|| pass_of(&drv, &fa, &da, &a, 3, a_req));
+            s.spawn(|| pass_of(&drv, &fb, &db, &b, 2 + round, b_req));
+        });
+    }
+    let c = drv.engine().counters();
+    assert!(c.read_ahead_reads > 0, "{c:?}");
+    // Every byte read ahead was served, let go, or is still held (at most the slots).
+    let accounted = c.read_ahead_bytes + c.read_ahead_unused_bytes;
+    assert!(c.read_ahead_started_bytes >= accounted, "{c:?}");
+    assert!(c.read_ahead_started_bytes - accounted <= max, "{c:?}");
+    assert_eq!(c.read_ahead_pinned_bytes, max);
 }

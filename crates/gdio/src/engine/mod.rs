@@ -763,7 +763,7 @@ impl Engine {
         }?;
         Some(match read {
             Ok(bytes) => {
-                self.read_ahead.served(bytes);
+                taken.served();
                 Ok(Transfer { bytes, direct_bytes: 0, mapped_bytes: 0 })
             }
             Err(e) => Err(e

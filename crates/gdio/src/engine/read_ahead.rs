@@ -190,13 +190,15 @@ impl Drop for Caller<'_> {
 }
 
 /// A range read ahead, handed to the read that asked for it: its bytes are the caller's to
-/// copy once [`Taken::wait`] says so; the slot goes back when this is dropped.
+/// copy once [`Taken::wait`] says so; the slot goes back when this is dropped, its bytes
+/// counted as served ([`Taken::served`]) or unused.
 pub(crate) struct Taken<'a> {
     /// Declared first: waited for before the slot goes back.
     io: Option<EngineIo>,
     slot: usize,
     ptr: *const u8,
     len: u64,
+    served: bool,
     owner: &'a ReadAhead,
 }
 
@@ -212,8 +214,19 @@ impl Taken<'_> {
     }
 }
 
+impl Taken<'_> {
+    /// The caller's copy of the bytes landed: they count as served, not unused.
+    pub(crate) fn served(mut self) {
+        self.served = true;
+        self.owner.counters.read_ahead_bytes.fetch_add(self.len, Ordering::Relaxed);
+    }
+}
+
 impl Drop for Taken<'_> {
     fn drop(&mut self) {
+        if !self.served {
+            self.owner.counters.read_ahead_unused.fetch_add(self.len, Ordering::Relaxed);
+        }
         // Wait for the read before the slot can be read into again.
         drop(self.io.take());
         let mut state = self.owner.lock();
@@ -334,12 +347,8 @@ impl ReadAhead {
         let ptr = self.slot_ptr(state, staged.slot)?;
         state.taken += 1;
         self.counters.read_ahead_reads.fetch_add(1, Ordering::Relaxed);
-        Some(Taken { io: Some(staged.io), slot: staged.slot, ptr, len: staged.len, owner: self })
-    }
-
-    /// Counts `bytes` served out of read-ahead (after the caller's copy landed).
-    pub(crate) fn served(&self, bytes: u64) {
-        self.counters.read_ahead_bytes.fetch_add(bytes, Ordering::Relaxed);
+        let (io, slot, len) = (Some(staged.io), staged.slot, staged.len);
+        Some(Taken { io, slot, ptr, len, served: false, owner: self })
     }
 
     fn slot_ptr(&self, state: &State, slot: usize) -> Option<*const u8> {
@@ -571,6 +580,7 @@ mod tests {
             let got = unsafe { std::slice::from_raw_parts(ptr, n) };
             let at = (k * LEN) as usize;
             assert!(got == &s.data[at..at + n], "range {k} differs from the file");
+            taken.served();
         }
         assert_eq!(c.read_ahead_reads.load(Ordering::Relaxed), 4);
         // A read far from the sequence lets what was read ahead go, and starts counting again.
@@ -580,6 +590,7 @@ mod tests {
         let unused = c.read_ahead_unused.load(Ordering::Relaxed);
         let started = c.read_ahead_started.load(Ordering::Relaxed);
         assert_eq!(started - 4 * LEN, unused, "every range started after the hits went unused");
+        assert_eq!(c.read_ahead_bytes.load(Ordering::Relaxed), 4 * LEN, "the four served");
         // Nothing past the end of the file is read ahead.
         for k in 12..16 {
             let _ = s.look(k, &start);
@@ -610,6 +621,9 @@ mod tests {
         let taken = s.look(6, &short).expect("handed out");
         assert!(taken.wait().is_none(), "a short read ahead was used");
         drop(taken);
+        let c = &s.ahead.counters;
+        let unused = c.read_ahead_unused.load(Ordering::Relaxed);
+        assert!(unused >= LEN - 4096, "the short range handed out counts as unused: {unused}");
         assert!(s.look(0, &short).is_none());
         s.all_free();
     }
