@@ -10,9 +10,10 @@
 //! So once [`STREAK`] reads into GPU memory of one length have each started right where the
 //! highest end read of the file so far was, with nothing far from it between them (reads
 //! within one per allowed caller, `read_ahead_max_callers`, of it are threads that took their
-//! ranges in order and entered in a slightly different one), the engine reads the following ranges of that
-//! length, up to `read_ahead_bytes`, into pinned host memory of its own, on its workers as
-//! ordinary host reads queued behind the reads already asked for. A read that finds its range
+//! ranges in order and entered in a slightly different one), the engine reads the following
+//! ranges of that length, up to `read_ahead_bytes`, into pinned host memory of its own, on its
+//! workers as ordinary host reads queued behind the reads already asked for, through a
+//! duplicate of the file's descriptor that lives as long as they do. A read that finds its range
 //! there waits for that read if it is still going and copies the bytes to the GPU on the
 //! calling thread's stream: no `pread` on its way, no worker. A read anywhere else starts the
 //! count again and lets the ranges read ahead of that file go.
@@ -26,8 +27,9 @@
 //! `read_ahead_max_request_bytes`, of network filesystems and FUSE, or into host memory.
 //!
 //! The pinned memory is one allocation of `read_ahead_bytes`, made at the first read ahead
-//! and cut into slots of the length being read; a file whose reads nobody asked for within
-//! [`IDLE`] lets its slots go to the next.
+//! and cut into slots of the length being read. The engine has no thread of its own for
+//! read-ahead: ranges of a file nobody read for [`IDLE`] are let go (their slots and the
+//! descriptor they hold) at the next read into GPU memory, or when the engine goes.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -85,8 +87,6 @@ struct Retiring {
 /// One file's sequential reads.
 struct Stream {
     stamp: Stamp,
-    /// A read-only handle of the file's own (the reads ahead outlive any caller's borrow).
-    file: Option<Arc<FileHandle>>,
     /// The length of the reads counted in `streak`.
     len: u64,
     /// The highest end read so far.
@@ -102,7 +102,6 @@ impl Stream {
     fn new(stamp: Stamp, offset: u64, len: u64, now: Instant) -> Stream {
         Stream {
             stamp,
-            file: None,
             len,
             frontier: offset + len,
             streak: 1,
@@ -118,6 +117,8 @@ struct State {
     files: HashMap<(u64, u64), Stream>,
     retiring: Vec<Retiring>,
     arena: Option<PinnedBuffer>,
+    /// The arena could not be made (a locked-memory limit): read-ahead stays off.
+    no_arena: bool,
     /// Bytes per slot (0 before the arena exists).
     slot_len: usize,
     /// Slots neither read into nor handed out.
@@ -250,6 +251,7 @@ impl ReadAhead {
                 files: HashMap::new(),
                 retiring: Vec::new(),
                 arena: None,
+                no_arena: false,
                 slot_len: 0,
                 free: Vec::new(),
                 taken: 0,
@@ -330,9 +332,7 @@ impl ReadAhead {
         } else {
             state.drop_stream(key, false, counters);
             if let Some(s) = state.files.get_mut(&key) {
-                let file = s.file.take();
                 *s = Stream::new(stamp, offset, len, now);
-                s.file = file;
             }
         }
         self.left_behind(state, key, counters);
@@ -388,12 +388,16 @@ impl ReadAhead {
     /// slot is in use; false when there is no slot for reads of `len` bytes.
     fn slots_for(&self, state: &mut State, len: u64, ordinal: usize) -> bool {
         let want = (len as usize).div_ceil(SLOT_ALIGN) * SLOT_ALIGN;
+        if state.no_arena {
+            return false;
+        }
         if state.arena.is_none() {
             let bytes = (self.budget.max_bytes as usize).div_ceil(SLOT_ALIGN) * SLOT_ALIGN;
             match PinnedBuffer::new(&self.runtime, ordinal, bytes) {
                 Ok(a) => state.arena = Some(a),
                 Err(e) => {
-                    tracing::debug!(error = %e, "no pinned memory for read-ahead");
+                    tracing::info!(error = %e, "no pinned memory for read-ahead: it stays off");
+                    state.no_arena = true;
                     return false;
                 }
             }
@@ -428,14 +432,12 @@ impl ReadAhead {
         }
         let (slot_len, max) = (state.slot_len as u64, self.budget.max_bytes);
         let Some(s) = state.files.get_mut(&key) else { return };
-        if s.file.is_none() {
-            match own_handle(file) {
-                Some(f) => s.file = Some(f),
-                None => return,
-            }
-        }
-        let Some(handle) = s.file.clone() else { return };
         s.ahead = s.ahead.max(s.frontier);
+        if state.free.is_empty() || s.ahead >= s.stamp.size {
+            return;
+        }
+        // The reads ahead hold the handle: the duplicate closes with the last of them.
+        let Some(handle) = own_handle(file) else { return };
         while s.ahead < s.stamp.size && s.ahead < s.frontier + max {
             let Some(slot) = state.free.pop() else { break };
             let n = len.min(s.stamp.size - s.ahead);
@@ -508,7 +510,7 @@ mod tests {
         ahead: ReadAhead,
         file: FileHandle,
         data: Vec<u8>,
-        _dir: tempfile::TempDir,
+        dir: tempfile::TempDir,
     }
 
     /// An engine on the simulated GPU to run the reads ahead, a read-ahead of `slots` slots of
@@ -531,7 +533,7 @@ mod tests {
         let path = dir.path().join("f");
         std::fs::write(&path, &data).unwrap();
         let file = FileHandle::open(&path).unwrap();
-        Setup { engine, ahead, file, data, _dir: dir }
+        Setup { engine, ahead, file, data, dir }
     }
 
     impl Setup {
@@ -557,6 +559,15 @@ mod tests {
         }
     }
 
+    /// Descriptors of this process open on `path`.
+    fn open_on(path: &std::path::Path) -> usize {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|p| p == path)
+            .count()
+    }
+
     /// Starts reads ahead on the engine, as [`Engine::read_ahead`] does.
     fn on(engine: &Engine) -> impl Fn(&Arc<FileHandle>, BufferRef, u64) -> Result<EngineIo> + '_ {
         // SAFETY: `b` is a slot of the read-ahead's arena, untouched until the read is over.
@@ -567,9 +578,12 @@ mod tests {
     fn a_sequence_of_three_reads_ahead_and_hands_out_the_files_bytes_then_every_slot_comes_back() {
         let s = setup(4, Duration::ZERO);
         let start = on(&s.engine);
+        let path = s.dir.path().join("f");
+        let fds = open_on(&path);
         for k in 0..3 {
             assert!(s.look(k, &start).is_none(), "range {k} was never read ahead");
         }
+        assert_eq!(open_on(&path), fds + 1, "the reads ahead hold one duplicate");
         let c = &s.ahead.counters;
         assert_eq!(c.read_ahead_started.load(Ordering::Relaxed), 4 * LEN, "four slots' worth");
         for k in 3..7 {
@@ -597,6 +611,7 @@ mod tests {
         }
         s.all_free();
         assert_eq!(s.ahead.lock().files.values().map(|f| f.ahead).max(), Some(16 * LEN));
+        assert_eq!(open_on(&path), fds, "the duplicate outlived the reads ahead");
     }
 
     #[test]
@@ -660,7 +675,7 @@ mod tests {
         // A registered O_DIRECT descriptor that could not be reopened: no handle to read
         // ahead through (tmpfs and some filesystems refuse O_DIRECT: nothing to check there).
         use std::os::unix::fs::OpenOptionsExt;
-        let path = s._dir.path().join("f");
+        let path = s.dir.path().join("f");
         let direct =
             std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&path);
         if let Ok(direct) = direct {
