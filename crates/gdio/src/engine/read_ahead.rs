@@ -323,8 +323,10 @@ impl ReadAhead {
         let near = len == stream.len
             && offset.saturating_add(spread) >= stream.frontier
             && offset <= stream.frontier.saturating_add(spread);
+        let continues = len == stream.len && offset == stream.frontier;
         if fresh {
-        } else if len == stream.len && offset == stream.frontier {
+            // Counted as the sequence's first read by `Stream::new`.
+        } else if continues {
             stream.streak = stream.streak.saturating_add(1);
             stream.frontier = offset + len;
         } else if near {
