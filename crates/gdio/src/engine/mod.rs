@@ -8,7 +8,9 @@
 //! - `lane`: a worker's stream and bounce ring for one GPU.
 //! - `transfer`: what a worker does with a task.
 //! - `page_cache_pins`: file chunks read twice over stay registered with the GPU;
-//!   `pinned_read`: a read out of them, one DMA on the caller's stream.
+//!   `read_ahead`: the ranges after a sequence of reads read into pinned memory ahead of them;
+//!   `pinned_read`: a read out of either, one DMA on the caller's stream; `file_stamp`: what
+//!   says a file has not changed since bytes of it were kept.
 //! - `gather`: small reads of many requests to one GPU sent as one group.
 //! - `gather_write`: small writes of many requests from one GPU copied out as one group.
 //! - `ring`: which reads a worker issues through its own io_uring (`io_engine`).
@@ -620,7 +622,7 @@ impl Engine {
             return t;
         }
         let gpu_read = op == Op::Read && matches!(buf.kind, MemoryKind::Device { .. });
-        let _caller = gpu_read.then(|| self.read_ahead.enter());
+        let _caller = if gpu_read { self.read_ahead.enter(len) } else { None };
         if let Some(t) = self.read_ahead(op, file, buf, offset, len) {
             return t;
         }

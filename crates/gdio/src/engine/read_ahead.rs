@@ -263,13 +263,24 @@ impl ReadAhead {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Counts a synchronous read into GPU memory in flight until the guard is dropped.
-    pub(crate) fn enter(&self) -> Caller<'_> {
-        self.callers.fetch_add(1, Ordering::AcqRel);
-        Caller(&self.callers)
+    /// Whether reads of `len` bytes may use or start read-ahead.
+    fn wants(&self, len: u64) -> bool {
+        let b = &self.budget;
+        b.max_bytes > 0 && len > 0 && len >= b.min_request && len <= b.max_request
     }
 
-    /// Synchronous reads into GPU memory in flight now.
+    /// Counts a synchronous read of `len` bytes into GPU memory in flight until the guard is
+    /// dropped, when read-ahead is on and reads of its length may use it (nothing to count
+    /// otherwise: many small callers would share the counter's cache line for nothing).
+    pub(crate) fn enter(&self, len: u64) -> Option<Caller<'_>> {
+        if !self.wants(len) {
+            return None;
+        }
+        self.callers.fetch_add(1, Ordering::AcqRel);
+        Some(Caller(&self.callers))
+    }
+
+    /// Synchronous reads into GPU memory of read-ahead's lengths in flight now.
     pub(crate) fn callers(&self) -> usize {
         self.callers.load(Ordering::Acquire)
     }
@@ -292,10 +303,7 @@ impl ReadAhead {
         start: Start<'_>,
     ) -> Option<Taken<'_>> {
         let b = self.budget;
-        if b.max_bytes == 0 || len == 0 || len < b.min_request || len > b.max_request {
-            return None;
-        }
-        if !keepable(file) {
+        if !self.wants(len) || !keepable(file) {
             return None;
         }
         let (key, stamp) = stat(file.buffered_fd())?;
