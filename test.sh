@@ -131,7 +131,7 @@ if [ "$what" = all ] || [ "$what" = memcheck ]; then
     # memcheck; of the library's unit tests those of the engine, the GPU runtimes, files,
     # safetensors, stream-ordered I/O and batches.
     lib_tests=(engine_async stream_ordered engine_gather engine_split engine_inline engine_host bad_input
-      engine_copy_streams
+      engine_copy_streams engine_read_ahead
       write_partial policy_retry safetensors)
     cufile_tests=(api sim_gpu concurrent faults call_sequences races)
     list=$(

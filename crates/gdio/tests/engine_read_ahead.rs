@@ -8,11 +8,9 @@
 mod common;
 
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use common::*;
-use gdio::memory::{BufferRef, MemoryKind};
 use gdio::{Config, Driver, FileHandle};
 use rand::seq::SliceRandom;
 
@@ -31,47 +29,9 @@ fn config(read_ahead: u64, max_callers: usize) -> Config {
     }
 }
 
-/// Reads `[0, want.len())` into `dev` in `REQ`-byte requests from `threads` threads, each
-/// taking the next range when its last read returns (KvikIO's way), and checks every byte.
+/// [`read_in_turn`] in `REQ`-byte requests.
 fn pass(drv: &Driver, f: &FileHandle, dev: &gdio::gpu::DeviceBuffer, want: &[u8], threads: usize) {
-    pass_of(drv, f, dev, want, threads, REQ)
-}
-
-/// [`pass`] in `req`-byte requests.
-fn pass_of(
-    drv: &Driver,
-    f: &FileHandle,
-    dev: &gdio::gpu::DeviceBuffer,
-    want: &[u8],
-    threads: usize,
-    req: usize,
-) {
-    let next = AtomicU64::new(0);
-    let size = want.len() as u64;
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let off = next.fetch_add(req as u64, Ordering::Relaxed);
-                if off >= size {
-                    break;
-                }
-                let len = req.min((size - off) as usize);
-                let buf = BufferRef {
-                    addr: dev.addr() + off,
-                    len,
-                    kind: MemoryKind::Device { ordinal: 0 },
-                };
-                // SAFETY: each range of `dev` is read by one thread at a time, and `dev`
-                // outlives the scope.
-                let t = unsafe { drv.engine().read(f, buf, off) }.unwrap();
-                assert_eq!(t.bytes, len as u64, "at {off}");
-            });
-        }
-    });
-    let mut back = vec![0u8; want.len()];
-    dev.copy_to_host(0, &mut back).unwrap();
-    let first_bad = back.iter().zip(want).position(|(a, b)| a != b);
-    assert_eq!(first_bad, None, "bytes differ from the file's");
+    read_in_turn(drv, f, dev, want, threads, REQ)
 }
 
 #[test]
@@ -261,8 +221,8 @@ fn two_sequences_of_other_lengths_at_once_share_the_slots_and_read_every_byte_ri
     let db = drv.alloc_device(0, b_size).unwrap();
     for round in 0..3 {
         std::thread::scope(|s| {
-            s.spawn(|| pass_of(&drv, &fa, &da, &a, 3, a_req));
-            s.spawn(|| pass_of(&drv, &fb, &db, &b, 2 + round, b_req));
+            s.spawn(|| read_in_turn(&drv, &fa, &da, &a, 3, a_req));
+            s.spawn(|| read_in_turn(&drv, &fb, &db, &b, 2 + round, b_req));
         });
     }
     let c = drv.engine().counters();

@@ -680,30 +680,10 @@ fn gpu_page_cache_pins_serve_reads_byte_exact_and_drop_changed_files() {
 /// is read with its new bytes, never out of what was read ahead before.
 #[test]
 fn gpu_read_ahead_serves_sequential_reads_byte_exact_and_drops_changed_files() {
-    use gdio::memory::{BufferRef, MemoryKind};
-    use std::sync::atomic::{AtomicU64, Ordering};
     let Some(rt) = cuda() else { return };
     const REQ: usize = 4 << 20;
     let pass = |drv: &Driver, f: &FileHandle, dev: &gdio::gpu::DeviceBuffer, want: &[u8], t| {
-        let next = AtomicU64::new(0);
-        let size = want.len() as u64;
-        std::thread::scope(|s| {
-            for _ in 0..t {
-                s.spawn(|| loop {
-                    let off = next.fetch_add(REQ as u64, Ordering::Relaxed);
-                    if off >= size {
-                        break;
-                    }
-                    let len = REQ.min((size - off) as usize);
-                    let kind = MemoryKind::Device { ordinal: 0 };
-                    let buf = BufferRef { addr: dev.addr() + off, len, kind };
-                    // SAFETY: each range of `dev` is read by one thread; `dev` outlives the scope.
-                    let got = unsafe { drv.engine().read(f, buf, off) }.unwrap();
-                    assert_eq!(got.bytes, len as u64, "at {off}");
-                });
-            }
-        });
-        assert!(dev.to_vec().unwrap()[..want.len()] == *want, "bytes differ from the file's");
+        read_in_turn(drv, f, dev, want, t, REQ)
     };
     for (i, (where_, d)) in dirs().into_iter().enumerate() {
         let size = 48 * REQ + 4321;

@@ -621,8 +621,7 @@ impl Engine {
         if let Some(t) = self.read_pinned(op, file, buf, offset, len) {
             return t;
         }
-        let gpu_read = op == Op::Read && matches!(buf.kind, MemoryKind::Device { .. });
-        let _caller = if gpu_read { self.read_ahead.enter(len) } else { None };
+        let _caller = gpu_read(op, &buf).and_then(|_| self.read_ahead.enter(len));
         if let Some(t) = self.read_ahead(op, file, buf, offset, len) {
             return t;
         }
@@ -703,10 +702,7 @@ impl Engine {
         offset: u64,
         len: u64,
     ) -> Option<Result<Transfer>> {
-        let MemoryKind::Device { ordinal } = buf.kind else { return None };
-        if op != Op::Read {
-            return None;
-        }
+        let ordinal = gpu_read(op, &buf)?;
         let span = self.pins.cover(file, offset, len, ordinal)?;
         let read =
             pinned_read::read(&self.runtime, ordinal, &span, buf.addr, self.pool.shape().polling)?;
@@ -716,13 +712,7 @@ impl Engine {
                 self.counters.pinned_reads.fetch_add(1, Ordering::Relaxed);
                 Ok(Transfer { bytes, direct_bytes: 0, mapped_bytes: bytes })
             }
-            Err(e) => Err(e
-                .map_message(|m| {
-                    format!(
-                        "a read out of page-cache pins failed: {m} \
-                         (page_cache_pins_max_bytes=0 reads through the bounce buffers instead)"
-                    )
-                })
+            Err(e) => Err(kept_read_error(e, "page-cache pins", "page_cache_pins_max_bytes")
                 .with_path(file.path())
                 .with_range(offset, len)),
         })
@@ -740,10 +730,7 @@ impl Engine {
         offset: u64,
         len: u64,
     ) -> Option<Result<Transfer>> {
-        let MemoryKind::Device { ordinal } = buf.kind else { return None };
-        if op != Op::Read {
-            return None;
-        }
+        let ordinal = gpu_read(op, &buf)?;
         let start = |f: &Arc<FileHandle>, b: BufferRef, at: u64| {
             // SAFETY: `b` is a slot of read-ahead's pinned memory, which nothing reads, writes
             // or frees until this read is over: a slot is handed out, read into again or freed
@@ -768,13 +755,7 @@ impl Engine {
                 taken.served();
                 Ok(Transfer { bytes, direct_bytes: 0, mapped_bytes: 0 })
             }
-            Err(e) => Err(e
-                .map_message(|m| {
-                    format!(
-                        "a copy out of read-ahead failed: {m} (read_ahead_bytes=0 reads \
-                         through the bounce buffers instead)"
-                    )
-                })
+            Err(e) => Err(kept_read_error(e, "read-ahead", "read_ahead_bytes")
                 .with_path(file.path())
                 .with_range(offset, len)),
         })
@@ -1003,6 +984,24 @@ impl Engine {
     pub(crate) fn validate(&self, op: Op, file: &FileHandle, len: u64, offset: u64) -> Result<()> {
         self.check(op, file, len, offset).map(|_| ())
     }
+}
+
+/// The GPU that a read into GPU memory goes to; `None` for writes and host memory.
+fn gpu_read(op: Op, buf: &BufferRef) -> Option<usize> {
+    match (op, buf.kind) {
+        (Op::Read, MemoryKind::Device { ordinal }) => Some(ordinal),
+        _ => None,
+    }
+}
+
+/// A failed copy out of pinned memory the engine keeps (`what`: page-cache pins or
+/// read-ahead), saying which key turns that path off.
+fn kept_read_error(e: Error, what: &str, key: &str) -> Error {
+    e.map_message(|m| {
+        format!(
+            "a read out of {what} failed: {m} ({key}=0 reads through the bounce buffers instead)"
+        )
+    })
 }
 
 /// Jobs that one call submitting many I/Os (a batch) holds back and queues together: one trip

@@ -87,3 +87,41 @@ pub fn drop_cache_range(f: &gdio::FileHandle, offset: u64, len: u64) {
         libc::posix_fadvise(fd, offset as i64, len as i64, libc::POSIX_FADV_DONTNEED);
     }
 }
+
+/// Reads `[0, want.len())` of `f` into the device buffer `dev` in `req`-byte requests from
+/// `threads` threads, each taking the next range when its last read returns (KvikIO's way,
+/// through `Engine::read`), and checks every byte against `want`.
+pub fn read_in_turn(
+    drv: &Driver,
+    f: &gdio::FileHandle,
+    dev: &gdio::gpu::DeviceBuffer,
+    want: &[u8],
+    threads: usize,
+    req: usize,
+) {
+    use gdio::memory::{BufferRef, MemoryKind};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let next = AtomicU64::new(0);
+    let size = want.len() as u64;
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let off = next.fetch_add(req as u64, Ordering::Relaxed);
+                if off >= size {
+                    break;
+                }
+                let len = req.min((size - off) as usize);
+                let kind = MemoryKind::Device { ordinal: 0 };
+                let buf = BufferRef { addr: dev.addr() + off, len, kind };
+                // SAFETY: each range of `dev` is read by one thread at a time, and `dev`
+                // outlives the scope.
+                let t = unsafe { drv.engine().read(f, buf, off) }.unwrap();
+                assert_eq!(t.bytes, len as u64, "at {off}");
+            });
+        }
+    });
+    let mut back = vec![0u8; want.len()];
+    dev.copy_to_host(0, &mut back).unwrap();
+    let first_bad = back.iter().zip(want).position(|(a, b)| a != b);
+    assert_eq!(first_bad, None, "bytes differ from the file's");
+}
