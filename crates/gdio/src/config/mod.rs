@@ -526,11 +526,12 @@ pub struct Config {
     /// buffers; with marker waits (run 2) 39.4–42.6 against 40.8–41.1, inside the noise.
     pub page_cache_pins_min_request_bytes: u64,
     /// Read-ahead for sequential synchronous reads into GPU memory (`engine/read_ahead.rs`):
-    /// once a file's reads come three times in a row at one length near
-    /// the highest end read so far (KvikIO's threads each asking for the next chunk), the
-    /// workers read the ranges after them into pinned host memory, and a read that finds its
-    /// range there copies it to the GPU on the calling thread. The value is the pinned memory
-    /// read ahead at most (one allocation, made at the first read ahead); 0 turns it off.
+    /// once three reads of a file of one length have each started where the highest end read
+    /// so far was (KvikIO's threads each asking for the next chunk), the workers read the
+    /// ranges after them into pinned host memory, and a read that finds its range there
+    /// copies it to the GPU on the calling thread. The value is the pinned memory read ahead
+    /// at most (one allocation, made at the first read ahead); 0, the default, turns it off:
+    /// it is not yet measured on a GPU (BENCHMARKS.md session 50, `bench/read-ahead-ab.sh`).
     pub read_ahead_bytes: u64,
     /// Reads into GPU memory shorter than this neither use nor start read-ahead.
     pub read_ahead_min_request_bytes: u64,
