@@ -176,12 +176,13 @@ pub(crate) struct ReadAhead {
     budget: Budget,
     runtime: Arc<dyn GpuRuntime>,
     counters: Arc<Counters>,
-    /// Synchronous reads into GPU memory in flight now ([`ReadAhead::enter`]).
+    /// Synchronous reads into GPU memory of read-ahead's lengths in flight now
+    /// ([`ReadAhead::enter`]).
     callers: AtomicUsize,
     state: Mutex<State>,
 }
 
-/// A synchronous read into GPU memory, counted in flight until dropped.
+/// A synchronous read into GPU memory of read-ahead's lengths, counted in flight until dropped.
 pub(crate) struct Caller<'a>(&'a AtomicUsize);
 
 impl Drop for Caller<'_> {
@@ -213,9 +214,7 @@ impl Taken<'_> {
             _ => None,
         }
     }
-}
 
-impl Taken<'_> {
     /// The caller's copy of the bytes landed: they count as served, not unused.
     pub(crate) fn served(mut self) {
         self.served = true;
@@ -237,6 +236,8 @@ impl Drop for Taken<'_> {
 }
 
 impl ReadAhead {
+    /// Read-ahead within `budget`, its arena pinned through `runtime` at the first read ahead,
+    /// counted in `counters`.
     pub(crate) fn new(
         runtime: Arc<dyn GpuRuntime>,
         budget: Budget,
