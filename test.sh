@@ -133,7 +133,7 @@ if [ "$what" = all ] || [ "$what" = memcheck ]; then
     lib_tests=(engine_async stream_ordered engine_gather engine_split engine_inline engine_host bad_input
       engine_copy_streams engine_read_ahead
       write_partial policy_retry safetensors)
-    cufile_tests=(api sim_gpu concurrent faults call_sequences races)
+    cufile_tests=(api sim_gpu concurrent faults call_sequences races read_ahead)
     list=$(
       { cargo test --locked -q -p gdio --no-run --message-format=json --lib \
           "${lib_tests[@]/#/--test=}"
