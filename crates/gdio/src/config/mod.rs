@@ -530,8 +530,11 @@ pub struct Config {
     /// so far was (KvikIO's threads each asking for the next chunk), the workers read the
     /// ranges after them into pinned host memory, and a read that finds its range there
     /// copies it to the GPU on the calling thread. The value is the pinned memory read ahead
-    /// at most (one allocation, made at the first read ahead); 0, the default, turns it off:
-    /// it is not yet measured on a GPU (BENCHMARKS.md session 50, `bench/read-ahead-ab.sh`).
+    /// at most (one allocation, made at the first read ahead); 0, the default, turns it off.
+    /// H100, hot 8 GiB file (BENCHMARKS.md session 50 runs 1–2): 256 MiB read one KvikIO
+    /// thread at 45.0 GB/s against 26.4 off and `gdio bench` 4 MiB × 4 at 50.8 against 33.6,
+    /// four to sixteen threads within 2 % of off; 64 MiB (sixteen 4 MiB slots) capped every
+    /// row at 44–46. Off until cold files and other request sizes are measured.
     pub read_ahead_bytes: u64,
     /// Reads into GPU memory shorter than this neither use nor start read-ahead.
     pub read_ahead_min_request_bytes: u64,
