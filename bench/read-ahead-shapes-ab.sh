@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Session 50 run 3 (`OUT=$OUT timeout 580 bash bench/results/2026-12-05-s50-run3/command.sh`),
-# runs 1-2's build. Run 2: the slots were the cap (64 MiB 44-46 GB/s, 128 MiB 49-50, 256 MiB
-# 50-51 at four and eight, where read-ahead off reads 51-52 on this host; one thread 26 -> 45,
-# `gdio bench` 4 MiB x 4 34 -> 51). Before a default: more shapes and the cold file. ABBA two
-# reps, off against 256 and 512 MiB: KvikIO compat OFF at 1, 2, 4, 8, 16 threads (ext4, hot),
-# `gdio bench` 1 MiB x 8, 4 MiB x 1, x 2, x 4, 16 MiB x 2 (tmpfs); then the cold ext4 file
-# (page cache dropped before each pass, one timed pass) read by KvikIO compat OFF at one and
-# eight threads, off against 256 MiB, two reps. Logs under $OUT.
-O=$OUT; mkdir -p $O; R=$(pwd); export GDIO=$R/.dev/bin/gdio LIB=$R/.dev/lib/libcufile.so.0
+# Read-ahead across request sizes and on the cold file: the run that decides whether
+# `read_ahead_bytes` is on by default (written in session 50 after its runs 1-2; no machine
+# could be started for it then). On the GPU machine, from the repository root, with .dev/
+# (bash bench/build-dev.sh) and .whl/ carried:
+#   OUT=$OUT timeout 590 bash bench/read-ahead-shapes-ab.sh
+# Session 50 runs 1-2 (H100, hot ext4 file): 256 MiB read one KvikIO thread at 45 GB/s against
+# 26 off, `gdio bench` 4 MiB x 4 at 51 against 34, four to sixteen threads within 2 %; 64 MiB
+# (sixteen slots) capped every row at 44-46. Here: ABBA two reps, off against 256 and 512
+# MiB: KvikIO compat OFF at 1, 2, 4, 8, 16 threads (ext4, hot), `gdio bench` 1 MiB x 8,
+# 4 MiB x 1, x 2, x 4, 16 MiB x 2 (tmpfs); then the cold ext4 file (page cache dropped before
+# each pass, one timed pass) read by KvikIO compat OFF at one and eight threads, off against
+# 256 MiB, two reps (read-ahead reads through the page cache where the engine reads a cold
+# range with O_DIRECT). Logs under $OUT.
+O=${OUT:?OUT: where the logs go}; mkdir -p $O; R=$(pwd); export GDIO=$R/.dev/bin/gdio LIB=$R/.dev/lib/libcufile.so.0
 [ -f /etc/cufile.json ] && export CUFILE_ENV_PATH_JSON=/etc/cufile.json
 t0=$SECONDS
 nvidia-smi --query-gpu=name --format=csv,noheader
