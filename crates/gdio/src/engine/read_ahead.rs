@@ -9,8 +9,9 @@
 //!
 //! So once [`STREAK`] reads into GPU memory of one length have each started right where the
 //! highest end read of the file so far was, with nothing far from it between them (reads
-//! within one per allowed caller, `read_ahead_max_callers`, of it are threads that took their
-//! ranges in order and entered in a slightly different one), the engine reads the following
+//! within one per allowed caller, `read_ahead_max_callers`, past it are threads that took their
+//! ranges in order and entered in a slightly different one, and reads up to twice that behind
+//! it are threads the scheduler held back after they took their range), the engine reads the following
 //! ranges of that length, up to `read_ahead_bytes`, into pinned host memory of its own, on its
 //! workers as ordinary host reads queued behind the reads already asked for, through a
 //! duplicate of the file's descriptor that lives as long as they do. A read that finds its range
@@ -325,12 +326,14 @@ impl ReadAhead {
             _ => None,
         };
         // A read that starts right at the highest end read so far continues the sequence;
-        // one within a read per caller allowed in flight of it leaves the count as it is
-        // (threads that took their ranges in order enter in a slightly different one);
-        // anywhere else starts it again.
+        // one within a read per caller allowed in flight past it (threads that took their
+        // ranges in order enter in a slightly different one), or within twice that behind it
+        // (a thread held back by the scheduler after it took its range, while the others went
+        // on: what `left_behind` still keeps), leaves the count as it is; anywhere else starts
+        // it again.
         let spread = (self.budget.max_callers as u64 + 1) * len;
         let near = len == stream.len
-            && offset.saturating_add(spread) >= stream.frontier
+            && offset.saturating_add(2 * spread) >= stream.frontier
             && offset <= stream.frontier.saturating_add(spread);
         let continues = len == stream.len && offset == stream.frontier;
         if fresh {
@@ -486,7 +489,7 @@ impl Drop for ReadAhead {
     }
 }
 
-/// A read-only handle on `file`'s buffered descriptor (duplicated), for reads that outlive the
+/// A read-only handle on `file`'s descriptors (duplicated), for reads that outlive the
 /// caller's borrow of `file`; `None` when that descriptor is `O_DIRECT` (a registered
 /// descriptor that could not be reopened: ranges of any length could not be read through it).
 fn own_handle(file: &FileHandle) -> Option<Arc<FileHandle>> {
@@ -495,9 +498,12 @@ fn own_handle(file: &FileHandle) -> Option<Arc<FileHandle>> {
         return None;
     }
     let fd = file.buffered_fd().try_clone_to_owned().ok()?;
+    // The `O_DIRECT` descriptor too, when there is one: a cold range is then read ahead the
+    // way the engine reads it for the caller (`direct_io`), not through the page cache.
+    let direct = file.direct_fd().and_then(|d| d.try_clone_to_owned().ok());
     let handle = FileHandle::from_parts(
         std::fs::File::from(fd),
-        None,
+        direct.map(std::fs::File::from),
         file.info().clone(),
         OpenOptions::new().read(true),
     );
@@ -594,7 +600,10 @@ mod tests {
         for k in 0..3 {
             assert!(s.look(k, &start).is_none(), "range {k} was never read ahead");
         }
-        assert_eq!(open_on(&path), fds + 1, "the reads ahead hold one duplicate");
+        // One duplicate of each of the file's descriptors (buffered, and O_DIRECT where the
+        // filesystem gave one).
+        let dups = 1 + usize::from(s.file.direct_fd().is_some());
+        assert_eq!(open_on(&path), fds + dups, "the reads ahead hold one duplicate of each");
         let c = &s.ahead.counters;
         assert_eq!(c.read_ahead_started.load(Ordering::Relaxed), 4 * LEN, "four slots' worth");
         for k in 3..7 {
@@ -631,6 +640,39 @@ mod tests {
     }
 
     #[test]
+    fn a_straggler_behind_the_sequence_keeps_what_was_read_ahead_and_one_far_behind_lets_it_go() {
+        let s = setup(4, Duration::ZERO);
+        let start = on(&s.engine);
+        let c = &s.ahead.counters;
+        for k in 0..3 {
+            assert!(s.look(k, &start).is_none());
+        }
+        for k in 3..8 {
+            let taken = s.look(k, &start).expect("read ahead");
+            assert!(taken.wait().is_some());
+            taken.served();
+        }
+        // Range 0 again, eight ranges behind the highest end read (within twice the five
+        // ranges the four callers allowed may spread over): a thread the scheduler held back.
+        assert!(s.look(0, &start).is_none());
+        assert_eq!(c.read_ahead_unused.load(Ordering::Relaxed), 0, "nothing let go");
+        let taken = s.look(8, &start).expect("the sequence went on");
+        let (ptr, n) = taken.wait().expect("whole");
+        // SAFETY: the slot holds `n` bytes read ahead while `taken` lives.
+        let got = unsafe { std::slice::from_raw_parts(ptr, n) };
+        assert!(got == &s.data[8 * LEN as usize..9 * LEN as usize]);
+        taken.served();
+        // Eleven ranges behind is another reader: the sequence starts again.
+        for k in 9..11 {
+            assert!(s.look(k, &start).is_some_and(|t| t.wait().is_some()));
+        }
+        assert!(s.look(0, &start).is_none());
+        s.all_free();
+        assert!(c.read_ahead_unused.load(Ordering::Relaxed) > 0, "the ranges ahead let go");
+        assert_eq!(s.ahead.lock().files.values().map(|f| f.streak).max(), Some(1));
+    }
+
+    #[test]
     fn a_read_ahead_that_fails_or_comes_back_short_hands_out_nothing_and_keeps_its_slot() {
         let s = setup(2, Duration::ZERO);
         let refuse = |_: &Arc<FileHandle>, _: BufferRef, _: u64| -> Result<EngineIo> {
@@ -655,7 +697,8 @@ mod tests {
         let c = &s.ahead.counters;
         let unused = c.read_ahead_unused.load(Ordering::Relaxed);
         assert!(unused >= LEN - 4096, "the short range handed out counts as unused: {unused}");
-        assert!(s.look(0, &short).is_none());
+        // Far past the sequence: what it read ahead goes.
+        assert!(s.look(15, &short).is_none());
         s.all_free();
     }
 
@@ -703,6 +746,13 @@ mod tests {
             );
             assert!(own_handle(&h).is_none(), "an O_DIRECT handle to read ahead through");
         }
-        assert!(own_handle(&s.file).is_some());
+        // The handle read ahead through keeps the O_DIRECT descriptor where the file has one,
+        // so that cold ranges are read ahead as the engine reads them (`direct_io`).
+        let own = own_handle(&s.file).expect("a handle to read ahead through");
+        assert_eq!(own.direct_fd().is_some(), s.file.direct_fd().is_some());
+        if let Some(d) = own.direct_fd() {
+            let flags = rustix::fs::fcntl_getfl(d).unwrap();
+            assert!(flags.contains(rustix::fs::OFlags::DIRECT), "the duplicate is O_DIRECT");
+        }
     }
 }
