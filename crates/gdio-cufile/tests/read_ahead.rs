@@ -1,7 +1,8 @@
-//! Read-ahead through the ABI (`GDIO_READ_AHEAD_BYTES`, off by default): KvikIO's way of
-//! reading a file into GPU memory (threads each calling `cuFileRead` for the next range) on a
-//! simulated GPU, every byte the file's, and the summary at close saying how many reads came
-//! out of read-ahead. A binary of its own: it sets environment variables.
+//! Read-ahead through the ABI (`GDIO_READ_AHEAD_BYTES`, set small here where the 256 MiB
+//! default would hold the whole test file): KvikIO's way of reading a file into GPU memory
+//! (threads each calling `cuFileRead` for the next range) on a simulated GPU, every byte the
+//! file's, and the summary at close saying how many reads came out of read-ahead. A binary of
+//! its own: it sets environment variables.
 
 mod common;
 

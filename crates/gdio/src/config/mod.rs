@@ -530,11 +530,14 @@ pub struct Config {
     /// so far was (KvikIO's threads each asking for the next chunk), the workers read the
     /// ranges after them into pinned host memory, and a read that finds its range there
     /// copies it to the GPU on the calling thread. The value is the pinned memory read ahead
-    /// at most (one allocation, made at the first read ahead); 0, the default, turns it off.
-    /// H100, hot 8 GiB file (BENCHMARKS.md session 50 runs 1–2): 256 MiB read one KvikIO
-    /// thread at 45.0 GB/s against 26.4 off and `gdio bench` 4 MiB × 4 at 50.8 against 33.6,
-    /// four to sixteen threads within 2 % of off; 64 MiB (sixteen 4 MiB slots) capped every
-    /// row at 44–46. Off until cold files and other request sizes are measured.
+    /// at most (one allocation, made at the first read ahead); 0 turns it off. 256 MiB, the
+    /// default, measured on two H100 hosts (BENCHMARKS.md sessions 50–51, ABBA against off,
+    /// hot 8 GiB file): one KvikIO thread (its default) 1.69–1.71 ×, two 1.96 ×, four
+    /// 0.983–1.38 ×, `gdio bench` 4 MiB × 1–4, 1 MiB × 8 and 16 MiB × 2 1.30–1.89 ×; the cost:
+    /// eight threads 0.931–0.998 × (where the workers read ahead into the arena at ~40 GB/s on
+    /// the slower host, below what eight threads' own reads move), sixteen 0.986–1.017 ×; cold
+    /// file one thread 1.30–1.34 ×, eight 0.95–0.97 ×. 512 MiB was slower than 256 in every row,
+    /// 64 MiB (sixteen 4 MiB slots) capped every row at 44–46 GB/s.
     pub read_ahead_bytes: u64,
     /// Reads into GPU memory shorter than this neither use nor start read-ahead.
     pub read_ahead_min_request_bytes: u64,
@@ -542,7 +545,9 @@ pub struct Config {
     /// every worker busy on their own).
     pub read_ahead_max_request_bytes: u64,
     /// Nothing new is read ahead while more synchronous reads into GPU memory than this are in
-    /// flight: that many callers keep the workers busy without it.
+    /// flight: that many callers keep the workers busy without it. 4 measured worse than 8 at
+    /// eight KvikIO threads (0.883 × off against 0.964 ×) and no better elsewhere (session 51
+    /// run 2).
     pub read_ahead_max_callers: usize,
 }
 
@@ -637,7 +642,7 @@ impl Default for Config {
             page_cache_pins_max_bytes: 0,
             page_cache_pins_idle_ms: 30_000,
             page_cache_pins_min_request_bytes: 4 << 20,
-            read_ahead_bytes: 0,
+            read_ahead_bytes: 256 << 20,
             read_ahead_min_request_bytes: 1 << 20,
             read_ahead_max_request_bytes: 16 << 20,
             read_ahead_max_callers: 8,
