@@ -9,12 +9,13 @@
 //!
 //! So once [`STREAK`] reads into GPU memory of one length have each started right where the
 //! highest end read of the file so far was, with nothing far from it between them (reads
-//! within one per allowed caller, `read_ahead_max_callers`, past it are threads that took their
-//! ranges in order and entered in a slightly different one, and reads up to twice that behind
-//! it are threads the scheduler held back after they took their range), the engine reads the following
-//! ranges of that length, up to `read_ahead_bytes`, into pinned host memory of its own, on its
-//! workers as ordinary host reads queued behind the reads already asked for, through a
-//! duplicate of the file's descriptor that lives as long as they do. A read that finds its range
+//! within one per allowed caller, `read_ahead_max_callers`, past it are threads that took
+//! their ranges in order and entered in a slightly different one, and reads up to twice that
+//! behind it are threads the scheduler held back after they took their range), the engine
+//! reads the following ranges of that length, up to `read_ahead_bytes`, into pinned host
+//! memory of its own, on its workers as ordinary host reads queued behind the reads already
+//! asked for (a cold range through the `O_DIRECT` descriptor, as for the caller), through
+//! duplicates of the file's descriptors that live as long as they do. A read that finds its range
 //! there waits for that read if it is still going and copies the bytes to the GPU on the
 //! calling thread's stream: no `pread` on its way, no worker. A read anywhere else starts the
 //! count again and lets the ranges read ahead of that file go.
@@ -490,7 +491,7 @@ impl Drop for ReadAhead {
 }
 
 /// A read-only handle on `file`'s descriptors (duplicated), for reads that outlive the
-/// caller's borrow of `file`; `None` when that descriptor is `O_DIRECT` (a registered
+/// caller's borrow of `file`; `None` when its buffered descriptor is `O_DIRECT` (a registered
 /// descriptor that could not be reopened: ranges of any length could not be read through it).
 fn own_handle(file: &FileHandle) -> Option<Arc<FileHandle>> {
     let flags = rustix::fs::fcntl_getfl(file.buffered_fd()).ok()?;
