@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The GPU run that decides `read_ahead_bytes`'s default (engine/read_ahead.rs; written in
-# session 50, which was lent no GPU machine). On the GPU machine, from the repository root,
+# The GPU run that first measured `read_ahead_bytes` (engine/read_ahead.rs; written in
+# session 50 before a GPU machine was lent, ran as its run 1; the default came from
+# bench/read-ahead-shapes-ab.sh, session 51). On the GPU machine, from the repository root,
 # with .dev/ (bash bench/build-dev.sh) and .whl/ (../shared/tools/fetch-peer-wheels .whl)
 # carried:
 #   OUT=$OUT timeout 580 bash bench/read-ahead-ab.sh

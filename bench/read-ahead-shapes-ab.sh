@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Read-ahead across request sizes and on the cold file: the run that decides whether
-# `read_ahead_bytes` is on by default (written in session 50 after its runs 1-2; no machine
-# could be started for it then). On the GPU machine, from the repository root, with .dev/
+# Read-ahead across request sizes and on the cold file: the run that decided that
+# `read_ahead_bytes` is 256 MiB by default (written in session 50 after its runs 1-2; ran as
+# session 51 run 1, BENCHMARKS.md). On the GPU machine, from the repository root, with .dev/
 # (bash bench/build-dev.sh) and .whl/ carried:
 #   OUT=$OUT timeout 590 bash bench/read-ahead-shapes-ab.sh
 # Session 50 runs 1-2 (H100, hot ext4 file): 256 MiB read one KvikIO thread at 45 GB/s against
