@@ -2,8 +2,9 @@
 //! several taking the next range in turn as KvikIO's do, are served out of ranges the workers
 //! read ahead, every byte the file's; a file that changes or shrinks after it was read ahead
 //! is read afresh; random reads, host memory, a crowd of callers and the key at 0 read nothing
-//! ahead. On the simulated GPU (its copies are CPU copies out of the same pinned memory the
-//! real GPU would DMA from).
+//! ahead. Ranges are read ahead into GPU memory (the default) or pinned host memory
+//! (`read_ahead_gpu_memory`). On the simulated GPU (its copies are CPU copies out of the same
+//! memory the real GPU would DMA from).
 
 mod common;
 
@@ -29,6 +30,11 @@ fn config(read_ahead: u64, max_callers: usize) -> Config {
     }
 }
 
+/// [`config`], reading ahead into GPU memory or pinned host memory.
+fn config_in(read_ahead: u64, max_callers: usize, gpu_memory: bool) -> Config {
+    Config { read_ahead_gpu_memory: gpu_memory, ..config(read_ahead, max_callers) }
+}
+
 /// [`read_in_turn`] in `REQ`-byte requests.
 fn pass(drv: &Driver, f: &FileHandle, dev: &gdio::gpu::DeviceBuffer, want: &[u8], threads: usize) {
     read_in_turn(drv, f, dev, want, threads, REQ)
@@ -47,8 +53,8 @@ fn sequential_reads_are_served_out_of_read_ahead_with_every_byte_the_files() {
     std::thread::sleep(SETTLE);
     for (i, (where_, p)) in files.iter().enumerate() {
         let data = random_bytes(200 + i as u64, size);
-        for threads in [1, 4] {
-            let drv = sim_driver(config(2 << 20, 8), 1);
+        for (threads, gpu_memory) in [(1, true), (4, true), (1, false), (4, false)] {
+            let drv = sim_driver(config_in(2 << 20, 8, gpu_memory), 1);
             let f = FileHandle::open(p).unwrap();
             let dev = drv.alloc_device(0, size).unwrap();
             pass(&drv, &f, &dev, &data, threads);
@@ -61,7 +67,12 @@ fn sequential_reads_are_served_out_of_read_ahead_with_every_byte_the_files() {
             );
             assert!(c.read_ahead_bytes >= c.read_ahead_reads * 12_345, "{where_}: {c:?}");
             assert!(c.read_ahead_bytes <= size as u64);
-            assert_eq!(c.read_ahead_pinned_bytes, 2 << 20, "{where_}: one allocation");
+            if gpu_memory {
+                // Read to the end of the file: its GPU memory went back.
+                assert_eq!((c.read_ahead_pinned_bytes, c.read_ahead_gpu_bytes), (0, 0), "{c:?}");
+            } else {
+                assert_eq!(c.read_ahead_pinned_bytes, 2 << 20, "{where_}: one allocation");
+            }
             // Nothing is read ahead past the end of the file, and what was read ahead was
             // used but for ranges the reads had already asked for themselves.
             assert!(c.read_ahead_started_bytes <= size as u64, "{where_}: {c:?}");
@@ -175,7 +186,8 @@ fn random_reads_host_memory_a_crowd_and_the_key_at_zero_read_nothing_ahead() {
         let dev = drv.alloc_device(0, size).unwrap();
         pass(&drv, &f, &dev, &data, 2);
         let c = drv.engine().counters();
-        assert_eq!((c.read_ahead_started_bytes, c.read_ahead_pinned_bytes), (0, 0), "{c:?}");
+        let held = c.read_ahead_pinned_bytes + c.read_ahead_gpu_bytes;
+        assert_eq!((c.read_ahead_started_bytes, held), (0, 0), "{c:?}");
     }
 }
 
@@ -215,21 +227,25 @@ fn two_sequences_of_other_lengths_at_once_share_the_slots_and_read_every_byte_ri
     // Six slots of the first length: both sequences want them, and the second's length
     // cuts them anew only once the first holds none.
     let max = 6 * REQ as u64;
-    let drv = sim_driver(Config { threads: 3, ..config(max, 8) }, 1);
-    let (fa, fb) = (FileHandle::open(&pa).unwrap(), FileHandle::open(&pb).unwrap());
-    let da = drv.alloc_device(0, a_size).unwrap();
-    let db = drv.alloc_device(0, b_size).unwrap();
-    for round in 0..3 {
-        std::thread::scope(|s| {
-            s.spawn(|| read_in_turn(&drv, &fa, &da, &a, 3, a_req));
-            s.spawn(|| read_in_turn(&drv, &fb, &db, &b, 2 + round, b_req));
-        });
+    for gpu_memory in [true, false] {
+        let drv = sim_driver(Config { threads: 3, ..config_in(max, 8, gpu_memory) }, 1);
+        let (fa, fb) = (FileHandle::open(&pa).unwrap(), FileHandle::open(&pb).unwrap());
+        let da = drv.alloc_device(0, a_size).unwrap();
+        let db = drv.alloc_device(0, b_size).unwrap();
+        for round in 0..3 {
+            std::thread::scope(|s| {
+                s.spawn(|| read_in_turn(&drv, &fa, &da, &a, 3, a_req));
+                s.spawn(|| read_in_turn(&drv, &fb, &db, &b, 2 + round, b_req));
+            });
+        }
+        let c = drv.engine().counters();
+        assert!(c.read_ahead_reads > 0, "{c:?}");
+        // Every byte read ahead was served, let go, or is still held (at most the slots).
+        let accounted = c.read_ahead_bytes + c.read_ahead_unused_bytes;
+        assert!(c.read_ahead_started_bytes >= accounted, "{c:?}");
+        assert!(c.read_ahead_started_bytes - accounted <= max, "{c:?}");
+        // Pinned memory is kept; GPU memory went back once both files were read to the end.
+        let held = (c.read_ahead_pinned_bytes, c.read_ahead_gpu_bytes);
+        assert_eq!(held, if gpu_memory { (0, 0) } else { (max, 0) }, "{c:?}");
     }
-    let c = drv.engine().counters();
-    assert!(c.read_ahead_reads > 0, "{c:?}");
-    // Every byte read ahead was served, let go, or is still held (at most the slots).
-    let accounted = c.read_ahead_bytes + c.read_ahead_unused_bytes;
-    assert!(c.read_ahead_started_bytes >= accounted, "{c:?}");
-    assert!(c.read_ahead_started_bytes - accounted <= max, "{c:?}");
-    assert_eq!(c.read_ahead_pinned_bytes, max);
 }

@@ -674,10 +674,12 @@ fn gpu_page_cache_pins_serve_reads_byte_exact_and_drop_changed_files() {
     }
 }
 
-/// Read-ahead (`read_ahead_bytes`, opted in with 64 MiB) on the real GPU: 4 MiB reads in order, from
+/// Read-ahead (`read_ahead_bytes`, 64 MiB here) on the real GPU: 4 MiB reads in order, from
 /// one thread and from eight taking the next range in turn (KvikIO's way), are served out of
-/// ranges read ahead into pinned memory with every byte the file's; a file rewritten in place
-/// is read with its new bytes, never out of what was read ahead before.
+/// ranges read ahead into GPU memory (copied device to device; given back once the file was
+/// read to its end) and into pinned host memory (`read_ahead_gpu_memory` false; kept) with
+/// every byte the file's; a file rewritten in place is read with its new bytes, never out of
+/// what was read ahead before.
 #[test]
 fn gpu_read_ahead_serves_sequential_reads_byte_exact_and_drops_changed_files() {
     let Some(rt) = cuda() else { return };
@@ -689,21 +691,32 @@ fn gpu_read_ahead_serves_sequential_reads_byte_exact_and_drops_changed_files() {
         let size = 48 * REQ + 4321;
         let data = random_bytes(150 + i as u64, size);
         let p = write_file(d.path(), "ahead", &data);
-        // A file changed in the last two seconds is not read ahead.
-        std::thread::sleep(std::time::Duration::from_millis(2100));
-        let drv = driver(&rt, Config { read_ahead_bytes: 64 << 20, ..Config::default() });
-        let f = FileHandle::open(&p).unwrap();
-        let dev = drv.alloc_device(0, size).unwrap();
-        for threads in [1, 8] {
-            let before = drv.engine().counters().read_ahead_reads;
-            pass(&drv, &f, &dev, &data, threads);
+        for gpu_memory in [true, false] {
+            std::fs::write(&p, &data).unwrap();
+            // A file changed in the last two seconds is not read ahead.
+            std::thread::sleep(std::time::Duration::from_millis(2100));
+            let config = Config {
+                read_ahead_bytes: 64 << 20,
+                read_ahead_gpu_memory: gpu_memory,
+                ..Config::default()
+            };
+            let drv = driver(&rt, config);
+            let f = FileHandle::open(&p).unwrap();
+            let dev = drv.alloc_device(0, size).unwrap();
+            for threads in [1, 8] {
+                let before = drv.engine().counters().read_ahead_reads;
+                pass(&drv, &f, &dev, &data, threads);
+                let c = drv.engine().counters();
+                let at = format!("{where_}, {threads} threads, GPU memory {gpu_memory}");
+                assert!(c.read_ahead_reads - before >= 24, "{at}: {c:?}");
+                let held = (c.read_ahead_pinned_bytes, c.read_ahead_gpu_bytes);
+                assert_eq!(held, if gpu_memory { (0, 0) } else { (64 << 20, 0) }, "{at}: {c:?}");
+            }
+            let new = random_bytes(160 + i as u64, size - 5000);
+            std::fs::write(&p, &new).unwrap();
+            pass(&drv, &f, &dev, &new, 8);
             let c = drv.engine().counters();
-            assert!(c.read_ahead_reads - before >= 24, "{where_}, {threads} threads: {c:?}");
+            assert!(c.read_ahead_unused_bytes > 0, "{where_}: {c:?}");
         }
-        let new = random_bytes(160 + i as u64, size - 5000);
-        std::fs::write(&p, &new).unwrap();
-        pass(&drv, &f, &dev, &new, 8);
-        let c = drv.engine().counters();
-        assert!(c.read_ahead_unused_bytes > 0, "{where_}: {c:?}");
     }
 }

@@ -99,6 +99,7 @@ pub const KEYS: &[(&str, KeyKind)] = &[
     ("read_ahead_min_request_bytes", KeyKind::Count),
     ("read_ahead_max_request_bytes", KeyKind::Count),
     ("read_ahead_max_callers", KeyKind::Count),
+    ("read_ahead_gpu_memory", KeyKind::Bool),
 ];
 
 /// The per-filesystem keys; their full name is `fs.<filesystem>.<key>`.
@@ -414,6 +415,7 @@ pub fn set(config: &mut Config, key: &str, value: &Value, origin: &str) -> Resul
             config.read_ahead_max_request_bytes = as_usize(origin, key, value)? as u64
         }
         "read_ahead_max_callers" => config.read_ahead_max_callers = as_usize(origin, key, value)?,
+        "read_ahead_gpu_memory" => config.read_ahead_gpu_memory = as_bool(origin, key, value)?,
         _ => return Err(unknown(origin, key)),
     }
     Ok(())
@@ -519,6 +521,7 @@ pub fn get(config: &Config, key: &str) -> Option<Value> {
         "read_ahead_min_request_bytes" => config.read_ahead_min_request_bytes.into(),
         "read_ahead_max_request_bytes" => config.read_ahead_max_request_bytes.into(),
         "read_ahead_max_callers" => config.read_ahead_max_callers.into(),
+        "read_ahead_gpu_memory" => config.read_ahead_gpu_memory.into(),
         _ => return None,
     })
 }

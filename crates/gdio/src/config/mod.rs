@@ -549,6 +549,14 @@ pub struct Config {
     /// eight KvikIO threads (0.883 × off against 0.964 ×) and no better elsewhere (session 51
     /// run 2).
     pub read_ahead_max_callers: usize,
+    /// Ranges are read ahead into GPU memory of the engine's own on the GPU being read into
+    /// (`read_ahead_bytes` of it, allocated at the first read ahead and given back once every
+    /// file read ahead was read to its end or let go): the workers read them as they read for
+    /// callers, through their bounce buffers, and a read that finds its range copies it
+    /// device to device. False: into pinned host memory, which the workers fill with the CPU
+    /// and each read copies over the link. Where the GPU has no memory to spare, pinned host
+    /// memory is used.
+    pub read_ahead_gpu_memory: bool,
 }
 
 /// Default worker count: three quarters of the machine's cores, at least 4, at most 12
@@ -646,6 +654,7 @@ impl Default for Config {
             read_ahead_min_request_bytes: 1 << 20,
             read_ahead_max_request_bytes: 16 << 20,
             read_ahead_max_callers: 8,
+            read_ahead_gpu_memory: true,
         }
     }
 }

@@ -392,6 +392,19 @@ impl Lane {
         !self.callbacks && self.has_in_flight()
     }
 
+    /// True when the lane still lists tasks that the completion watcher or a callback already
+    /// finished ([`Lane::release_finished`]).
+    pub fn holds_finished(&self) -> bool {
+        self.in_flight.iter().any(|f| f.task.is_finished())
+    }
+
+    /// Lets go of the tasks already finished that the lane still lists (the watcher finishes
+    /// tasks out of the worker's sight): each holds its request, and with it the request's
+    /// file, which would otherwise stay open until the worker's next copy.
+    pub fn release_finished(&mut self) {
+        self.in_flight.retain(|f| !f.task.is_finished());
+    }
+
     /// True when tasks are waiting for their copies.
     pub fn has_in_flight(&self) -> bool {
         self.in_flight.iter().any(|f| !f.task.is_finished())

@@ -85,8 +85,9 @@ pub struct EngineCounters {
     /// Bytes of page cache registered with the GPU now (page-cache pins).
     pub page_cache_pinned_bytes: u64,
     /// Reads into GPU memory served out of read-ahead (`read_ahead_bytes`): a sequence of
-    /// reads of one length was read ahead of into pinned host memory by the workers, and the
-    /// read found its range there and copied it to the GPU on the calling thread.
+    /// reads of one length was read ahead of by the workers (into GPU memory of the engine's
+    /// own with `read_ahead_gpu_memory`, else pinned host memory), and the read found its range
+    /// there and copied it on the calling thread.
     pub read_ahead_reads: u64,
     /// Bytes those reads copied out of read-ahead.
     pub read_ahead_bytes: u64,
@@ -99,6 +100,9 @@ pub struct EngineCounters {
     /// Pinned host memory held for read-ahead now (`read_ahead_bytes`, allocated at the first
     /// read ahead and kept).
     pub read_ahead_pinned_bytes: u64,
+    /// GPU memory held for read-ahead now (`read_ahead_gpu_memory`: allocated at the first
+    /// read ahead, given back once every file read ahead was read to its end or let go).
+    pub read_ahead_gpu_bytes: u64,
     /// Bytes written with buffered `pwrite`.
     pub buffered_write_bytes: u64,
     /// Bytes written with `O_DIRECT`.
@@ -267,6 +271,7 @@ impl Engine {
                 max_request: config.read_ahead_max_request_bytes,
                 max_callers: config.read_ahead_max_callers,
                 settle: file_stamp::SETTLE,
+                gpu_memory: config.read_ahead_gpu_memory,
             },
             counters.clone(),
         );
@@ -336,6 +341,7 @@ impl Engine {
     /// How the bytes moved so far travelled.
     pub fn counters(&self) -> EngineCounters {
         let c = &self.counters;
+        let (ahead_pinned, ahead_gpu) = self.read_ahead.held_bytes();
         EngineCounters {
             buffered_read_bytes: c.buffered_read.load(Ordering::Relaxed),
             direct_read_bytes: c.direct_read.load(Ordering::Relaxed),
@@ -359,7 +365,8 @@ impl Engine {
             read_ahead_bytes: c.read_ahead_bytes.load(Ordering::Relaxed),
             read_ahead_started_bytes: c.read_ahead_started.load(Ordering::Relaxed),
             read_ahead_unused_bytes: c.read_ahead_unused.load(Ordering::Relaxed),
-            read_ahead_pinned_bytes: self.read_ahead.held_bytes(),
+            read_ahead_pinned_bytes: ahead_pinned,
+            read_ahead_gpu_bytes: ahead_gpu,
             io_uring_reads: self.io.uring_reads.load(Ordering::Relaxed),
             worker_time: c.time.snapshot(),
         }
@@ -621,7 +628,9 @@ impl Engine {
         if let Some(t) = self.read_pinned(op, file, buf, offset, len) {
             return t;
         }
-        let _caller = gpu_read(op, &buf).and_then(|_| self.read_ahead.enter(len));
+        // Read-ahead sees the length asked for: the last read of a sequence, cut at the end of
+        // the file, is still one of it.
+        let _caller = gpu_read(op, &buf).and_then(|_| self.read_ahead.enter(buf.len as u64));
         if let Some(t) = self.read_ahead(op, file, buf, offset, len) {
             return t;
         }
@@ -732,23 +741,24 @@ impl Engine {
     ) -> Option<Result<Transfer>> {
         let ordinal = gpu_read(op, &buf)?;
         let start = |f: &Arc<FileHandle>, b: BufferRef, at: u64| {
-            // SAFETY: `b` is a slot of read-ahead's pinned memory, which nothing reads, writes
-            // or frees until this read is over: a slot is handed out, read into again or freed
+            // SAFETY: `b` is a slot of read-ahead's memory (pinned, or GPU memory of the engine's
+            // own), which nothing reads, writes or frees until this read is over: a slot is handed out, read into again or freed
             // only once its `EngineIo` is done or dropped (which waits).
             unsafe { self.submit(Op::Read, f, b, at) }
         };
-        let taken = self.read_ahead.look(file, offset, len, ordinal, &start)?;
-        let (ptr, n) = taken.wait()?;
+        let taken = self.read_ahead.look(file, offset, buf.len as u64, ordinal, &start)?;
+        let (src, n) = taken.wait()?;
         let mut polling = self.pool.shape().polling;
         if self.read_ahead.callers() > self.polling_callers {
             // More callers than cores to spare: each sleeps on its copy instead of spinning.
             polling.spin = std::time::Duration::ZERO;
         }
-        // SAFETY: the slot is pinned memory that `taken` keeps (read, unchanged) until it is
-        // dropped after this copy; the caller of `read` promises `buf` is device memory it may
-        // write, `len` ≥ `n` bytes of it.
+        // SAFETY: the slot is pinned memory, or memory of GPU `ordinal` (`look` hands out
+        // GPU memory only to reads into its GPU), that `taken` keeps (read, unchanged) until it
+        // is dropped after this copy; the caller of `read` promises `buf` is device memory it
+        // may write, `len` ≥ `n` bytes of it, apart from the engine's own.
         let read = unsafe {
-            pinned_read::read_pieces(&self.runtime, ordinal, &[(ptr, n)], buf.addr, polling)
+            pinned_read::read_pieces(&self.runtime, ordinal, &[(src, n)], buf.addr, polling)
         }?;
         Some(match read {
             Ok(bytes) => {

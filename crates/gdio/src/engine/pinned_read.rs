@@ -1,6 +1,7 @@
-//! Reads served out of pinned host memory the engine holds (page-cache pins,
-//! [`super::page_cache_pins`], and read-ahead, [`super::read_ahead`]): one host→device copy
-//! per pinned piece the range crosses, queued on the calling thread's own stream and waited for
+//! Reads served out of memory the engine holds (page-cache pins, [`super::page_cache_pins`],
+//! and read-ahead, [`super::read_ahead`], in pinned host memory or in GPU memory of the
+//! engine's own): one copy per piece the range crosses (host→device out of pinned memory,
+//! device→device out of GPU memory), queued on the calling thread's own stream and waited for
 //! before the call returns. No worker, no bounce buffer, no CPU copy: many callers at once
 //! keep as many copies in flight as they have threads.
 
@@ -12,6 +13,15 @@ use super::lane::{wait_marker, Polling};
 use super::page_cache_pins::PinnedSpan;
 use crate::error::Result;
 use crate::gpu::{GpuRuntime, GpuStream};
+
+/// Where a piece of a held read comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// Registered (pinned) host memory: a host→device copy.
+    Host(*const u8),
+    /// GPU memory of the destination's GPU: a device→device copy.
+    Device(u64),
+}
 
 struct Owned {
     /// The runtime's address (see `caller_lane`: streams are reused only for it).
@@ -46,29 +56,30 @@ pub(crate) fn read(
     dst: u64,
     polling: Polling,
 ) -> Option<Result<u64>> {
-    let pieces: Vec<(*const u8, usize)> = span
+    let pieces: Vec<(Source, usize)> = span
         .pieces
         .iter()
         // SAFETY: the span was cut from the chunk's mapping, which holds `start + len` bytes.
-        .map(|(chunk, start, len)| (unsafe { chunk.ptr().add(*start) }, *len))
+        .map(|(chunk, start, len)| (Source::Host(unsafe { chunk.ptr().add(*start) }), *len))
         .collect();
     // SAFETY: the chunks stay registered while `span` holds them, past this call; the caller
     // promises the span's length of device memory at `dst` is its to write.
     unsafe { read_pieces(runtime, ordinal, &pieces, dst, polling) }
 }
 
-/// Copies `pieces` of registered host memory, one after another, into GPU `ordinal` at device
-/// address `dst` and returns the bytes copied, on the calling thread's stream as [`read`]
-/// does; `None` when the thread cannot have a stream (the caller reads the other way).
+/// Copies `pieces` (registered host memory, or memory of GPU `ordinal`), one after another,
+/// into GPU `ordinal` at device address `dst` and returns the bytes copied, on the calling
+/// thread's stream as [`read`] does; `None` when the thread cannot have a stream (the caller
+/// reads the other way).
 ///
 /// # Safety
-/// Each piece is registered (pinned) host memory that stays valid and unchanged until this
-/// returns; `dst` and the pieces' total length after it are device memory the caller may
-/// write.
+/// Each piece is registered (pinned) host memory, or device memory of GPU `ordinal` apart from
+/// the destination, that stays valid and unchanged until this returns; `dst` and the pieces'
+/// total length after it are device memory the caller may write.
 pub(crate) unsafe fn read_pieces(
     runtime: &Arc<dyn GpuRuntime>,
     ordinal: usize,
-    pieces: &[(*const u8, usize)],
+    pieces: &[(Source, usize)],
     dst: u64,
     polling: Polling,
 ) -> Option<Result<u64>> {
@@ -102,7 +113,7 @@ unsafe fn copy(
     runtime: &Arc<dyn GpuRuntime>,
     ordinal: usize,
     stream: &mut dyn GpuStream,
-    pieces: &[(*const u8, usize)],
+    pieces: &[(Source, usize)],
     dst: u64,
     polling: Polling,
 ) -> Result<u64> {
@@ -114,14 +125,13 @@ unsafe fn copy(
 
 /// Queues one copy per piece, each to the device bytes right after the last, then a marker,
 /// and waits for it. On any failure it synchronizes the stream before it returns the error,
-/// so that no copy still reads the pins or writes the caller's buffer after the call.
+/// so that no copy still reads the pieces or writes the caller's buffer after the call.
 ///
 /// # Safety
-/// Each piece's bytes are registered host memory that stays registered until this returns;
-/// `dst` and the pieces' total length after it are device memory the caller may write.
+/// As [`read_pieces`], with `stream` a stream of the destination's GPU.
 unsafe fn copy_pieces(
     stream: &mut dyn GpuStream,
-    pieces: impl Iterator<Item = (*const u8, usize)>,
+    pieces: impl Iterator<Item = (Source, usize)>,
     dst: u64,
     polling: Polling,
 ) -> Result<()> {
@@ -129,7 +139,10 @@ unsafe fn copy_pieces(
     let queued = (|| {
         for (src, len) in pieces {
             // SAFETY: forwarded contract.
-            unsafe { stream.copy_to_device(at, src, len)? };
+            match src {
+                Source::Host(p) => unsafe { stream.copy_to_device(at, p, len)? },
+                Source::Device(a) => unsafe { stream.copy_within_device(at, a, len)? },
+            }
             at += len as u64;
         }
         stream.record(0)?;
@@ -171,6 +184,11 @@ mod tests {
             let name = if self.copies == 2 { "second copy" } else { "copy" };
             self.step(format!("copy {dst} {} {len}", src as usize), name)
         }
+        unsafe fn copy_within_device(&mut self, dst: u64, src: u64, len: usize) -> Result<()> {
+            self.copies += 1;
+            let name = if self.copies == 2 { "second copy" } else { "copy" };
+            self.step(format!("device copy {dst} {src} {len}"), name)
+        }
         unsafe fn copy_to_host(&mut self, _: *mut u8, _: u64, _: usize) -> Result<()> {
             unreachable!("a pinned read copies to the device only")
         }
@@ -193,7 +211,9 @@ mod tests {
 
     fn run(fail: Option<&'static str>) -> (Result<()>, Vec<String>) {
         let mut s = Logged { fail, ..Logged::default() };
-        let pieces = [(4096usize as *const u8, 1000usize), (65536 as *const u8, 24)];
+        // One piece of each kind: pinned host memory, then GPU memory.
+        let pieces =
+            [(Source::Host(4096usize as *const u8), 1000usize), (Source::Device(65536), 24)];
         // No spin: the marker is asked once, then waited for.
         let polling = Polling { spin: std::time::Duration::ZERO, every: std::time::Duration::ZERO };
         // SAFETY: the logged stream dereferences nothing.
@@ -202,10 +222,10 @@ mod tests {
     }
 
     #[test]
-    fn pieces_land_one_after_another_and_the_marker_is_waited_for() {
+    fn pieces_land_one_after_another_each_copied_by_its_kind_and_the_marker_is_waited_for() {
         let (r, calls) = run(None);
         assert!(r.is_ok());
-        let want = ["copy 1048576 4096 1000", "copy 1049576 65536 24", "record 0", "wait 0"];
+        let want = ["copy 1048576 4096 1000", "device copy 1049576 65536 24", "record 0", "wait 0"];
         assert_eq!(calls, want);
     }
 

@@ -453,6 +453,14 @@ fn worker_main(shared: Arc<Shared>) {
                 if q.shutdown {
                     return;
                 }
+                if lanes.values().any(Lane::holds_finished) {
+                    // About to wait for work: let go of the requests (and their files) whose
+                    // tasks were finished for this worker, outside the queue's lock.
+                    drop(q);
+                    lanes.values_mut().for_each(Lane::release_finished);
+                    q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+                    continue;
+                }
                 if !waited && shared.shape.poll_for_work {
                     // Poll for new work before sleeping: a sleeping worker wakes tens of
                     // microseconds after it is woken, which every burst of small requests (a

@@ -12,13 +12,18 @@
 //! within one per allowed caller, `read_ahead_max_callers`, past it are threads that took
 //! their ranges in order and entered in a slightly different one, and reads up to twice that
 //! behind it are threads the scheduler held back after they took their range), the engine
-//! reads the following ranges of that length, up to `read_ahead_bytes`, into pinned host
-//! memory of its own, on its workers as ordinary host reads queued behind the reads already
-//! asked for (a cold range through the `O_DIRECT` descriptor, as for the caller), through
-//! duplicates of the file's descriptors that live as long as they do. A read that finds its range
-//! there waits for that read if it is still going and copies the bytes to the GPU on the
-//! calling thread's stream: no `pread` on its way, no worker. A read anywhere else starts the
-//! count again and lets the ranges read ahead of that file go.
+//! reads the following ranges of that length, up to `read_ahead_bytes`, into memory of its
+//! own, on its workers as ordinary reads queued behind the reads already asked for (a cold
+//! range through the `O_DIRECT` descriptor, as for the caller), through duplicates of the
+//! file's descriptors that live as long as they do. A read that finds its range there waits
+//! for that read if it is still going and copies the bytes on the calling thread's stream: no
+//! `pread` on its way, no worker. A read anywhere else starts the count again and lets the
+//! ranges read ahead of that file go.
+//!
+//! That memory is GPU memory of the caller's GPU with `read_ahead_gpu_memory` (the workers
+//! read ahead as they read for callers: through their bounce buffers and the link, and the
+//! caller's copy is device to device), else pinned host memory (the workers read ahead into it
+//! with the CPU, and the caller's copy crosses the link).
 //!
 //! Bytes read ahead are the file's bytes only while the file has not changed since: they are
 //! read only of a file whose last change is settled ([`file_stamp`](super::file_stamp)), and
@@ -28,10 +33,13 @@
 //! without it), for requests outside `read_ahead_min_request_bytes` and
 //! `read_ahead_max_request_bytes`, of network filesystems and FUSE, or into host memory.
 //!
-//! The pinned memory is one allocation of `read_ahead_bytes`, made at the first read ahead
-//! and cut into slots of the length being read. The engine has no thread of its own for
-//! read-ahead: ranges of a file nobody read for [`IDLE`] are let go (their slots and the
-//! descriptor they hold) at the next read into GPU memory, or when the engine goes.
+//! The memory is one allocation of `read_ahead_bytes`, made at the first read ahead and cut
+//! into slots of the length being read; GPU memory serves reads into its own GPU only, and is
+//! given back once every file read ahead was read to its end or let go (the GPU memory a
+//! program's own allocator may want), to be made again at the next sequence. The engine has
+//! no thread of its own for read-ahead: ranges of a file nobody read for [`IDLE`] are let go
+//! (their slots and the descriptor they hold) at the next read into GPU memory, or when the
+//! engine goes.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,10 +48,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::file_stamp::{keepable, stat, Stamp};
 use super::job::Counters;
+use super::pinned_read::Source;
 use super::EngineIo;
 use crate::error::Result;
 use crate::file::{FileHandle, OpenOptions};
-use crate::gpu::{GpuRuntime, PinnedBuffer};
+use crate::gpu::{DeviceBuffer, GpuRuntime, PinnedBuffer};
 use crate::memory::{BufferRef, MemoryKind};
 
 /// Reads of one length, each right at the highest end read so far, before any is read ahead.
@@ -67,9 +76,61 @@ pub(crate) struct Budget {
     /// How long ago a file's last change must be for it to be read ahead
     /// ([`SETTLE`](super::file_stamp::SETTLE); shorter only in tests).
     pub settle: Duration,
+    /// Ranges are read ahead into GPU memory (`read_ahead_gpu_memory`), else pinned host
+    /// memory.
+    pub gpu_memory: bool,
 }
 
-/// Starts a host read of `[offset, offset + buf.len)` of a file into pinned memory.
+/// The one allocation ranges are read ahead into.
+enum Arena {
+    /// Pinned host memory: serves reads into any GPU, each copied host to device.
+    Host(PinnedBuffer),
+    /// Memory of one GPU: serves reads into that GPU, each copied device to device.
+    Device(DeviceBuffer),
+}
+
+impl Arena {
+    fn len(&self) -> usize {
+        match self {
+            Arena::Host(b) => b.len(),
+            Arena::Device(b) => b.len(),
+        }
+    }
+
+    /// Whether reads into GPU `ordinal` may use it.
+    fn serves(&self, ordinal: usize) -> bool {
+        match self {
+            Arena::Host(_) => true,
+            Arena::Device(b) => b.ordinal() == ordinal,
+        }
+    }
+
+    /// Where slot bytes `at..at + len` lie, as a buffer to read into.
+    fn buffer(&self, at: usize, len: usize) -> BufferRef {
+        match self {
+            Arena::Host(b) => {
+                BufferRef { addr: b.as_ptr() as u64 + at as u64, len, kind: MemoryKind::PinnedHost }
+            }
+            Arena::Device(b) => BufferRef {
+                addr: b.addr() + at as u64,
+                len,
+                kind: MemoryKind::Device { ordinal: b.ordinal() },
+            },
+        }
+    }
+
+    /// Where slot bytes from `at` lie, as a source to copy from.
+    fn source(&self, at: usize) -> Source {
+        match self {
+            // SAFETY: callers pass offsets of slots, inside the allocation.
+            Arena::Host(b) => Source::Host(unsafe { b.as_ptr().add(at) }),
+            Arena::Device(b) => Source::Device(b.addr() + at as u64),
+        }
+    }
+}
+
+/// Starts a read of `[offset, offset + buf.len)` of a file into `buf`, a slot of read-ahead's
+/// memory (pinned host memory, or GPU memory).
 pub(crate) type Start<'a> = &'a dyn Fn(&Arc<FileHandle>, BufferRef, u64) -> Result<EngineIo>;
 
 /// A range read ahead (or being read): its read, then its slot.
@@ -118,7 +179,7 @@ struct State {
     /// Declared before the arena: their reads are waited for before it is freed.
     files: HashMap<(u64, u64), Stream>,
     retiring: Vec<Retiring>,
-    arena: Option<PinnedBuffer>,
+    arena: Option<Arena>,
     /// The arena could not be made (a locked-memory limit): read-ahead stays off.
     no_arena: bool,
     /// Bytes per slot (0 before the arena exists).
@@ -130,6 +191,29 @@ struct State {
 }
 
 impl State {
+    /// Nothing is read ahead, being read, handed out or retiring.
+    fn idle(&self) -> bool {
+        self.taken == 0
+            && self.retiring.is_empty()
+            && self.files.values().all(|s| s.chunks.is_empty())
+    }
+
+    /// Lets the arena go (until the next read ahead makes one) when it is GPU memory, nothing
+    /// is handed out or waits to be, and every file read ahead was read to its end or let go:
+    /// waits for the reads of ranges let go that still run (canceled: the tasks in flight
+    /// finish), then frees it.
+    fn give_back_gpu_memory(&mut self) {
+        let done = self.files.values().all(|s| s.frontier >= s.stamp.size && s.chunks.is_empty());
+        if !matches!(self.arena, Some(Arena::Device(_))) || !done || self.taken > 0 {
+            return;
+        }
+        // Each drop waits for its read.
+        self.retiring.clear();
+        self.arena = None;
+        self.slot_len = 0;
+        self.free.clear();
+    }
+
     fn slots(&self) -> usize {
         match &self.arena {
             Some(a) if self.slot_len > 0 => a.len() / self.slot_len,
@@ -200,19 +284,20 @@ pub(crate) struct Taken<'a> {
     /// Declared first: waited for before the slot goes back.
     io: Option<EngineIo>,
     slot: usize,
-    ptr: *const u8,
+    src: Source,
     len: u64,
     served: bool,
     owner: &'a ReadAhead,
 }
 
 impl Taken<'_> {
-    /// Waits for the read ahead and returns where its bytes are, or `None` when it failed or
-    /// was short (the caller reads the usual way).
-    pub(crate) fn wait(&self) -> Option<(*const u8, usize)> {
+    /// Waits for the read ahead and returns where its bytes are (pinned host memory, or
+    /// memory of the GPU the caller reads into), or `None` when it failed or was short (the
+    /// caller reads the usual way).
+    pub(crate) fn wait(&self) -> Option<(Source, usize)> {
         let io = self.io.as_ref()?;
         match io.wait() {
-            Ok(t) if t.bytes == self.len => Some((self.ptr, self.len as usize)),
+            Ok(t) if t.bytes == self.len => Some((self.src, self.len as usize)),
             _ => None,
         }
     }
@@ -234,6 +319,7 @@ impl Drop for Taken<'_> {
         let mut state = self.owner.lock();
         state.taken -= 1;
         state.free.push(self.slot);
+        state.give_back_gpu_memory();
     }
 }
 
@@ -288,15 +374,21 @@ impl ReadAhead {
         self.callers.load(Ordering::Acquire)
     }
 
-    /// Bytes of pinned memory read-ahead holds now (its one allocation, once made).
-    pub(crate) fn held_bytes(&self) -> u64 {
-        self.lock().arena.as_ref().map_or(0, |a| a.len() as u64)
+    /// Bytes of pinned host memory and of GPU memory read-ahead holds now (its one
+    /// allocation, once made, until GPU memory is given back).
+    pub(crate) fn held_bytes(&self) -> (u64, u64) {
+        match &self.lock().arena {
+            Some(Arena::Host(a)) => (a.len() as u64, 0),
+            Some(Arena::Device(a)) => (0, a.len() as u64),
+            None => (0, 0),
+        }
     }
 
-    /// A synchronous read of `len` bytes (clamped at the end of the file) at `offset` of `file`
-    /// into GPU `ordinal`: counts it towards its file's sequence, reads ahead of it with
-    /// `start` when the sequence is long enough, and returns the range read ahead that holds
-    /// it, if one does.
+    /// A synchronous read of `len` bytes at `offset` of `file` into GPU `ordinal`: counts it
+    /// towards its file's sequence, reads ahead of it with `start` when the sequence is long
+    /// enough, and returns the range read ahead that holds it, if one does. A read that
+    /// reaches the end of the file, shorter than the sequence's others (KvikIO asks for what
+    /// is left), counts as one of them: the last range read ahead is as short.
     pub(crate) fn look(
         &self,
         file: &FileHandle,
@@ -306,7 +398,8 @@ impl ReadAhead {
         start: Start<'_>,
     ) -> Option<Taken<'_>> {
         let b = self.budget;
-        if !self.wants(len) || !keepable(file) {
+        let to_end = b.max_bytes > 0 && len > 0 && offset.saturating_add(len) >= file.size();
+        if !(self.wants(len) || to_end && len < b.max_request) || !keepable(file) {
             return None;
         }
         let (key, stamp) = stat(file.buffered_fd())?;
@@ -319,11 +412,18 @@ impl ReadAhead {
         if state.files.get(&key).is_some_and(|s| s.stamp != stamp) {
             state.drop_stream(key, true, counters);
         }
+        let len = match state.files.get(&key) {
+            Some(s) if len < s.len && offset.saturating_add(len) >= stamp.size => s.len,
+            _ if self.wants(len) => len,
+            _ => return None,
+        };
         let fresh = !state.files.contains_key(&key);
         let stream = state.files.entry(key).or_insert_with(|| Stream::new(stamp, offset, len, now));
         stream.touched = now;
+        // What of the read lies in the file: the last range read ahead is short.
+        let in_file = len.min(stamp.size.saturating_sub(offset));
         let hit = match stream.chunks.get(&offset) {
-            Some(c) if c.len == len => stream.chunks.remove(&offset),
+            Some(c) if c.len == in_file => stream.chunks.remove(&offset),
             _ => None,
         };
         // A read that starts right at the highest end read so far continues the sequence;
@@ -350,26 +450,38 @@ impl ReadAhead {
                 *s = Stream::new(stamp, offset, len, now);
             }
         }
+        // The range found is handed out now, before anything is read ahead: a slot out keeps
+        // the arena from being cut again or made on another GPU. A range in another GPU's
+        // memory (read ahead before this sequence moved to this GPU) is let go.
+        let hit = match hit {
+            Some(c) => match &state.arena {
+                Some(a) if a.serves(ordinal) => {
+                    state.taken += 1;
+                    Some((a.source(c.slot * state.slot_len), c))
+                }
+                _ => {
+                    state.retire(c, counters);
+                    None
+                }
+            },
+            None => None,
+        };
         self.left_behind(state, key, counters);
-        let s = state.files.get(&key)?;
-        if s.streak >= STREAK
+        let continuing = state.files.get(&key).is_some_and(|s| s.streak >= STREAK);
+        if continuing
             && self.callers() <= b.max_callers
             && stamp.settled_for(SystemTime::now(), b.settle)
         {
             self.top_up(state, key, file, ordinal, start);
         }
-        let staged = hit?;
-        let ptr = self.slot_ptr(state, staged.slot)?;
-        state.taken += 1;
+        let Some((src, staged)) = hit else {
+            // The last read of a file, read to its end, may be one that found nothing.
+            state.give_back_gpu_memory();
+            return None;
+        };
         self.counters.read_ahead_reads.fetch_add(1, Ordering::Relaxed);
         let (io, slot, len) = (Some(staged.io), staged.slot, staged.len);
-        Some(Taken { io, slot, ptr, len, served: false, owner: self })
-    }
-
-    fn slot_ptr(&self, state: &State, slot: usize) -> Option<*const u8> {
-        let arena = state.arena.as_ref()?;
-        // SAFETY: slots lie inside the arena: `slot < slots()`, each `slot_len` long.
-        Some(unsafe { arena.as_ptr().add(slot * state.slot_len) })
+        Some(Taken { io, slot, src, len, served: false, owner: self })
     }
 
     /// Lets go of files nobody read for [`IDLE`].
@@ -383,6 +495,8 @@ impl ReadAhead {
         for k in idle {
             state.drop_stream(k, true, &self.counters);
         }
+        state.reap();
+        state.give_back_gpu_memory();
     }
 
     /// Retires ranges of `key`'s stream that the reads have passed by far: nobody asks for
@@ -399,19 +513,27 @@ impl ReadAhead {
         }
     }
 
-    /// Makes the arena at the first read ahead, and cuts it into slots of `len` bytes when no
-    /// slot is in use; false when there is no slot for reads of `len` bytes.
+    /// Makes the arena at the first read ahead (GPU memory on `ordinal`, or pinned), makes it
+    /// again on `ordinal` when it is another GPU's and idle, and cuts it into slots of `len`
+    /// bytes when no slot is in use; false when there is no slot for reads of `len` bytes
+    /// into GPU `ordinal`.
     fn slots_for(&self, state: &mut State, len: u64, ordinal: usize) -> bool {
         let want = (len as usize).div_ceil(SLOT_ALIGN) * SLOT_ALIGN;
         if state.no_arena {
             return false;
         }
+        if state.arena.as_ref().is_some_and(|a| !a.serves(ordinal)) {
+            if !state.idle() {
+                return false;
+            }
+            state.arena = None;
+            state.slot_len = 0;
+            state.free.clear();
+        }
         if state.arena.is_none() {
-            let bytes = (self.budget.max_bytes as usize).div_ceil(SLOT_ALIGN) * SLOT_ALIGN;
-            match PinnedBuffer::new(&self.runtime, ordinal, bytes) {
-                Ok(a) => state.arena = Some(a),
-                Err(e) => {
-                    tracing::info!(error = %e, "no pinned memory for read-ahead: it stays off");
+            match self.make_arena(ordinal) {
+                Some(a) => state.arena = Some(a),
+                None => {
                     state.no_arena = true;
                     return false;
                 }
@@ -420,15 +542,36 @@ impl ReadAhead {
         if state.slot_len == want {
             return true;
         }
-        let idle = state.taken == 0
-            && state.retiring.is_empty()
-            && state.files.values().all(|s| s.chunks.is_empty());
-        if !idle {
+        if !state.idle() {
             return false;
         }
         state.slot_len = want;
         state.free = (0..state.slots()).rev().collect();
         state.slots() > 0
+    }
+
+    /// One allocation of `read_ahead_bytes`: GPU memory on `ordinal` with
+    /// `read_ahead_gpu_memory` (pinned host memory where the GPU has none to spare), else
+    /// pinned; `None` when neither can be had.
+    fn make_arena(&self, ordinal: usize) -> Option<Arena> {
+        let bytes = (self.budget.max_bytes as usize).div_ceil(SLOT_ALIGN) * SLOT_ALIGN;
+        if self.budget.gpu_memory {
+            match DeviceBuffer::new(&self.runtime, ordinal, bytes) {
+                Ok(a) => return Some(Arena::Device(a)),
+                Err(e) => tracing::info!(
+                    error = %e,
+                    bytes,
+                    "no GPU memory for read-ahead: reading ahead into pinned host memory"
+                ),
+            }
+        }
+        match PinnedBuffer::new(&self.runtime, ordinal, bytes) {
+            Ok(a) => Some(Arena::Host(a)),
+            Err(e) => {
+                tracing::info!(error = %e, bytes, "no pinned memory for read-ahead: it stays off");
+                None
+            }
+        }
     }
 
     /// Reads ahead of `key`'s stream into the free slots, up to `read_ahead_bytes` past the
@@ -456,11 +599,10 @@ impl ReadAhead {
         while s.ahead < s.stamp.size && s.ahead < s.frontier + max {
             let Some(slot) = state.free.pop() else { break };
             let n = len.min(s.stamp.size - s.ahead);
-            let base = match &state.arena {
-                Some(a) => a.as_ptr() as u64 + slot as u64 * slot_len,
+            let buf = match &state.arena {
+                Some(a) => a.buffer(slot * slot_len as usize, n as usize),
                 None => break,
             };
-            let buf = BufferRef { addr: base, len: n as usize, kind: MemoryKind::PinnedHost };
             match start(&handle, buf, s.ahead) {
                 Ok(io) => {
                     self.counters.read_ahead_started.fetch_add(n, Ordering::Relaxed);
@@ -531,11 +673,16 @@ mod tests {
         dir: tempfile::TempDir,
     }
 
-    /// An engine on the simulated GPU to run the reads ahead, a read-ahead of `slots` slots of
-    /// [`LEN`] whose files must have settled for `settle`, and a file of 16 × [`LEN`] random
-    /// bytes.
+    /// An engine on two simulated GPUs to run the reads ahead, a read-ahead of `slots` slots
+    /// of [`LEN`] in GPU memory whose files must have settled for `settle`, and a file of
+    /// 16 × [`LEN`] random bytes.
     fn setup(slots: u64, settle: Duration) -> Setup {
-        let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(1, Duration::ZERO));
+        setup_in(slots, settle, true)
+    }
+
+    /// As [`setup`], the slots in GPU memory or not (`gpu_memory`).
+    fn setup_in(slots: u64, settle: Duration, gpu_memory: bool) -> Setup {
+        let rt: Arc<dyn GpuRuntime> = Arc::new(SimRuntime::new(2, Duration::ZERO));
         let engine = Engine::new(rt.clone(), &Config { threads: 2, ..Config::default() });
         let budget = Budget {
             max_bytes: slots * LEN,
@@ -543,6 +690,7 @@ mod tests {
             max_request: 1 << 30,
             max_callers: 4,
             settle,
+            gpu_memory,
         };
         let ahead = ReadAhead::new(rt, budget, Arc::default());
         let dir = tempfile::tempdir().unwrap();
@@ -577,6 +725,17 @@ mod tests {
         }
     }
 
+    /// The `n` bytes a range read ahead holds at `src` (simulated GPU memory is host memory).
+    fn bytes(src: Source, n: usize) -> Vec<u8> {
+        let p = match src {
+            Source::Host(p) => p,
+            Source::Device(a) => a as *const u8,
+        };
+        // SAFETY: the slot holds `n` bytes read ahead while its `Taken` lives, which outlives
+        // this call; the simulated runtime's GPU memory is host memory.
+        unsafe { std::slice::from_raw_parts(p, n) }.to_vec()
+    }
+
     /// Descriptors of this process open on `path`.
     fn open_on(path: &std::path::Path) -> usize {
         std::fs::read_dir("/proc/self/fd")
@@ -609,12 +768,11 @@ mod tests {
         assert_eq!(c.read_ahead_started.load(Ordering::Relaxed), 4 * LEN, "four slots' worth");
         for k in 3..7 {
             let taken = s.look(k, &start).expect("read ahead");
-            let (ptr, n) = taken.wait().expect("whole");
+            let (src, n) = taken.wait().expect("whole");
+            assert!(matches!(src, Source::Device(_)), "{src:?}: not GPU memory");
             assert_eq!(n as u64, LEN);
-            // SAFETY: the slot holds `n` bytes read ahead while `taken` lives.
-            let got = unsafe { std::slice::from_raw_parts(ptr, n) };
             let at = (k * LEN) as usize;
-            assert!(got == &s.data[at..at + n], "range {k} differs from the file");
+            assert!(bytes(src, n) == s.data[at..at + n], "range {k} differs from the file");
             taken.served();
         }
         assert_eq!(c.read_ahead_reads.load(Ordering::Relaxed), 4);
@@ -658,10 +816,8 @@ mod tests {
         assert!(s.look(0, &start).is_none());
         assert_eq!(c.read_ahead_unused.load(Ordering::Relaxed), 0, "nothing let go");
         let taken = s.look(8, &start).expect("the sequence went on");
-        let (ptr, n) = taken.wait().expect("whole");
-        // SAFETY: the slot holds `n` bytes read ahead while `taken` lives.
-        let got = unsafe { std::slice::from_raw_parts(ptr, n) };
-        assert!(got == &s.data[8 * LEN as usize..9 * LEN as usize]);
+        let (src, n) = taken.wait().expect("whole");
+        assert!(bytes(src, n) == s.data[8 * LEN as usize..9 * LEN as usize]);
         taken.served();
         // Eleven ranges behind is another reader: the sequence starts again.
         for k in 9..11 {
@@ -671,6 +827,63 @@ mod tests {
         s.all_free();
         assert!(c.read_ahead_unused.load(Ordering::Relaxed) > 0, "the ranges ahead let go");
         assert_eq!(s.ahead.lock().files.values().map(|f| f.streak).max(), Some(1));
+    }
+
+    #[test]
+    fn gpu_memory_serves_reads_into_its_own_gpu_and_is_given_back_at_the_end_of_the_file() {
+        let s = setup(4, Duration::ZERO);
+        let start = on(&s.engine);
+        let look = |k: u64, ordinal| s.ahead.look(&s.file, k * LEN, LEN, ordinal, &start);
+        for k in 0..3 {
+            assert!(look(k, 0).is_none());
+        }
+        assert_eq!(s.ahead.held_bytes(), (0, 4 * LEN), "four slots of GPU 0's memory");
+        // The sequence goes on into GPU 1: GPU 0's ranges are not handed to it, and once they
+        // are let go the memory is made again on GPU 1.
+        for k in 3..7 {
+            assert!(look(k, 1).is_none(), "range {k} of GPU 0 handed to a read into GPU 1");
+        }
+        assert_eq!(s.ahead.counters.read_ahead_unused.load(Ordering::Relaxed), 4 * LEN);
+        // Once their reads are over (the memory is made again only when nothing is out).
+        s.all_free();
+        assert!(look(7, 1).is_none(), "range 7 was never read ahead");
+        for k in 8..16 {
+            let t = look(k, 1).expect("read ahead into GPU 1's memory");
+            let (src, n) = t.wait().expect("whole");
+            let Source::Device(addr) = src else { panic!("range {k} in {src:?}") };
+            assert_eq!(s.ahead.runtime.classify(addr), MemoryKind::Device { ordinal: 1 });
+            let at = (k * LEN) as usize;
+            assert!(bytes(src, n) == s.data[at..at + n], "range {k} differs from the file");
+            t.served();
+        }
+        // Read to its end, nothing out: the GPU memory went back.
+        s.all_free();
+        assert_eq!(s.ahead.held_bytes(), (0, 0), "GPU memory kept after the end of the file");
+        // A new sequence makes it again.
+        for k in 0..4 {
+            let _ = look(k, 0);
+        }
+        assert_eq!(s.ahead.held_bytes(), (0, 4 * LEN));
+    }
+
+    #[test]
+    fn pinned_memory_serves_reads_into_any_gpu_and_is_kept() {
+        let s = setup_in(4, Duration::ZERO, false);
+        let start = on(&s.engine);
+        for k in 0..3 {
+            assert!(s.look(k, &start).is_none());
+        }
+        for k in 3..16 {
+            let ordinal = (k % 2) as usize;
+            let t = s.ahead.look(&s.file, k * LEN, LEN, ordinal, &start).expect("read ahead");
+            let (src, n) = t.wait().expect("whole");
+            assert!(matches!(src, Source::Host(_)), "range {k} in {src:?}");
+            let at = (k * LEN) as usize;
+            assert!(bytes(src, n) == s.data[at..at + n], "range {k} differs from the file");
+            t.served();
+        }
+        s.all_free();
+        assert_eq!(s.ahead.held_bytes(), (4 * LEN, 0), "pinned memory is kept");
     }
 
     #[test]

@@ -737,6 +737,14 @@ impl GpuStream for CudaStream {
             "cuMemcpyDtoHAsync",
         )
     }
+    unsafe fn copy_within_device(&mut self, dst: u64, src: u64, len: usize) -> Result<()> {
+        self.bind()?;
+        // SAFETY: forwarded contract.
+        check(
+            unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, len, self.owner.raw) },
+            "cuMemcpyDtoDAsync",
+        )
+    }
     unsafe fn copy_to_host_batch(&mut self, copies: &[(*mut u8, u64, usize)]) -> Result<()> {
         let raw: Vec<(u64, u64, usize)> =
             copies.iter().map(|&(d, s, n)| (d as u64, s, n)).collect();

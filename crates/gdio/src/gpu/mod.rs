@@ -144,6 +144,20 @@ pub trait GpuStream: Send {
         }
         Ok(())
     }
+    /// Queues a copy from one range of this stream's GPU to another of the same GPU. Runtimes
+    /// without GPU memory of their own say they cannot.
+    ///
+    /// # Safety
+    /// `src..src + len` and `dst..dst + len` must be device ranges of this stream's GPU that do
+    /// not overlap, `src` unchanged and `dst` untouched by anything else, until the copy is
+    /// known complete.
+    unsafe fn copy_within_device(&mut self, dst: u64, src: u64, len: usize) -> Result<()> {
+        let _ = (dst, src, len);
+        Err(crate::error::Error::new(
+            crate::error::ErrorKind::Unsupported,
+            "this GPU runtime cannot copy device memory to device memory",
+        ))
+    }
     /// Records marker `slot` (0..[`GpuStream::slots`]) after the copies queued so far.
     fn record(&mut self, slot: usize) -> Result<()>;
     /// Blocks until marker `slot` has been reached (returns at once if it was never recorded).

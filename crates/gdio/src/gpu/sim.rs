@@ -498,6 +498,9 @@ impl GpuStream for SimStream {
     unsafe fn copy_to_host(&mut self, dst: *mut u8, src: u64, len: usize) -> Result<()> {
         self.send(Op::Copy { dst: dst as usize, src: src as usize, len })
     }
+    unsafe fn copy_within_device(&mut self, dst: u64, src: u64, len: usize) -> Result<()> {
+        self.send(Op::Copy { dst: dst as usize, src: src as usize, len })
+    }
     unsafe fn copy_to_host_batch(&mut self, copies: &[(*mut u8, u64, usize)]) -> Result<()> {
         let c = copies.iter().map(|&(d, s, n)| (d as usize, s as usize, n)).collect();
         self.send(Op::Batch(c))
