@@ -678,8 +678,8 @@ fn gpu_page_cache_pins_serve_reads_byte_exact_and_drop_changed_files() {
 /// one thread and from eight taking the next range in turn (KvikIO's way), are served out of
 /// ranges read ahead into GPU memory (copied device to device; given back once the file was
 /// read to its end) and into pinned host memory (`read_ahead_gpu_memory` false; kept) with
-/// every byte the file's; a file rewritten in place is read with its new bytes, never out of
-/// what was read ahead before.
+/// every byte the file's; a file rewritten in place while ranges of it are read ahead is read
+/// with its new bytes, never out of what was read ahead before.
 #[test]
 fn gpu_read_ahead_serves_sequential_reads_byte_exact_and_drops_changed_files() {
     let Some(rt) = cuda() else { return };
@@ -712,11 +712,14 @@ fn gpu_read_ahead_serves_sequential_reads_byte_exact_and_drops_changed_files() {
                 let held = (c.read_ahead_pinned_bytes, c.read_ahead_gpu_bytes);
                 assert_eq!(held, if gpu_memory { (0, 0) } else { (64 << 20, 0) }, "{at}: {c:?}");
             }
+            // Half the file in order, so that the ranges after it are read ahead; then another
+            // writer rewrites the file, and a pass reads every byte of the new one.
+            pass(&drv, &f, &dev, &data[..24 * REQ], 1);
             let new = random_bytes(160 + i as u64, size - 5000);
             std::fs::write(&p, &new).unwrap();
             pass(&drv, &f, &dev, &new, 8);
             let c = drv.engine().counters();
-            assert!(c.read_ahead_unused_bytes > 0, "{where_}: {c:?}");
+            assert!(c.read_ahead_unused_bytes > 0, "{where_}, GPU memory {gpu_memory}: {c:?}");
         }
     }
 }
