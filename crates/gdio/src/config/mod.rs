@@ -528,11 +528,15 @@ pub struct Config {
     /// Read-ahead for sequential synchronous reads into GPU memory (`engine/read_ahead.rs`):
     /// once three reads of a file of one length have each started where the highest end read
     /// so far was (KvikIO's threads each asking for the next chunk), the workers read the
-    /// ranges after them into pinned host memory, and a read that finds its range there
-    /// copies it to the GPU on the calling thread. The value is the pinned memory read ahead
-    /// at most (one allocation, made at the first read ahead); 0 turns it off. 256 MiB, the
-    /// default, measured on two H100 hosts (BENCHMARKS.md sessions 50–51, ABBA against off,
-    /// hot 8 GiB file): one KvikIO thread (its default) 1.69–1.71 ×, two 1.96 ×, four
+    /// ranges after them into memory of the engine's own (GPU memory with
+    /// `read_ahead_gpu_memory`, else pinned host memory), and a read that finds its range
+    /// there copies it on the calling thread. The value is the memory read ahead into at most
+    /// (one allocation, made at the first read ahead); 0 turns it off. Into GPU memory
+    /// (session 52 run 1, H100, hot 8 GiB file, ABBA against off): one KvikIO thread 2.36 ×,
+    /// two 2.46 ×, four 1.41 ×, eight 0.995 ×, sixteen 0.939 ×, `gdio bench` 4 MiB × 1–4,
+    /// 1 MiB × 8, 16 MiB × 2 1.45–2.45 ×. 256 MiB, the default, was measured into pinned
+    /// memory on two H100 hosts (BENCHMARKS.md sessions 50–51, ABBA against off, hot 8 GiB
+    /// file): one KvikIO thread (its default) 1.69–1.71 ×, two 1.96 ×, four
     /// 0.983–1.38 ×, `gdio bench` 4 MiB × 1–4, 1 MiB × 8 and 16 MiB × 2 1.30–1.89 ×; the cost:
     /// eight threads 0.931–0.998 × (where the workers read ahead into the arena at ~40 GB/s on
     /// the slower host, below what eight threads' own reads move), sixteen 0.986–1.017 ×; cold
@@ -555,7 +559,10 @@ pub struct Config {
     /// callers, through their bounce buffers, and a read that finds its range copies it
     /// device to device. False: into pinned host memory, which the workers fill with the CPU
     /// and each read copies over the link. Where the GPU has no memory to spare, pinned host
-    /// memory is used.
+    /// memory is used. Session 52 run 1 (H100, ABBA two reps, hot 8 GiB file): GPU memory
+    /// against pinned 1.26 × at one KvikIO thread, 1.16 × at two and four, 1.15 × at eight
+    /// (where pinned memory capped near 40 GB/s), 0.99 × at sixteen; `gdio bench` 4 MiB × 1–4
+    /// and 16 MiB × 2 1.17–1.30 ×, 1 MiB × 8 0.97 ×.
     pub read_ahead_gpu_memory: bool,
 }
 
