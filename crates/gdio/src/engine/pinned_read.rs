@@ -138,9 +138,11 @@ unsafe fn copy_pieces(
     let mut at = dst;
     let queued = (|| {
         for (src, len) in pieces {
-            // SAFETY: forwarded contract.
             match src {
+                // SAFETY: forwarded contract: registered host memory, kept until this returns.
                 Source::Host(p) => unsafe { stream.copy_to_device(at, p, len)? },
+                // SAFETY: forwarded contract: device memory of the stream's GPU, apart from
+                // the destination, kept until this returns.
                 Source::Device(a) => unsafe { stream.copy_within_device(at, a, len)? },
             }
             at += len as u64;
