@@ -551,7 +551,9 @@ pub struct Config {
     /// Nothing new is read ahead while more synchronous reads into GPU memory than this are in
     /// flight: that many callers keep the workers busy without it. 4 measured worse than 8 at
     /// eight KvikIO threads (0.883 × off against 0.964 ×) and no better elsewhere (session 51
-    /// run 2).
+    /// run 2, pinned memory); with GPU memory (session 52 runs 2–3, H200) 16 tied 8
+    /// (0.963–1.014 × off against 0.988–1.011 ×) and 4 lost at `gdio bench` 4 MiB × 8
+    /// (0.894 ×).
     pub read_ahead_max_callers: usize,
     /// Ranges are read ahead into GPU memory of the engine's own on the GPU being read into
     /// (`read_ahead_bytes` of it, allocated at the first read ahead and given back once every
@@ -562,7 +564,8 @@ pub struct Config {
     /// memory is used. Session 52 run 1 (H100, ABBA two reps, hot 8 GiB file): GPU memory
     /// against pinned 1.26 × at one KvikIO thread, 1.16 × at two and four, 1.15 × at eight
     /// (where pinned memory capped near 40 GB/s), 0.99 × at sixteen; `gdio bench` 4 MiB × 1–4
-    /// and 16 MiB × 2 1.17–1.30 ×, 1 MiB × 8 0.97 ×.
+    /// and 16 MiB × 2 1.17–1.30 ×, 1 MiB × 8 0.97 ×. Runs 2–3 (H200): one to thirty-two
+    /// threads at the link (50–51 GB/s; one thread 2.80 × off).
     pub read_ahead_gpu_memory: bool,
 }
 
