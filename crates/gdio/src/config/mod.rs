@@ -557,7 +557,7 @@ pub struct Config {
     pub read_ahead_max_callers: usize,
     /// Ranges are read ahead into GPU memory of the engine's own on the GPU being read into
     /// (`read_ahead_bytes` of it, allocated at the first read ahead and given back once every
-    /// file read ahead was read to its end or let go): the workers read them as they read for
+    /// file read ahead was read to its end or nobody read it for 0.5 s): the workers read them as they read for
     /// callers, through their bounce buffers, and a read that finds its range copies it
     /// device to device. False: into pinned host memory, which the workers fill with the CPU
     /// and each read copies over the link. Where the GPU has no memory to spare, pinned host

@@ -101,7 +101,8 @@ pub struct EngineCounters {
     /// read ahead and kept).
     pub read_ahead_pinned_bytes: u64,
     /// GPU memory held for read-ahead now (`read_ahead_gpu_memory`: allocated at the first
-    /// read ahead, given back once every file read ahead was read to its end or let go).
+    /// read ahead, given back once every file read ahead was read to its end or nobody read
+    /// it for 0.5 s).
     pub read_ahead_gpu_bytes: u64,
     /// Bytes written with buffered `pwrite`.
     pub buffered_write_bytes: u64,

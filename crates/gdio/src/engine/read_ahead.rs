@@ -36,14 +36,16 @@
 //! The memory is one allocation of `read_ahead_bytes`, made at the first read ahead and cut
 //! into slots of the length being read; GPU memory serves reads into its own GPU only, and is
 //! given back once every file read ahead was read to its end or let go (the GPU memory a
-//! program's own allocator may want), to be made again at the next sequence. The engine has
-//! no thread of its own for read-ahead: ranges of a file nobody read for [`IDLE`] are let go
-//! (their slots and the descriptor they hold) at the next read into GPU memory, or when the
-//! engine goes.
+//! program's own allocator may want), to be made again at the next sequence. Ranges of a file
+//! nobody read for [`IDLE`] are let go (their slots and the descriptor they hold) at the next
+//! read into GPU memory, or when the engine goes; while read-ahead holds GPU memory, one thread
+//! of its own (`gdio-read-ahead`, started with the memory, gone with it) lets them go after
+//! [`IDLE`] without waiting for a read, so a program that stops reading midway (a loader that
+//! skips the end of a file, then trains) gets the GPU memory back.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::file_stamp::{keepable, stat, Stamp};
@@ -176,6 +178,10 @@ impl Stream {
 }
 
 struct State {
+    /// The engine is going: the idle thread stops.
+    closed: bool,
+    /// The idle thread ([`idle_reaper`]) runs.
+    reaper: bool,
     /// Declared before the arena: their reads are waited for before it is freed.
     files: HashMap<(u64, u64), Stream>,
     retiring: Vec<Retiring>,
@@ -242,6 +248,21 @@ impl State {
         }
     }
 
+    /// Lets go of files nobody read for [`IDLE`], then of GPU memory nothing needs.
+    fn forget_idle(&mut self, now: Instant, counters: &Counters) {
+        let idle: Vec<_> = self
+            .files
+            .iter()
+            .filter(|(_, s)| now.duration_since(s.touched) >= IDLE)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in idle {
+            self.drop_stream(k, true, counters);
+        }
+        self.reap();
+        self.give_back_gpu_memory();
+    }
+
     /// Retires every range of the stream at `key` and forgets the stream when `forget`.
     fn drop_stream(&mut self, key: (u64, u64), forget: bool, counters: &Counters) {
         let chunks = match self.files.get_mut(&key) {
@@ -265,7 +286,37 @@ pub(crate) struct ReadAhead {
     /// Synchronous reads into GPU memory of read-ahead's lengths in flight now
     /// ([`ReadAhead::enter`]).
     callers: AtomicUsize,
+    /// Shared with the idle thread while read-ahead holds GPU memory.
+    shared: Arc<Shared>,
+    /// The idle thread last started (joined when the engine goes).
+    reaper: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// Read-ahead's state and the idle thread's wake-up.
+struct Shared {
     state: Mutex<State>,
+    /// Signalled when the engine goes.
+    wake: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The idle thread: every [`IDLE`], lets go of the files nobody read for that long and then of
+/// the GPU memory (once every file is let go or read to its end); ends when read-ahead holds
+/// no GPU memory any more, or the engine goes.
+fn idle_reaper(shared: Arc<Shared>, counters: Arc<Counters>) {
+    let mut state = shared.lock();
+    while !state.closed && matches!(state.arena, Some(Arena::Device(_))) {
+        state = shared.wake.wait_timeout(state, IDLE).unwrap_or_else(|p| p.into_inner()).0;
+        if !state.closed {
+            state.forget_idle(Instant::now(), &counters);
+        }
+    }
+    state.reaper = false;
 }
 
 /// A synchronous read into GPU memory of read-ahead's lengths, counted in flight until dropped.
@@ -336,20 +387,26 @@ impl ReadAhead {
             runtime,
             counters,
             callers: AtomicUsize::new(0),
-            state: Mutex::new(State {
-                files: HashMap::new(),
-                retiring: Vec::new(),
-                arena: None,
-                no_arena: false,
-                slot_len: 0,
-                free: Vec::new(),
-                taken: 0,
+            shared: Arc::new(Shared {
+                state: Mutex::new(State {
+                    closed: false,
+                    reaper: false,
+                    files: HashMap::new(),
+                    retiring: Vec::new(),
+                    arena: None,
+                    no_arena: false,
+                    slot_len: 0,
+                    free: Vec::new(),
+                    taken: 0,
+                }),
+                wake: Condvar::new(),
             }),
+            reaper: Mutex::new(None),
         }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.shared.lock()
     }
 
     /// Whether reads of `len` bytes may use or start read-ahead.
@@ -407,7 +464,7 @@ impl ReadAhead {
         let mut guard = self.lock();
         let state = &mut *guard;
         state.reap();
-        self.forget_idle(state, now);
+        state.forget_idle(now, &self.counters);
         let counters = &*self.counters;
         if state.files.get(&key).is_some_and(|s| s.stamp != stamp) {
             state.drop_stream(key, true, counters);
@@ -484,21 +541,6 @@ impl ReadAhead {
         Some(Taken { io, slot, src, len, served: false, owner: self })
     }
 
-    /// Lets go of files nobody read for [`IDLE`].
-    fn forget_idle(&self, state: &mut State, now: Instant) {
-        let idle: Vec<_> = state
-            .files
-            .iter()
-            .filter(|(_, s)| now.duration_since(s.touched) >= IDLE)
-            .map(|(k, _)| *k)
-            .collect();
-        for k in idle {
-            state.drop_stream(k, true, &self.counters);
-        }
-        state.reap();
-        state.give_back_gpu_memory();
-    }
-
     /// Retires ranges of `key`'s stream that the reads have passed by far: nobody asks for
     /// them any more.
     fn left_behind(&self, state: &mut State, key: (u64, u64), counters: &Counters) {
@@ -538,6 +580,9 @@ impl ReadAhead {
                     return false;
                 }
             }
+            if matches!(state.arena, Some(Arena::Device(_))) && !state.reaper {
+                self.start_reaper(state);
+            }
         }
         if state.slot_len == want {
             return true;
@@ -548,6 +593,23 @@ impl ReadAhead {
         state.slot_len = want;
         state.free = (0..state.slots()).rev().collect();
         state.slots() > 0
+    }
+
+    /// Starts the idle thread (GPU memory was just made); without it, GPU memory is given
+    /// back only at reads.
+    fn start_reaper(&self, state: &mut State) {
+        let (shared, counters) = (self.shared.clone(), self.counters.clone());
+        let started = std::thread::Builder::new()
+            .name("gdio-read-ahead".into())
+            .spawn(move || idle_reaper(shared, counters));
+        match started {
+            Ok(handle) => {
+                state.reaper = true;
+                // A handle replaced here is of a thread that ended (it cleared `reaper`).
+                *self.reaper.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
+            }
+            Err(e) => tracing::debug!(error = %e, "no idle thread for read-ahead's GPU memory"),
+        }
     }
 
     /// One allocation of `read_ahead_bytes`: GPU memory on `ordinal` with
@@ -621,14 +683,26 @@ impl ReadAhead {
 
 impl Drop for ReadAhead {
     fn drop(&mut self) {
-        // Every read ahead is waited for (the drops of its `EngineIo`) before the arena goes:
-        // `State` declares them first.
-        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        self.lock().closed = true;
+        self.shared.wake.notify_all();
+        if let Some(reaper) = self.reaper.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = reaper.join();
+        }
+        // Every read ahead is waited for (the drops of its `EngineIo`) before the arena goes,
+        // here, while the engine's workers still run: whichever thread lets go of `Shared`
+        // last finds nothing in it.
+        let mut state = self.lock();
         for s in state.files.values_mut() {
             for c in s.chunks.values() {
                 c.io.cancel();
             }
         }
+        let files = std::mem::take(&mut state.files);
+        let retiring = std::mem::take(&mut state.retiring);
+        let arena = state.arena.take();
+        drop(state);
+        drop((files, retiring));
+        drop(arena);
     }
 }
 
@@ -864,6 +938,34 @@ mod tests {
             let _ = look(k, 0);
         }
         assert_eq!(s.ahead.held_bytes(), (0, 4 * LEN));
+    }
+
+    #[test]
+    fn gpu_memory_of_a_sequence_left_midway_goes_back_without_another_read() {
+        let s = setup(4, Duration::ZERO);
+        let start = on(&s.engine);
+        for k in 0..5 {
+            let _ = s.look(k, &start);
+        }
+        assert_eq!(s.ahead.held_bytes(), (0, 4 * LEN));
+        assert!(s.ahead.lock().reaper, "no idle thread while GPU memory is held");
+        // Nobody reads again: the idle thread lets the file go, then the memory, then ends.
+        let t0 = Instant::now();
+        while s.ahead.held_bytes() != (0, 0) || s.ahead.lock().reaper {
+            assert!(t0.elapsed() < 20 * IDLE, "GPU memory kept: {:?}", s.ahead.held_bytes());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(t0.elapsed() >= IDLE, "let go before the file was idle");
+        let c = &s.ahead.counters;
+        let started = c.read_ahead_started.load(Ordering::Relaxed);
+        let used = c.read_ahead_bytes.load(Ordering::Relaxed);
+        assert_eq!(c.read_ahead_unused.load(Ordering::Relaxed), started - used, "all accounted");
+        // The next sequence makes the memory and the thread again.
+        for k in 0..4 {
+            let _ = s.look(k, &start);
+        }
+        assert_eq!(s.ahead.held_bytes(), (0, 4 * LEN));
+        assert!(s.ahead.lock().reaper);
     }
 
     #[test]
