@@ -742,9 +742,10 @@ impl Engine {
     ) -> Option<Result<Transfer>> {
         let ordinal = gpu_read(op, &buf)?;
         let start = |f: &Arc<FileHandle>, b: BufferRef, at: u64| {
-            // SAFETY: `b` is a slot of read-ahead's memory (pinned, or GPU memory of the engine's
-            // own), which nothing reads, writes or frees until this read is over: a slot is handed out, read into again or freed
-            // only once its `EngineIo` is done or dropped (which waits).
+            // SAFETY: `b` is a slot of read-ahead's memory (pinned, or GPU memory of the
+            // engine's own), which nothing reads, writes or frees until this read is over: a
+            // slot is handed out, read into again or freed only once its `EngineIo` is done or
+            // dropped (which waits).
             unsafe { self.submit(Op::Read, f, b, at) }
         };
         let taken = self.read_ahead.look(file, offset, buf.len as u64, ordinal, &start)?;
