@@ -32,7 +32,7 @@ import json, sys
 r = json.load(sys.stdin)['results'][0]
 w = r.get('workers', {})
 s = r.get('cpu_steal')
-print(f\"{r['gbps']:.2f} split {r.get('split_reads')} helped {r.get('split_pieces_helped')} early {r.get('split_early_copies')} split_wait {100 * w.get('split_wait', 0):.0f}% idle {100 * w.get('idle', 0):.0f}% steal {'-' if s is None else f'{100 * s:.1f}'}% verified {r['verified']}\")"
+print(f\"{r['gbps']:.2f} read-ahead {r.get('read_ahead_reads')} split {r.get('split_reads')} helped {r.get('split_pieces_helped')} early {r.get('split_early_copies')} split_wait {100 * w.get('split_wait', 0):.0f}% idle {100 * w.get('idle', 0):.0f}% steal {'-' if s is None else f'{100 * s:.1f}'}% verified {r['verified']}\")"
 }
 one() { # setting rep
   local v=$1 rep=$2 t shape
