@@ -23,7 +23,7 @@ def off_line(rep, t, s, gbps, steal="-"):
 
 
 def bench_line(rep, depth, s, gbps, steal="0.1"):
-    return f"rep {rep} 4M x {depth} {s}: {gbps:.2f} split 10 helped 2 early 0 split_wait 1% idle 9% steal {steal}% verified True\n"
+    return f"rep {rep} 4M x {depth} {s}: {gbps:.2f} read-ahead 3 split 10 helped 2 early 0 split_wait 1% idle 9% steal {steal}% verified True\n"
 
 
 def random_phase(seed, reps=4):
