@@ -57,6 +57,13 @@ PY
     if [ -x "$ptxas" ]; then export GDIO_PTXAS="$PWD/$ptxas"; fi
   fi
   cargo test --workspace --locked
+  # `./test.sh miri` (not part of `all`) runs the tests crates/gdio/tests/miri-tests.txt names:
+  # each must still exist, or a rename goes unnoticed until someone runs it.
+  known=$(cargo test -q -p gdio --lib --locked -- --list | sed -n 's/: test$//p')
+  for n in $(grep -v '^#' crates/gdio/tests/miri-tests.txt); do
+    grep -qxF "$n" <<<"$known" ||
+      { echo "crates/gdio/tests/miri-tests.txt names $n, which is no test of the library" >&2; exit 1; }
+  done
 fi
 
 if [ "$what" = all ] || [ "$what" = python ]; then
