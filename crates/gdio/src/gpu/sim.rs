@@ -638,7 +638,9 @@ mod tests {
 
     #[test]
     fn forks_queue_in_one_order_and_keep_their_own_markers() {
-        let rt = SimRuntime::new(1, std::time::Duration::from_millis(2));
+        // Copies of 250 ms: the check that the first is not done yet must hold under Miri too,
+        // which took over 2 ms to interpret the lines between the copy and the query.
+        let rt = SimRuntime::new(1, std::time::Duration::from_millis(250));
         let mut root = rt.new_stream(0, 1).unwrap();
         let mut a = root.fork(2).unwrap();
         let mut b = root.fork(2).unwrap();
@@ -656,7 +658,7 @@ mod tests {
         b.record(1).unwrap();
         // `a` recorded nothing in slot 1: its marker is not `b`'s.
         assert!(a.query(1).unwrap());
-        assert!(!a.query(0).unwrap(), "two copies of 2 ms each cannot be done yet");
+        assert!(!a.query(0).unwrap(), "a copy of 250 ms cannot be done yet");
         b.wait(1).unwrap();
         // One queue: `a`'s marker, queued before `b`'s, is reached once `b`'s is.
         assert!(a.query(0).unwrap(), "a's earlier marker is reached once b's later one is");
