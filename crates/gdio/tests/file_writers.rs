@@ -100,30 +100,22 @@ fn large_writes_into_one_file_are_held_to_file_writers_at_once_and_land_exactly(
         for from_device in [false, true] {
             for limit in [1, 2, 0] {
                 let what = format!("{where_} limit {limit} device {from_device}");
-                // Whether writers overlap is up to the scheduler: on two busy cores a round can
-                // run one write at a time, so with no limit up to twenty rounds (fresh bytes each,
-                // every one checked) must show two at once; with a limit, one round must stay
-                // inside it.
-                let mut most = 0;
-                for round in 0..if limit == 0 { 20 } else { 1 } {
-                    let seed = 7 + limit as u64 + 100 * round;
-                    let before = random_bytes(seed, size);
-                    let path = write_file(d.path(), &format!("w{limit}{from_device}"), &before);
-                    let drv = sim_driver(config(limit), 1);
-                    let (plans, total) = plans(seed + 1, 24, 1 << 20, 2 << 20, size);
-                    let src = random_bytes(seed + 2, total);
-                    let (want, file) = write_all(&drv, &path, &before, &plans, &src, from_device);
-                    assert!(std::fs::read(&path).unwrap() == want, "{what}: the file differs");
-                    most = file.most_writers_at_once();
-                    if limit == 0 && most >= 2 {
-                        break;
-                    }
-                }
-                if limit == 0 {
-                    assert!(most >= 2, "{what}: twelve writers never overlapped in 20 rounds");
-                } else {
-                    assert!(most >= 1 && most <= limit, "{what}: {most} writers at once");
-                }
+                // With no limit, whether these writers overlap is up to the scheduler (under
+                // ThreadSanitizer on two cores the simulated copies dwarf the `pwrite`s and
+                // twenty rounds once ran one at a time): every write is still counted here, and
+                // the engine's unit test `slow_large_writes_overlap_without_a_limit_and_keep_to_one`
+                // holds each `pwrite` 200 ms to show that they do overlap.
+                let seed = 7 + limit as u64;
+                let before = random_bytes(seed, size);
+                let path = write_file(d.path(), &format!("w{limit}{from_device}"), &before);
+                let drv = sim_driver(config(limit), 1);
+                let (plans, total) = plans(seed + 1, 24, 1 << 20, 2 << 20, size);
+                let src = random_bytes(seed + 2, total);
+                let (want, file) = write_all(&drv, &path, &before, &plans, &src, from_device);
+                assert!(std::fs::read(&path).unwrap() == want, "{what}: the file differs");
+                let most = file.most_writers_at_once();
+                let cap = if limit == 0 { 12 } else { limit };
+                assert!(most >= 1 && most <= cap, "{what}: {most} writers at once");
             }
         }
     }

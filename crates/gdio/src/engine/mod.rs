@@ -1132,6 +1132,67 @@ mod tests {
     use crate::gpu::sim::SimRuntime;
     use std::time::Duration;
 
+    /// Large buffered writes out of (simulated) GPU memory into one file, each `pwrite` held
+    /// 200 ms by the fault seam (a writer that keeps the file's inode lock long): with no
+    /// `file_writers` limit several are in the file at once, with a limit of 2 exactly 2 at
+    /// most; every byte lands. (`tests/file_writers.rs` checks the limits on every filesystem
+    /// and memory without a delay, where whether writers overlap is up to the scheduler.)
+    #[test]
+    fn slow_large_writes_overlap_without_a_limit_and_keep_to_one() {
+        use crate::file::fault::{self, FaultPlan};
+        use crate::{DirectIoPolicy, Driver, OpenOptions};
+        use rand::{RngCore, SeedableRng};
+        let dir = tempfile::tempdir().unwrap();
+        let (writes, len) = (6usize, 1usize << 20);
+        for limit in [0usize, 2] {
+            let mut r = rand::rngs::StdRng::seed_from_u64(40 + limit as u64);
+            let (mut before, mut src) = (vec![0u8; writes * len + 4096], vec![0u8; writes * len]);
+            r.fill_bytes(&mut before);
+            r.fill_bytes(&mut src);
+            let path = dir.path().join(format!("w{limit}"));
+            std::fs::write(&path, &before).unwrap();
+            let config = Config {
+                threads: writes,
+                write_threads: writes,
+                task_size: len,
+                bounce_buffer_size: len,
+                buffered_chunk_size: len,
+                direct_io: DirectIoPolicy::Off,
+                file_writers: limit,
+                ..Config::default()
+            };
+            let drv =
+                Driver::with_runtime(config, Arc::new(SimRuntime::new(1, Duration::ZERO))).unwrap();
+            let file =
+                FileHandle::open_with(&path, OpenOptions::new().read(true).write(true)).unwrap();
+            let mut dev = drv.alloc_device(0, src.len()).unwrap();
+            dev.copy_from_host(0, &src).unwrap();
+            let delay = Some(Duration::from_millis(200));
+            let slow = fault::inject(&path, FaultPlan { write_delay: delay, ..Default::default() })
+                .unwrap();
+            // Write i lands at MiB i + 4096 bytes, off the file's MiB boundaries.
+            std::thread::scope(|s| {
+                for i in 0..writes {
+                    let (drv, file, dev) = (&drv, &file, &dev);
+                    s.spawn(move || {
+                        let n = drv.write(file, (4096 + i * len) as u64, dev, i * len, len);
+                        assert_eq!(n.unwrap(), len, "limit {limit}: write {i}");
+                    });
+                }
+            });
+            assert_eq!(slow.written(), (writes * len) as u64, "limit {limit}: bytes written");
+            drop(slow);
+            before[4096..].copy_from_slice(&src);
+            assert!(std::fs::read(&path).unwrap() == before, "limit {limit}: the file differs");
+            let most = file.most_writers_at_once();
+            if limit == 0 {
+                assert!(most >= 2, "no limit: {most} writer(s) at once, each held 200 ms");
+            } else {
+                assert_eq!(most, limit, "limit {limit}: {most} writers at once");
+            }
+        }
+    }
+
     #[test]
     fn callers_poll_only_on_cores_the_workers_and_the_watcher_leave_over() {
         let with = |threads, max, polls, spin| Config {

@@ -34,6 +34,9 @@ pub struct FaultPlan {
     pub einval_direct: bool,
     /// Every read system call first sleeps this long (a slow disk).
     pub read_delay: Option<std::time::Duration>,
+    /// Every write system call first sleeps this long (a slow disk, or a writer that holds
+    /// the file's inode lock long).
+    pub write_delay: Option<std::time::Duration>,
 }
 
 struct Armed {
@@ -116,7 +119,11 @@ pub(crate) fn before(fd: BorrowedFd<'_>, dir: Dir, offset: u64, want: usize) -> 
     let key = (st.st_dev as u64, st.st_ino as u64);
     let mut p = plans();
     let Some(a) = p.iter_mut().find(|a| a.key == key) else { return Ok(want) };
-    if let (Dir::Read, Some(d)) = (dir, a.plan.read_delay) {
+    let delay = match dir {
+        Dir::Read => a.plan.read_delay,
+        Dir::Write => a.plan.write_delay,
+    };
+    if let Some(d) = delay {
         drop(p);
         std::thread::sleep(d);
         p = plans();
