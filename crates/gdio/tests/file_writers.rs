@@ -103,7 +103,7 @@ fn large_writes_into_one_file_are_held_to_file_writers_at_once_and_land_exactly(
                 // With no limit, whether these writers overlap is up to the scheduler (under
                 // ThreadSanitizer on two cores the simulated copies dwarf the `pwrite`s and
                 // twenty rounds once ran one at a time): every write is still counted here, and
-                // the engine's unit test `slow_large_writes_overlap_without_a_limit_and_keep_to_one`
+                // the engine's unit test `slow_large_writes_overlap_without_a_limit_and_keep_to_a_limit`
                 // holds each `pwrite` 200 ms to show that they do overlap.
                 let seed = 7 + limit as u64;
                 let before = random_bytes(seed, size);

@@ -1132,24 +1132,31 @@ mod tests {
     use crate::gpu::sim::SimRuntime;
     use std::time::Duration;
 
-    /// Large buffered writes out of (simulated) GPU memory into one file, each `pwrite` held
-    /// 200 ms by the fault seam (a writer that keeps the file's inode lock long): with no
-    /// `file_writers` limit several are in the file at once, with a limit of 2 exactly 2 at
-    /// most; every byte lands. (`tests/file_writers.rs` checks the limits on every filesystem
-    /// and memory without a delay, where whether writers overlap is up to the scheduler.)
+    /// Large buffered writes into one file, out of host memory and out of simulated GPU
+    /// memory, on the temp dir's filesystem and on tmpfs, each `pwrite` held 200 ms by the
+    /// fault seam (a writer that keeps the file's inode lock long): with no `file_writers`
+    /// limit several are in the file at once, with a limit of 2 exactly 2 at most; every byte
+    /// lands. (`tests/file_writers.rs` checks the limits with no delay, where whether writers
+    /// overlap is up to the scheduler.)
     #[test]
-    fn slow_large_writes_overlap_without_a_limit_and_keep_to_one() {
+    fn slow_large_writes_overlap_without_a_limit_and_keep_to_a_limit() {
         use crate::file::fault::{self, FaultPlan};
         use crate::{DirectIoPolicy, Driver, OpenOptions};
         use rand::{RngCore, SeedableRng};
-        let dir = tempfile::tempdir().unwrap();
+        let mut dirs = vec![tempfile::tempdir().unwrap()];
+        dirs.extend(tempfile::tempdir_in("/dev/shm").ok());
         let (writes, len) = (6usize, 1usize << 20);
-        for limit in [0usize, 2] {
+        for (d, from_device, limit) in dirs
+            .iter()
+            .flat_map(|d| [false, true].map(|dev| (d, dev)))
+            .flat_map(|(d, dev)| [0usize, 2].map(|limit| (d, dev, limit)))
+        {
+            let what = format!("{} device {from_device} limit {limit}", d.path().display());
             let mut r = rand::rngs::StdRng::seed_from_u64(40 + limit as u64);
             let (mut before, mut src) = (vec![0u8; writes * len + 4096], vec![0u8; writes * len]);
             r.fill_bytes(&mut before);
             r.fill_bytes(&mut src);
-            let path = dir.path().join(format!("w{limit}"));
+            let path = d.path().join(format!("w{limit}{from_device}"));
             std::fs::write(&path, &before).unwrap();
             let config = Config {
                 threads: writes,
@@ -1165,30 +1172,37 @@ mod tests {
                 Driver::with_runtime(config, Arc::new(SimRuntime::new(1, Duration::ZERO))).unwrap();
             let file =
                 FileHandle::open_with(&path, OpenOptions::new().read(true).write(true)).unwrap();
-            let mut dev = drv.alloc_device(0, src.len()).unwrap();
-            dev.copy_from_host(0, &src).unwrap();
+            let dev = from_device.then(|| {
+                let mut dev = drv.alloc_device(0, src.len()).unwrap();
+                dev.copy_from_host(0, &src).unwrap();
+                dev
+            });
             let delay = Some(Duration::from_millis(200));
             let slow = fault::inject(&path, FaultPlan { write_delay: delay, ..Default::default() })
                 .unwrap();
             // Write i lands at MiB i + 4096 bytes, off the file's MiB boundaries.
             std::thread::scope(|s| {
                 for i in 0..writes {
-                    let (drv, file, dev) = (&drv, &file, &dev);
+                    let (drv, file, dev, src, what) = (&drv, &file, &dev, &src, &what);
                     s.spawn(move || {
-                        let n = drv.write(file, (4096 + i * len) as u64, dev, i * len, len);
-                        assert_eq!(n.unwrap(), len, "limit {limit}: write {i}");
+                        let at = (4096 + i * len) as u64;
+                        let n = match dev {
+                            Some(dev) => drv.write(file, at, dev, i * len, len),
+                            None => drv.write(file, at, &src[..], i * len, len),
+                        };
+                        assert_eq!(n.unwrap(), len, "{what}: write {i}");
                     });
                 }
             });
-            assert_eq!(slow.written(), (writes * len) as u64, "limit {limit}: bytes written");
+            assert_eq!(slow.written(), (writes * len) as u64, "{what}: bytes written");
             drop(slow);
             before[4096..].copy_from_slice(&src);
-            assert!(std::fs::read(&path).unwrap() == before, "limit {limit}: the file differs");
+            assert!(std::fs::read(&path).unwrap() == before, "{what}: the file differs");
             let most = file.most_writers_at_once();
             if limit == 0 {
-                assert!(most >= 2, "no limit: {most} writer(s) at once, each held 200 ms");
+                assert!(most >= 2, "{what}: {most} writer(s) at once, each held 200 ms");
             } else {
-                assert_eq!(most, limit, "limit {limit}: {most} writers at once");
+                assert_eq!(most, limit, "{what}: {most} writers at once");
             }
         }
     }
